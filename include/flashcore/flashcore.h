@@ -1,0 +1,54 @@
+/* FlashCore C API: fused scaled-dot-product attention for code that does not use C++.
+ *
+ * Same semantics as the C++ API (flashcore.hpp): Q (B,Lq,Hq,D), K/V (B,Lk,Hkv,D), O (B,Lq,Hq,D)
+ * through element strides; bottom-right aligned causal mask; rows that see no key give O = 0 and
+ * LSE = -inf. Every function returns FC_OK or an error code; fc_last_error() gives the message
+ * (naming the offending field) of the last failure on the calling thread. */
+#ifndef FLASHCORE_FLASHCORE_H
+#define FLASHCORE_FLASHCORE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { FC_F32 = 0, FC_F16 = 1, FC_BF16 = 2 } fc_dtype;
+typedef enum { FC_LOC_AUTO = 0, FC_LOC_HOST = 1, FC_LOC_DEVICE = 2 } fc_location;
+typedef enum { FC_OK = 0, FC_ERROR_INVALID = 1, FC_ERROR_BACKEND = 2, FC_ERROR_INTERNAL = 3 } fc_status;
+
+typedef struct {
+  int64_t batch, seq, head; /* element strides; the head-dim stride is 1 */
+} fc_strides;
+
+typedef struct {
+  int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
+  fc_dtype dtype;
+  int causal;  /* 0 or 1 */
+  float scale; /* 0: 1/sqrt(head_dim) */
+  fc_strides q, k, v, o;
+} fc_problem;
+
+/* Fills a descriptor for contiguous (B,S,H,D) tensors. */
+void fc_problem_init(fc_problem* p, int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k, int head_dim,
+                     fc_dtype dtype, int causal);
+
+/* Computes attention. lse may be NULL; backend may be NULL or "" (automatic, or the
+ * FLASHCORE_BACKEND environment variable); stream is a cudaStream_t for device data (NULL: default). */
+fc_status fc_attention(const fc_problem* p, const void* q, const void* k, const void* v, void* o, float* lse,
+                       fc_location location, const char* backend, void* stream);
+
+/* Name of the backend that ran the last successful fc_attention call on this thread. */
+const char* fc_last_backend(void);
+/* Message of the last error on this thread ("" when none). */
+const char* fc_last_error(void);
+
+/* Initializes Kokkos if nobody has (returns 1 when this call did), and finalizes what it started. */
+int fc_initialize(void);
+void fc_finalize(void);
+const char* fc_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

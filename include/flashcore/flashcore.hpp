@@ -1,0 +1,206 @@
+// FlashCore public C++ API.
+//
+//   O = softmax(Q K^T * scale + mask) V
+//
+// Q is (batch, seqlen_q, heads_q, head_dim), K and V are (batch, seqlen_k, heads_kv, head_dim),
+// O is (batch, seqlen_q, heads_q, head_dim), each addressed through element strides so that
+// (B,S,H,D) and (B,H,S,D) tensors both work without copies (the last dimension is contiguous).
+// Query head h reads key/value head h / (heads_q / heads_kv) (GQA; MQA when heads_kv == 1).
+//
+// Causal masking is aligned to the bottom-right corner: query row i sees key j iff
+// j <= i + seqlen_k - seqlen_q (FlashAttention >= 2.1 convention). A query row that sees no
+// key produces O = 0 and LSE = -inf.
+//
+// This header does not include Kokkos. The Kokkos View entry point is in
+// <flashcore/kokkos.hpp>; the C API is in <flashcore/flashcore.h>.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace flashcore {
+
+/// Element type of Q, K, V and O (all four share it). LSE is always fp32.
+enum class DType { F32, F16, BF16 };
+
+const char* to_string(DType dtype);
+/// Parses "fp32"/"f32"/"float", "fp16"/"f16"/"half", "bf16"/"bfloat16". Throws Error otherwise.
+DType parse_dtype(const std::string& name);
+/// Size of one element in bytes.
+int dtype_size(DType dtype);
+
+/// Where the tensors live. Auto asks the CUDA runtime (when built with CUDA) and otherwise
+/// assumes host memory.
+enum class MemoryLocation { Auto, Host, Device };
+const char* to_string(MemoryLocation loc);
+
+/// Element strides of one rank-4 tensor indexed (batch, seq, head, dim); dim stride is 1.
+struct Strides {
+  std::int64_t batch = 0;
+  std::int64_t seq = 0;
+  std::int64_t head = 0;
+};
+
+/// The problem descriptor.
+struct Problem {
+  int batch = 1;
+  int heads_q = 1;
+  int heads_kv = 1;  // heads_q must be a multiple of heads_kv
+  int seqlen_q = 1;
+  int seqlen_k = 1;
+  int head_dim = 64;  // 1 .. 256
+  DType dtype = DType::F16;
+  bool causal = false;
+  /// Softmax scale; 0 (the default) means 1/sqrt(head_dim). Must be finite and >= 0.
+  float scale = 0.0f;
+  /// Element strides of Q, K, V, O. They must be set (set_contiguous_*() or by hand): every
+  /// tensor's layout must be non-overlapping, so strides left at 0 are rejected.
+  Strides q, k, v, o;
+
+  /// scale as used: the given one, or 1/sqrt(head_dim) when none was given.
+  float effective_scale() const;
+  /// Floating-point operations: 4*B*Hq*Lq*Lk*D, halved when causal.
+  double flops() const;
+
+  /// Fills all strides for contiguous (B,S,H,D) tensors ("BSHD", the default) or (B,H,S,D).
+  void set_contiguous_bshd();
+  void set_contiguous_bhsd();
+
+  /// Convenience constructor of a contiguous (B,S,H,D) problem.
+  static Problem make(int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k, int head_dim,
+                      DType dtype, bool causal = false);
+};
+
+/// Number of elements a tensor with these strides spans (max offset + 1).
+std::int64_t span_elements(const Strides& s, int batch, int seq, int heads, int head_dim);
+
+/// Every error FlashCore reports is of this type. field() names the offending descriptor field
+/// or option ("" when none applies); what() is a readable sentence naming the field and value.
+class Error : public std::runtime_error {
+ public:
+  Error(std::string field, const std::string& message);
+  const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string field_;
+};
+
+/// Throws Error naming the first invalid field. Called by run() before any work.
+void validate(const Problem& p);
+
+/// The tensors of one call. lse is optional (nullptr: not computed); when given it is fp32,
+/// contiguous (batch, heads_q, seqlen_q), natural log of the softmax denominator of each row
+/// including the scale: lse = log(sum_j exp(scale * q.k_j)) over visible keys, -inf when none.
+struct Tensors {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;
+};
+
+/// Per-call options.
+struct Options {
+  /// Backend name to force ("" = automatic). The environment variable FLASHCORE_BACKEND is
+  /// used when this is empty; an explicitly named backend that declines is an error.
+  std::string backend;
+  MemoryLocation location = MemoryLocation::Auto;
+  /// cudaStream_t for device backends (nullptr = default stream). Device backends are
+  /// asynchronous with respect to the host on that stream; host backends return when done.
+  void* stream = nullptr;
+};
+
+/// What a backend answers to "can you run this problem here?".
+struct Support {
+  bool ok = false;
+  std::string reason;  // why not, when !ok
+  static Support yes() { return {true, {}}; }
+  static Support no(std::string why) { return {false, std::move(why)}; }
+};
+
+/// Context a backend decides on: the validated problem, where the data lives, and the
+/// alignment of the pointers.
+struct Query {
+  const Problem* problem = nullptr;
+  const Tensors* tensors = nullptr;
+  MemoryLocation location = MemoryLocation::Host;  // resolved, never Auto
+  bool want_lse = false;
+};
+
+/// The backend interface. Backends register themselves in the Registry.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  /// Higher runs first when several can run a problem (tuned > reference).
+  virtual int priority() const = 0;
+  /// Which memory the backend consumes.
+  virtual MemoryLocation location() const = 0;
+  /// One line describing the backend (execution space, device, ...).
+  virtual std::string description() const = 0;
+  virtual Support supports(const Query& q) const = 0;
+  virtual void run(const Query& q, const Options& opts) const = 0;
+};
+
+/// One backend's answer, as reported by explain() and last_report().
+struct Decision {
+  std::string backend;
+  bool ok = false;
+  std::string reason;
+};
+
+/// The result of selecting a backend: which one runs, and why the others did not.
+struct Report {
+  std::string chosen;       // name of the backend that ran ("" if none could)
+  std::string how;          // "forced by Options::backend", "forced by FLASHCORE_BACKEND", "automatic"
+  std::vector<Decision> decisions;  // every backend considered, in priority order
+  std::string to_string() const;
+};
+
+/// Names of all registered backends, in priority order (highest first).
+std::vector<std::string> backend_names();
+/// Descriptions of all registered backends, as "name: description".
+std::vector<std::string> backend_descriptions();
+/// Registers a backend (the library registers its own; applications may add theirs).
+void register_backend(std::unique_ptr<Backend> backend);
+
+/// Which backend would run this call, and why the others decline; does no work.
+Report explain(const Problem& p, const Tensors& t, const Options& opts = {});
+
+/// Computes attention. Validates the problem first (throws Error naming the field; nothing is
+/// written to the outputs), selects a backend, runs it. Returns the selection report.
+Report run(const Problem& p, const Tensors& t, const Options& opts = {});
+
+/// A CUDA device as FlashCore sees it.
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::size_t smem_optin_per_block = 0;  // opt-in shared memory per block (bytes)
+  std::size_t smem_per_sm = 0;
+  std::size_t global_mem_bytes = 0;
+  std::size_t l2_bytes = 0;
+  int clock_mhz = 0;  // 0 when the runtime does not report it
+};
+
+/// CUDA devices visible to this process. Empty when the build has no CUDA support or no
+/// device/driver is found; *why then says which (when why is not null).
+std::vector<DeviceInfo> cuda_devices(std::string* why = nullptr);
+
+/// Library version string, e.g. "0.1.0".
+const char* version();
+/// Build configuration: compiler, Kokkos version and its enabled execution spaces, CUDA.
+std::string build_info();
+
+/// Initializes Kokkos if it is not initialized yet (FlashCore never does this by itself);
+/// returns true when this call initialized it. finalize() finalizes only what initialize()
+/// started. Applications that manage Kokkos themselves need neither.
+bool initialize();
+void finalize();
+
+}  // namespace flashcore

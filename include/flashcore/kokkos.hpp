@@ -1,0 +1,164 @@
+// FlashCore's Kokkos View entry point.
+//
+//   flashcore::run(q, k, v, o);            // rank-4 Views indexed (batch, seq, head, dim)
+//   flashcore::run(q, k, v, o, lse, opts); // lse: rank-3 View (batch, heads_q, seqlen_q), contiguous
+//
+// Views may have any layout or strides (LayoutRight, LayoutLeft, LayoutStride, subviews of a
+// (B,H,S,D) allocation...) as long as the dim index has stride 1, and may live in any memory
+// space FlashCore has a backend for (host spaces; CudaSpace when built with CUDA).
+// Element types: float (fp32), Kokkos::Experimental::half_t (fp16), Kokkos::Experimental::bhalf_t
+// (bf16, Kokkos >= 3.6), or std::uint16_t holding fp16/bf16 bits with ViewOptions::dtype set.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "flashcore/flashcore.hpp"
+
+namespace flashcore {
+
+/// Options of the View entry point: the call options plus what a View cannot say.
+struct ViewOptions : Options {
+  bool causal = false;
+  float scale = 0.0f;    // 0: 1/sqrt(head_dim)
+  int dtype = -1;        // required for std::uint16_t Views: static_cast<int>(DType::F16 or BF16)
+};
+
+namespace kokkos_detail {
+
+// DType of a View element type, -1 if none. Where Kokkos has no native half type, half_t is
+// float (KOKKOS_HALF_T_IS_FLOAT): such Views are fp32.
+template <class T>
+constexpr int dtype_of() {
+  if constexpr (std::is_same<T, float>::value) {
+    return static_cast<int>(DType::F32);
+  } else if constexpr (std::is_same<T, Kokkos::Experimental::half_t>::value) {
+    return static_cast<int>(DType::F16);
+#if KOKKOS_VERSION >= 30600
+  } else if constexpr (std::is_same<T, Kokkos::Experimental::bhalf_t>::value) {
+    return static_cast<int>(DType::BF16);
+#endif
+  } else {
+    return -1;
+  }
+}
+
+template <class V>
+Strides strides_of(const V& view, const char* name) {
+  if (view.extent(3) > 1 && view.stride(3) != 1)
+    throw Error(name, std::string(name) + ": the dim index (rank 3) must have stride 1, it has " +
+                          std::to_string(view.stride(3)));
+  return {static_cast<std::int64_t>(view.stride(0)), static_cast<std::int64_t>(view.stride(1)),
+          static_cast<std::int64_t>(view.stride(2))};
+}
+
+template <class V>
+MemoryLocation location_of() {
+  using space = typename V::memory_space;
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, space>::accessible ? MemoryLocation::Host
+                                                                           : MemoryLocation::Device;
+}
+
+template <class V>
+void check_rank(const char* name, int want) {
+  if (static_cast<int>(V::rank) != want)
+    throw Error(name, std::string(name) + ": View has rank " + std::to_string(static_cast<int>(V::rank)) +
+                          ", expected " + std::to_string(want));
+}
+
+inline void check_extent(const char* name, const char* what, std::size_t got, std::size_t want) {
+  if (got != want)
+    throw Error(name, std::string(name) + ": extent " + what + " is " + std::to_string(got) + ", expected " +
+                          std::to_string(want));
+}
+
+inline int to_int(const char* name, const char* what, std::size_t v) {
+  if (v > 2147483647u) throw Error(name, std::string(name) + ": extent " + what + " is too large");
+  return static_cast<int>(v);
+}
+
+}  // namespace kokkos_detail
+
+/// Runs attention on Kokkos Views. LseView is a rank-3 View of float or a null View.
+template <class QV, class KV, class VV, class OV, class LseView>
+Report run(const QV& q, const KV& k, const VV& v, const OV& o, const LseView& lse, const ViewOptions& opts = {}) {
+  using namespace kokkos_detail;
+  using T = typename QV::non_const_value_type;
+  static_assert(std::is_same<T, typename KV::non_const_value_type>::value &&
+                    std::is_same<T, typename VV::non_const_value_type>::value &&
+                    std::is_same<T, typename OV::value_type>::value,
+                "Q, K, V and O must have the same element type (O non-const)");
+  static_assert(dtype_of<T>() >= 0 || std::is_same<T, std::uint16_t>::value,
+                "element type must be float, half_t, bhalf_t or std::uint16_t");
+  check_rank<QV>("q", 4);
+  check_rank<KV>("k", 4);
+  check_rank<VV>("v", 4);
+  check_rank<OV>("o", 4);
+
+  Problem p;
+  int dtype = dtype_of<T>();
+  if (std::is_same<T, std::uint16_t>::value) {
+    if (opts.dtype != static_cast<int>(DType::F16) && opts.dtype != static_cast<int>(DType::BF16))
+      throw Error("dtype", "dtype: std::uint16_t Views need ViewOptions::dtype = fp16 or bf16, got " +
+                               std::to_string(opts.dtype));
+    dtype = opts.dtype;
+  } else if (opts.dtype >= 0 && opts.dtype != dtype) {
+    throw Error("dtype", "dtype: ViewOptions::dtype " + std::to_string(opts.dtype) +
+                             " contradicts the View element type");
+  }
+  p.dtype = static_cast<DType>(dtype);
+  p.batch = to_int("q", "0 (batch)", q.extent(0));
+  p.seqlen_q = to_int("q", "1 (seq)", q.extent(1));
+  p.heads_q = to_int("q", "2 (heads)", q.extent(2));
+  p.head_dim = to_int("q", "3 (dim)", q.extent(3));
+  p.seqlen_k = to_int("k", "1 (seq)", k.extent(1));
+  p.heads_kv = to_int("k", "2 (heads)", k.extent(2));
+  check_extent("k", "0 (batch)", k.extent(0), q.extent(0));
+  check_extent("k", "3 (dim)", k.extent(3), q.extent(3));
+  for (int r = 0; r < 4; ++r) check_extent("v", std::to_string(r).c_str(), v.extent(r), k.extent(r));
+  for (int r = 0; r < 4; ++r) check_extent("o", std::to_string(r).c_str(), o.extent(r), q.extent(r));
+  p.causal = opts.causal;
+  p.scale = opts.scale;
+  p.q = strides_of(q, "q");
+  p.k = strides_of(k, "k");
+  p.v = strides_of(v, "v");
+  p.o = strides_of(o, "o");
+
+  Tensors t;
+  t.q = q.data();
+  t.k = k.data();
+  t.v = v.data();
+  t.o = o.data();
+  if (lse.data() != nullptr) {
+    check_rank<LseView>("lse", 3);
+    static_assert(std::is_same<typename LseView::value_type, float>::value, "lse must be a View of float");
+    check_extent("lse", "0 (batch)", lse.extent(0), q.extent(0));
+    check_extent("lse", "1 (heads_q)", lse.extent(1), q.extent(2));
+    check_extent("lse", "2 (seqlen_q)", lse.extent(2), q.extent(1));
+    const std::size_t s2 = lse.extent(2) > 1 ? lse.stride(2) : 1;
+    const std::size_t s1 = lse.extent(1) > 1 ? lse.stride(1) : lse.extent(2);
+    const std::size_t s0 = lse.extent(0) > 1 ? lse.stride(0) : lse.extent(1) * lse.extent(2);
+    if (s2 != 1 || s1 != lse.extent(2) || s0 != lse.extent(1) * lse.extent(2))
+      throw Error("lse", "lse: View must be contiguous (batch, heads_q, seqlen_q) (LayoutRight)");
+    t.lse = lse.data();
+  }
+
+  Options call = opts;
+  const MemoryLocation loc = location_of<QV>();
+  if (location_of<KV>() != loc || location_of<VV>() != loc || location_of<OV>() != loc)
+    throw Error("o", "tensors: Q, K, V and O Views must live in the same kind of memory");
+  if (call.location == MemoryLocation::Auto) call.location = loc;
+  return flashcore::run(p, t, call);
+}
+
+/// Runs attention on Kokkos Views without LSE.
+template <class QV, class KV, class VV, class OV>
+Report run(const QV& q, const KV& k, const VV& v, const OV& o, const ViewOptions& opts = {}) {
+  Kokkos::View<float***, typename OV::memory_space> no_lse;
+  return run(q, k, v, o, no_lse, opts);
+}
+
+}  // namespace flashcore

@@ -1,0 +1,83 @@
+// The tuned CUDA kernels (flash_fwd.cu) behind the Backend interface. One backend per variant,
+// so each can be forced and benchmarked by name; "cuda-flash" picks the faster variant per shape.
+#include "backends/cuda/flash_fwd.h"
+#include "core/internal.hpp"
+
+namespace flashcore::cuda {
+
+namespace {
+
+FlashFwdParams make_params(const Problem& p, const Tensors& t) {
+  FlashFwdParams f{};
+  f.q = t.q;
+  f.k = t.k;
+  f.v = t.v;
+  f.o = t.o;
+  f.lse = t.lse;
+  f.batch = p.batch;
+  f.heads_q = p.heads_q;
+  f.heads_kv = p.heads_kv;
+  f.seqlen_q = p.seqlen_q;
+  f.seqlen_k = p.seqlen_k;
+  f.head_dim = p.head_dim;
+  f.q_batch_stride = p.q.batch, f.q_seq_stride = p.q.seq, f.q_head_stride = p.q.head;
+  f.k_batch_stride = p.k.batch, f.k_seq_stride = p.k.seq, f.k_head_stride = p.k.head;
+  f.v_batch_stride = p.v.batch, f.v_seq_stride = p.v.seq, f.v_head_stride = p.v.head;
+  f.o_batch_stride = p.o.batch, f.o_seq_stride = p.o.seq, f.o_head_stride = p.o.head;
+  f.scale = p.effective_scale();
+  f.causal = p.causal;
+  f.bf16 = p.dtype == DType::BF16;
+  return f;
+}
+
+class FlashBackend final : public Backend {
+ public:
+  FlashBackend(std::string name, int priority, FlashVariant variant, std::string what)
+      : name_(std::move(name)), priority_(priority), variant_(variant), what_(std::move(what)) {}
+
+  std::string name() const override { return name_; }
+  int priority() const override { return priority_; }
+  MemoryLocation location() const override { return MemoryLocation::Device; }
+  std::string description() const override { return what_; }
+
+  Support supports(const Query& q) const override {
+    DeviceInfo dev;
+    std::string why;
+    if (!detail::current_cuda_device(&dev, &why)) return Support::no(why);
+    if (dev.cc_major < 8)
+      return Support::no("device " + dev.name + " has compute capability " + std::to_string(dev.cc_major) + "." +
+                         std::to_string(dev.cc_minor) + "; this kernel needs 8.0 or newer");
+    if (q.problem->dtype == DType::F32) return Support::no("dtype fp32 is not supported (fp16 and bf16 only)");
+    const std::string reason = flash_fwd_unsupported_reason(make_params(*q.problem, *q.tensors), dev.cc_major,
+                                                            dev.cc_minor, dev.smem_optin_per_block);
+    return reason.empty() ? Support::yes() : Support::no(reason);
+  }
+
+  void run(const Query& q, const Options& opts) const override {
+    const cudaError_t err =
+        flash_fwd(make_params(*q.problem, *q.tensors), static_cast<cudaStream_t>(opts.stream), variant_);
+    if (err != cudaSuccess) throw Error("backend", name_ + ": kernel launch failed: " + cudaGetErrorString(err));
+  }
+
+ private:
+  std::string name_;
+  int priority_;
+  FlashVariant variant_;
+  std::string what_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Backend>> make_flash_backends() {
+  std::vector<std::unique_ptr<Backend>> out;
+  out.push_back(std::make_unique<FlashBackend>(
+      "cuda-flash", 100, FlashVariant::Auto,
+      "tuned mma.sync flash-attention forward (sm_80+), fp16/bf16; faster variant per shape"));
+  out.push_back(std::make_unique<FlashBackend>("cuda-flash-allwarps", 90, FlashVariant::AllWarps,
+                                               "tuned kernel, every warp loads and computes"));
+  out.push_back(std::make_unique<FlashBackend>("cuda-flash-warpspec", 89, FlashVariant::WarpSpecialized,
+                                               "tuned kernel, producer warp(s) load, consumer warps compute"));
+  return out;
+}
+
+}  // namespace flashcore::cuda

@@ -1,0 +1,87 @@
+// The Kokkos reference instantiated for the default host execution space (OpenMP or Serial),
+// and the host-side Kokkos runtime helpers (initialize/finalize, configuration report).
+#include <sstream>
+
+#include "backends/reference/reference.hpp"
+#include "backends/reference/reference_api.hpp"
+
+namespace flashcore::reference {
+
+namespace {
+
+using HostExec = Kokkos::DefaultHostExecutionSpace;
+
+class HostReference final : public Backend {
+ public:
+  std::string name() const override { return "reference-host"; }
+  int priority() const override { return 10; }
+  MemoryLocation location() const override { return MemoryLocation::Host; }
+  std::string description() const override {
+    return std::string("portable Kokkos reference on ") + HostExec::name() +
+           " (fp32 accumulation; every dtype, head_dim, mask and stride)";
+  }
+  Support supports(const Query& q) const override {
+    const std::string why = common_limits(*q.problem);
+    return why.empty() ? Support::yes() : Support::no(why);
+  }
+  void run(const Query& q, const Options&) const override {
+    HostExec exec;
+    launch_for_dtype(exec, *q.problem, *q.tensors);
+    exec.fence();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_host_backend() { return std::make_unique<HostReference>(); }
+
+void run_host_fp64(const Problem& p, const void* q, const void* k, const void* v, double* o, double* lse) {
+  validate(p);
+  if (q == nullptr || k == nullptr || v == nullptr || o == nullptr) throw Error("tensors", "tensors: null pointer");
+  const std::string why = common_limits(p);
+  if (!why.empty()) throw Error("backend", "fp64 reference: " + why);
+  HostExec exec;
+  launch_fp64_for_dtype(exec, p, q, k, v, o, lse);
+  exec.fence();
+}
+
+std::string kokkos_configuration() {
+  std::ostringstream os;
+  os << "Kokkos " << kc::version_string() << " (execution spaces:";
+#if defined(KOKKOS_ENABLE_SERIAL)
+  os << " Serial";
+#endif
+#if defined(KOKKOS_ENABLE_OPENMP)
+  os << " OpenMP";
+#endif
+#if defined(KOKKOS_ENABLE_THREADS)
+  os << " Threads";
+#endif
+#if defined(KOKKOS_ENABLE_CUDA)
+  os << " Cuda";
+#endif
+  os << "; default host: " << HostExec::name() << "; default: " << Kokkos::DefaultExecutionSpace::name() << ")";
+  return os.str();
+}
+
+}  // namespace flashcore::reference
+
+namespace flashcore {
+
+namespace {
+bool g_we_initialized_kokkos = false;
+}
+
+bool initialize() {
+  if (Kokkos::is_initialized()) return false;
+  Kokkos::initialize();
+  g_we_initialized_kokkos = true;
+  return true;
+}
+
+void finalize() {
+  if (g_we_initialized_kokkos && Kokkos::is_initialized()) Kokkos::finalize();
+  g_we_initialized_kokkos = false;
+}
+
+}  // namespace flashcore

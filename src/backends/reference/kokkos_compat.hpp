@@ -1,0 +1,46 @@
+// The few places where Kokkos 3.4 and Kokkos 4.x/5.x differ, for FlashCore's use of them.
+// Everything else in FlashCore uses API common to all these versions.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+#ifndef KOKKOS_VERSION
+#error "Kokkos_Core.hpp did not define KOKKOS_VERSION"
+#endif
+
+namespace flashcore::kc {
+
+// Math functions: Kokkos::Experimental:: in 3.4-3.6, Kokkos:: from 3.7 (Experimental aliases
+// removed in 4.3).
+#if KOKKOS_VERSION >= 30700
+template <class T>
+KOKKOS_INLINE_FUNCTION T exp(T x) { return Kokkos::exp(x); }
+template <class T>
+KOKKOS_INLINE_FUNCTION T log(T x) { return Kokkos::log(x); }
+#else
+template <class T>
+KOKKOS_INLINE_FUNCTION T exp(T x) { return Kokkos::Experimental::exp(x); }
+template <class T>
+KOKKOS_INLINE_FUNCTION T log(T x) { return Kokkos::Experimental::log(x); }
+#endif
+
+// -infinity usable in device code without relaxed constexpr.
+template <class T>
+KOKKOS_INLINE_FUNCTION T neg_inf() { return -static_cast<T>(HUGE_VALF); }
+
+inline std::string version_string() {
+  return std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
+         std::to_string(KOKKOS_VERSION % 100);
+}
+
+// True when an execution space runs on the host (Serial, OpenMP, Threads).
+template <class ExecSpace>
+constexpr bool is_host_space() {
+  return Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
+}
+
+}  // namespace flashcore::kc

@@ -1,0 +1,215 @@
+// The portable Kokkos reference: one source for every execution space (Serial, OpenMP, Cuda).
+//
+// Algorithm (one team per query row: batch x head x row):
+//   1. load the query row into team scratch, zero the output accumulator o and set m = -inf, l = 0
+//   2. for each chunk of at most kChunk visible keys:
+//        s_j  = scale * (q . k_j)                      (team threads over keys)
+//        m'   = max(m, max_j s_j)
+//        p_j  = exp(s_j - m'),  l = l * exp(m - m') + sum_j p_j
+//        o    = o * exp(m - m') + sum_j p_j v_j         (team threads over the head dimension)
+//        m    = m'
+//   3. O = o / l and LSE = m + log(l); a row that sees no key gets O = 0, LSE = -inf.
+// This is the numerically stable online softmax; every product and sum is done in Acc (fp32, or
+// fp64 for the oracle mode), inputs are converted from their storage type as they are read.
+//
+// Visible keys of row i: all j < seqlen_k, or with causal masking j <= i + seqlen_k - seqlen_q
+// (bottom-right alignment). The kernel never fences globally: it runs on the execution space
+// instance it is given and the caller decides when to wait.
+#pragma once
+
+#include <cstdint>
+
+#include "core/numeric.hpp"
+#include "flashcore/flashcore.hpp"
+#include "kokkos_compat.hpp"
+
+namespace flashcore::reference {
+
+/// Plain parameters of one reference launch (pointers into ExecSpace-accessible memory).
+template <class In, class Out>
+struct Params {
+  const typename In::storage* q;
+  const typename In::storage* k;
+  const typename In::storage* v;
+  typename Out::storage* o;
+  typename Out::storage* lse;  // may be null; only float or double (Out is then F32Elem or F64Elem)
+  int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
+  Strides sq, sk, sv, so;
+  double scale;
+  bool causal;
+};
+
+template <class ExecSpace, class In, class Out, class LseT, class Acc>
+struct AttentionRowFunctor {
+  using team_member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using scratch_view = Kokkos::View<Acc*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  static constexpr int kChunk = 128;
+
+  const typename In::storage* q;
+  const typename In::storage* k;
+  const typename In::storage* v;
+  typename Out::storage* o;
+  LseT* lse;
+  int heads_q, group, seqlen_q, seqlen_k, head_dim;
+  Strides sq, sk, sv, so;
+  Acc scale;
+  bool causal;
+
+  static std::size_t scratch_bytes(int head_dim) {
+    return scratch_view::shmem_size(head_dim) * 2 + scratch_view::shmem_size(kChunk);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const team_member& team) const {
+    const int row = team.league_rank();
+    const int i = row % seqlen_q;
+    const int h = (row / seqlen_q) % heads_q;
+    const int b = row / seqlen_q / heads_q;
+    const int hk = h / group;
+    const int D = head_dim;
+
+    const std::int64_t q_off = b * sq.batch + static_cast<std::int64_t>(i) * sq.seq + h * sq.head;
+    const std::int64_t o_off = b * so.batch + static_cast<std::int64_t>(i) * so.seq + h * so.head;
+    const std::int64_t k_off = b * sk.batch + hk * sk.head;
+    const std::int64_t v_off = b * sv.batch + hk * sv.head;
+
+    scratch_view qs(team.team_scratch(0), D);
+    scratch_view os(team.team_scratch(0), D);
+    scratch_view ps(team.team_scratch(0), kChunk);
+
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, D), [&](int d) {
+      qs(d) = static_cast<Acc>(In::load(q, q_off + d));
+      os(d) = Acc(0);
+    });
+    team.team_barrier();
+
+    // Number of visible keys (may be <= 0 with causal masking when seqlen_q > seqlen_k).
+    const std::int64_t last = causal ? static_cast<std::int64_t>(i) + seqlen_k - seqlen_q : seqlen_k - 1;
+    const int n_keys = last < 0 ? 0 : (last >= seqlen_k ? seqlen_k : static_cast<int>(last + 1));
+
+    Acc m = kc::neg_inf<Acc>();
+    Acc l = Acc(0);
+    for (int c0 = 0; c0 < n_keys; c0 += kChunk) {
+      const int n = n_keys - c0 < kChunk ? n_keys - c0 : kChunk;
+      Acc chunk_max = kc::neg_inf<Acc>();
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(team, n),
+          [&](int jj, Acc& mx) {
+            const std::int64_t kr = k_off + static_cast<std::int64_t>(c0 + jj) * sk.seq;
+            Acc s = Acc(0);
+            for (int d = 0; d < D; ++d) s += qs(d) * static_cast<Acc>(In::load(k, kr + d));
+            s *= scale;
+            ps(jj) = s;
+            mx = s > mx ? s : mx;
+          },
+          Kokkos::Max<Acc>(chunk_max));
+      team.team_barrier();
+      const Acc m_new = chunk_max > m ? chunk_max : m;
+      const Acc correction = kc::exp(m - m_new);  // exp(-inf) = 0 on the first chunk
+      Acc chunk_sum = Acc(0);
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(team, n),
+          [&](int jj, Acc& sum) {
+            const Acc p = kc::exp(ps(jj) - m_new);
+            ps(jj) = p;
+            sum += p;
+          },
+          chunk_sum);
+      team.team_barrier();
+      l = l * correction + chunk_sum;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, D), [&](int d) {
+        Acc acc = os(d) * correction;
+        for (int jj = 0; jj < n; ++jj)
+          acc += ps(jj) * static_cast<Acc>(In::load(v, v_off + static_cast<std::int64_t>(c0 + jj) * sv.seq + d));
+        os(d) = acc;
+      });
+      team.team_barrier();
+      m = m_new;
+    }
+
+    const Acc inv_l = l > Acc(0) ? Acc(1) / l : Acc(0);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, D), [&](int d) { Out::store(o, o_off + d, os(d) * inv_l); });
+    if (lse != nullptr) {
+      Kokkos::single(Kokkos::PerTeam(team), [&]() {
+        lse[row] = static_cast<LseT>(l > Acc(0) ? m + kc::log(l) : kc::neg_inf<Acc>());
+      });
+    }
+  }
+};
+
+/// Enqueues the reference on `exec`. In/Out are element tags from core/numeric.hpp; Acc is the
+/// accumulation type (float, or double for the oracle mode). LseT is float or double.
+template <class ExecSpace, class In, class Out, class LseT, class Acc>
+void launch(const ExecSpace& exec, const typename In::storage* q, const typename In::storage* k,
+            const typename In::storage* v, typename Out::storage* o, LseT* lse, const Problem& p) {
+  using F = AttentionRowFunctor<ExecSpace, In, Out, LseT, Acc>;
+  F f{q, k, v, o, lse, p.heads_q, p.heads_q / p.heads_kv, p.seqlen_q, p.seqlen_k, p.head_dim,
+      p.q, p.k, p.v, p.o, static_cast<Acc>(p.effective_scale()), p.causal};
+  const int league = p.batch * p.heads_q * p.seqlen_q;
+  const int team_size = kc::is_host_space<ExecSpace>() ? 1 : 64;
+  Kokkos::TeamPolicy<ExecSpace> policy(exec, league, team_size);
+  policy.set_scratch_size(0, Kokkos::PerTeam(F::scratch_bytes(p.head_dim)));
+  Kokkos::parallel_for("flashcore::reference", policy, f);
+}
+
+}  // namespace flashcore::reference
+
+namespace flashcore::reference {
+
+/// Enqueues the fp32-accumulating reference for the problem's dtype on `exec`.
+template <class ExecSpace>
+void launch_for_dtype(const ExecSpace& exec, const Problem& p, const Tensors& t) {
+  using namespace numeric;
+  switch (p.dtype) {
+    case DType::F32:
+      launch<ExecSpace, F32Elem, F32Elem, float, float>(exec, static_cast<const float*>(t.q),
+                                                        static_cast<const float*>(t.k), static_cast<const float*>(t.v),
+                                                        static_cast<float*>(t.o), t.lse, p);
+      break;
+    case DType::F16:
+      launch<ExecSpace, F16Elem, F16Elem, float, float>(
+          exec, static_cast<const std::uint16_t*>(t.q), static_cast<const std::uint16_t*>(t.k),
+          static_cast<const std::uint16_t*>(t.v), static_cast<std::uint16_t*>(t.o), t.lse, p);
+      break;
+    case DType::BF16:
+      launch<ExecSpace, BF16Elem, BF16Elem, float, float>(
+          exec, static_cast<const std::uint16_t*>(t.q), static_cast<const std::uint16_t*>(t.k),
+          static_cast<const std::uint16_t*>(t.v), static_cast<std::uint16_t*>(t.o), t.lse, p);
+      break;
+  }
+}
+
+/// Enqueues the fp64 oracle mode on `exec`: fp64 accumulation, O and LSE written as double
+/// (O with the problem's o strides, LSE contiguous (batch, heads_q, seqlen_q)).
+template <class ExecSpace>
+void launch_fp64_for_dtype(const ExecSpace& exec, const Problem& p, const void* q, const void* k, const void* v,
+                           double* o, double* lse) {
+  using namespace numeric;
+  switch (p.dtype) {
+    case DType::F32:
+      launch<ExecSpace, F32Elem, F64Elem, double, double>(exec, static_cast<const float*>(q),
+                                                          static_cast<const float*>(k), static_cast<const float*>(v),
+                                                          o, lse, p);
+      break;
+    case DType::F16:
+      launch<ExecSpace, F16Elem, F64Elem, double, double>(exec, static_cast<const std::uint16_t*>(q),
+                                                          static_cast<const std::uint16_t*>(k),
+                                                          static_cast<const std::uint16_t*>(v), o, lse, p);
+      break;
+    case DType::BF16:
+      launch<ExecSpace, BF16Elem, F64Elem, double, double>(exec, static_cast<const std::uint16_t*>(q),
+                                                           static_cast<const std::uint16_t*>(k),
+                                                           static_cast<const std::uint16_t*>(v), o, lse, p);
+      break;
+  }
+}
+
+/// Why the reference cannot run a problem on any execution space, or "" when it can.
+inline std::string common_limits(const Problem& p) {
+  const long long league = static_cast<long long>(p.batch) * p.heads_q * p.seqlen_q;
+  if (league > 2147483647LL)
+    return "batch*heads_q*seqlen_q = " + std::to_string(league) + " exceeds 2^31-1 rows";
+  if (!Kokkos::is_initialized()) return "Kokkos is not initialized (call Kokkos::initialize or flashcore::initialize)";
+  return {};
+}
+
+}  // namespace flashcore::reference

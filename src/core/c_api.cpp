@@ -1,0 +1,103 @@
+// The C API over the C++ one.
+#include "flashcore/flashcore.h"
+
+#include "flashcore/flashcore.hpp"
+
+namespace {
+
+thread_local std::string t_error;
+thread_local std::string t_backend;
+
+flashcore::Strides to_cpp(const fc_strides& s) { return {s.batch, s.seq, s.head}; }
+fc_strides to_c(const flashcore::Strides& s) { return {s.batch, s.seq, s.head}; }
+
+}  // namespace
+
+extern "C" {
+
+void fc_problem_init(fc_problem* p, int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k, int head_dim,
+                     fc_dtype dtype, int causal) {
+  if (p == nullptr) return;
+  flashcore::Problem cp = flashcore::Problem::make(batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim,
+                                                   flashcore::DType::F16, causal != 0);
+  p->batch = batch;
+  p->heads_q = heads_q;
+  p->heads_kv = heads_kv;
+  p->seqlen_q = seqlen_q;
+  p->seqlen_k = seqlen_k;
+  p->head_dim = head_dim;
+  p->dtype = dtype;
+  p->causal = causal;
+  p->scale = 0.0f;
+  p->q = to_c(cp.q);
+  p->k = to_c(cp.k);
+  p->v = to_c(cp.v);
+  p->o = to_c(cp.o);
+}
+
+fc_status fc_attention(const fc_problem* p, const void* q, const void* k, const void* v, void* o, float* lse,
+                       fc_location location, const char* backend, void* stream) {
+  t_error.clear();
+  try {
+    if (p == nullptr) throw flashcore::Error("problem", "problem: descriptor pointer is null");
+    flashcore::Problem cp;
+    cp.batch = p->batch;
+    cp.heads_q = p->heads_q;
+    cp.heads_kv = p->heads_kv;
+    cp.seqlen_q = p->seqlen_q;
+    cp.seqlen_k = p->seqlen_k;
+    cp.head_dim = p->head_dim;
+    switch (p->dtype) {
+      case FC_F32: cp.dtype = flashcore::DType::F32; break;
+      case FC_F16: cp.dtype = flashcore::DType::F16; break;
+      case FC_BF16: cp.dtype = flashcore::DType::BF16; break;
+      default: throw flashcore::Error("dtype", "dtype: value " + std::to_string(static_cast<int>(p->dtype)) +
+                                                   " is not FC_F32, FC_F16 or FC_BF16");
+    }
+    if (p->causal != 0 && p->causal != 1)
+      throw flashcore::Error("causal", "causal: value " + std::to_string(p->causal) + " is not 0 or 1");
+    cp.causal = p->causal != 0;
+    cp.scale = p->scale;
+    cp.q = to_cpp(p->q);
+    cp.k = to_cpp(p->k);
+    cp.v = to_cpp(p->v);
+    cp.o = to_cpp(p->o);
+    flashcore::Options opts;
+    if (backend != nullptr) opts.backend = backend;
+    switch (location) {
+      case FC_LOC_AUTO: opts.location = flashcore::MemoryLocation::Auto; break;
+      case FC_LOC_HOST: opts.location = flashcore::MemoryLocation::Host; break;
+      case FC_LOC_DEVICE: opts.location = flashcore::MemoryLocation::Device; break;
+      default: throw flashcore::Error("location", "location: value " + std::to_string(static_cast<int>(location)) +
+                                                      " is not FC_LOC_AUTO, FC_LOC_HOST or FC_LOC_DEVICE");
+    }
+    opts.stream = stream;
+    flashcore::Tensors t{q, k, v, o, lse};
+    t_backend = flashcore::run(cp, t, opts).chosen;
+    return FC_OK;
+  } catch (const flashcore::Error& e) {
+    t_error = e.what();
+    return e.field() == "backend" ? FC_ERROR_BACKEND : FC_ERROR_INVALID;
+  } catch (const std::exception& e) {
+    t_error = e.what();
+    return FC_ERROR_INTERNAL;
+  } catch (...) {
+    t_error = "unknown error";
+    return FC_ERROR_INTERNAL;
+  }
+}
+
+const char* fc_last_backend(void) { return t_backend.c_str(); }
+const char* fc_last_error(void) { return t_error.c_str(); }
+int fc_initialize(void) {
+  try {
+    return flashcore::initialize() ? 1 : 0;
+  } catch (const std::exception& e) {
+    t_error = e.what();
+    return -1;
+  }
+}
+void fc_finalize(void) { flashcore::finalize(); }
+const char* fc_version(void) { return flashcore::version(); }
+
+}  // extern "C"

@@ -1,0 +1,27 @@
+// Internal interfaces between the core and the backends (not installed).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flashcore/flashcore.hpp"
+
+namespace flashcore::detail {
+
+/// Where a pointer lives, asked of the CUDA runtime; Host when the build has no CUDA or the
+/// runtime does not know the pointer. Implemented in src/backends/cuda/runtime.cpp, or in
+/// src/core/no_cuda.cpp for builds without the CUDA toolkit.
+MemoryLocation pointer_location(const void* p);
+
+/// The current CUDA device, or false with *why set.
+bool current_cuda_device(DeviceInfo* out, std::string* why);
+
+/// The backends this build provides (src/backends/builtin.cpp).
+std::vector<std::unique_ptr<Backend>> builtin_backends();
+
+/// Validates the pointers of a call against a validated problem: non-null, not overlapping
+/// the outputs. Throws Error naming the tensor.
+void validate_tensors(const Problem& p, const Tensors& t);
+
+}  // namespace flashcore::detail

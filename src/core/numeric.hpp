@@ -1,0 +1,105 @@
+// fp16 / bf16 <-> fp32 conversions on raw bits, usable on host and device.
+//
+// FlashCore stores fp16 and bf16 tensors as 16-bit patterns and converts them itself, so the
+// same code works with every Kokkos version (Kokkos 3.4 has no bhalf_t) and with no CUDA header.
+// Conversions to 16 bits round to nearest, ties to even, as the hardware conversions do; values
+// beyond the range become infinity, NaN stays NaN.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define FC_HOST_DEVICE __host__ __device__
+#else
+#define FC_HOST_DEVICE
+#endif
+
+namespace flashcore::numeric {
+
+FC_HOST_DEVICE inline std::uint32_t float_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+FC_HOST_DEVICE inline float bits_float(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+FC_HOST_DEVICE inline float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu;
+  const std::uint32_t man = h & 0x3ffu;
+  if (exp == 0) {
+    // zero or subnormal: man * 2^-24, exact in fp32
+    const float f = static_cast<float>(man) * 5.9604644775390625e-8f;
+    return sign ? -f : f;
+  }
+  if (exp == 31) return bits_float(sign | 0x7f800000u | (man << 13));  // inf / NaN
+  return bits_float(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+FC_HOST_DEVICE inline std::uint16_t float_to_half(float f) {
+  const std::uint32_t x = float_bits(f);
+  const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+  const std::uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return sign | 0x7e00u;  // NaN (quiet)
+  if (ax >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds to infinity
+  if (ax >= 0x38800000u) {
+    // normal: rebias the exponent (127 -> 15) and round 23 mantissa bits to 10
+    const std::uint32_t r = ax - (112u << 23);
+    return sign | static_cast<std::uint16_t>((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
+  }
+  if (ax < 0x33000000u) return sign;  // below 2^-25: rounds to zero (2^-25 itself ties to 0)
+  // subnormal result: round (1.m * 2^(e-127)) / 2^-24 = M * 2^(e-126), M the 24-bit mantissa
+  const std::uint32_t e = ax >> 23;
+  const std::uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+  const std::uint32_t s = 126u - e;  // 14 .. 24
+  std::uint32_t q = m >> s;
+  const std::uint32_t rem = m & ((1u << s) - 1u);
+  const std::uint32_t half = 1u << (s - 1u);
+  if (rem > half || (rem == half && (q & 1u))) ++q;  // may carry into the smallest normal
+  return sign | static_cast<std::uint16_t>(q);
+}
+
+FC_HOST_DEVICE inline float bf16_to_float(std::uint16_t b) {
+  return bits_float(static_cast<std::uint32_t>(b) << 16);
+}
+
+FC_HOST_DEVICE inline std::uint16_t float_to_bf16(float f) {
+  const std::uint32_t x = float_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // NaN
+  return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+// Element access by storage type. The reference kernel is templated on these tags.
+struct F32Elem {
+  using storage = float;
+  FC_HOST_DEVICE static float load(const storage* p, std::int64_t i) { return p[i]; }
+  FC_HOST_DEVICE static void store(storage* p, std::int64_t i, double v) { p[i] = static_cast<float>(v); }
+};
+struct F16Elem {
+  using storage = std::uint16_t;
+  FC_HOST_DEVICE static float load(const storage* p, std::int64_t i) { return half_to_float(p[i]); }
+  FC_HOST_DEVICE static void store(storage* p, std::int64_t i, double v) {
+    p[i] = float_to_half(static_cast<float>(v));
+  }
+};
+struct BF16Elem {
+  using storage = std::uint16_t;
+  FC_HOST_DEVICE static float load(const storage* p, std::int64_t i) { return bf16_to_float(p[i]); }
+  FC_HOST_DEVICE static void store(storage* p, std::int64_t i, double v) {
+    p[i] = float_to_bf16(static_cast<float>(v));
+  }
+};
+// Output element of the fp64 oracle mode: results kept in double, unrounded.
+struct F64Elem {
+  using storage = double;
+  FC_HOST_DEVICE static double load(const storage* p, std::int64_t i) { return p[i]; }
+  FC_HOST_DEVICE static void store(storage* p, std::int64_t i, double v) { p[i] = v; }
+};
+
+}  // namespace flashcore::numeric

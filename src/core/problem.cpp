@@ -1,0 +1,153 @@
+// Problem descriptor: defaults, strides, FLOP count and validation.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <sstream>
+
+#include "flashcore/flashcore.hpp"
+
+namespace flashcore {
+
+Error::Error(std::string field, const std::string& message)
+    : std::runtime_error(message), field_(std::move(field)) {}
+
+const char* to_string(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return "fp32";
+    case DType::F16: return "fp16";
+    case DType::BF16: return "bf16";
+  }
+  return "invalid";
+}
+
+DType parse_dtype(const std::string& name) {
+  if (name == "fp32" || name == "f32" || name == "float" || name == "float32") return DType::F32;
+  if (name == "fp16" || name == "f16" || name == "half" || name == "float16") return DType::F16;
+  if (name == "bf16" || name == "bfloat16") return DType::BF16;
+  throw Error("dtype", "dtype '" + name + "' is not one of fp32, fp16, bf16");
+}
+
+int dtype_size(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+
+const char* to_string(MemoryLocation loc) {
+  switch (loc) {
+    case MemoryLocation::Auto: return "auto";
+    case MemoryLocation::Host: return "host";
+    case MemoryLocation::Device: return "device";
+  }
+  return "invalid";
+}
+
+float Problem::effective_scale() const {
+  return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
+
+double Problem::flops() const {
+  const double f = 4.0 * batch * heads_q * static_cast<double>(seqlen_q) * seqlen_k * head_dim;
+  return causal ? f / 2 : f;
+}
+
+void Problem::set_contiguous_bshd() {
+  q = {static_cast<std::int64_t>(seqlen_q) * heads_q * head_dim, static_cast<std::int64_t>(heads_q) * head_dim,
+       head_dim};
+  o = q;
+  k = {static_cast<std::int64_t>(seqlen_k) * heads_kv * head_dim, static_cast<std::int64_t>(heads_kv) * head_dim,
+       head_dim};
+  v = k;
+}
+
+void Problem::set_contiguous_bhsd() {
+  q = {static_cast<std::int64_t>(heads_q) * seqlen_q * head_dim, head_dim,
+       static_cast<std::int64_t>(seqlen_q) * head_dim};
+  o = q;
+  k = {static_cast<std::int64_t>(heads_kv) * seqlen_k * head_dim, head_dim,
+       static_cast<std::int64_t>(seqlen_k) * head_dim};
+  v = k;
+}
+
+Problem Problem::make(int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k, int head_dim,
+                      DType dtype, bool causal) {
+  Problem p;
+  p.batch = batch;
+  p.heads_q = heads_q;
+  p.heads_kv = heads_kv;
+  p.seqlen_q = seqlen_q;
+  p.seqlen_k = seqlen_k;
+  p.head_dim = head_dim;
+  p.dtype = dtype;
+  p.causal = causal;
+  p.set_contiguous_bshd();
+  return p;
+}
+
+std::int64_t span_elements(const Strides& s, int batch, int seq, int heads, int head_dim) {
+  return static_cast<std::int64_t>(batch - 1) * s.batch + static_cast<std::int64_t>(seq - 1) * s.seq +
+         static_cast<std::int64_t>(heads - 1) * s.head + head_dim;
+}
+
+namespace {
+
+[[noreturn]] void fail(const std::string& field, const std::string& msg) { throw Error(field, field + ": " + msg); }
+
+template <class T>
+std::string str(T v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// Strides of one tensor: non-negative, small enough that offsets fit in 64 bits, and describing
+// a layout in which no two elements share an address (the head dimension is contiguous).
+void validate_strides(const char* name, const Strides& s, int batch, int seq, int heads, int head_dim) {
+  struct Dim {
+    const char* what;
+    std::int64_t stride;
+    int extent;
+  };
+  std::array<Dim, 3> dims{{{"batch", s.batch, batch}, {"seq", s.seq, seq}, {"head", s.head, heads}}};
+  const std::int64_t kMaxStride = std::int64_t(1) << 40;
+  for (const Dim& d : dims) {
+    const std::string field = std::string(name) + "." + d.what;
+    if (d.stride < 0) fail(field, "stride " + str(d.stride) + " is negative");
+    if (d.stride > kMaxStride) fail(field, "stride " + str(d.stride) + " exceeds 2^40 elements");
+  }
+  // Non-overlap: order the dimensions that have more than one element by stride; each stride
+  // must step over everything the smaller dimensions span.
+  std::sort(dims.begin(), dims.end(), [](const Dim& a, const Dim& b) { return a.stride < b.stride; });
+  std::int64_t spanned = head_dim;  // elements covered by the dimensions so far
+  for (const Dim& d : dims) {
+    if (d.extent <= 1) continue;
+    if (d.stride < spanned) {
+      fail(std::string(name) + "." + d.what,
+           "stride " + str(d.stride) + " makes elements of " + name + " overlap (needs >= " + str(spanned) +
+               " for this shape; strides left at 0 mean they were never set: use set_contiguous_bshd())");
+    }
+    spanned = d.stride * (d.extent - 1) + spanned;
+  }
+}
+
+}  // namespace
+
+void validate(const Problem& p) {
+  const int kMaxLen = 1 << 30;
+  if (p.batch < 1) fail("batch", "batch " + str(p.batch) + " must be >= 1");
+  if (p.heads_q < 1) fail("heads_q", "heads_q " + str(p.heads_q) + " must be >= 1");
+  if (p.heads_kv < 1) fail("heads_kv", "heads_kv " + str(p.heads_kv) + " must be >= 1");
+  if (p.heads_q % p.heads_kv != 0)
+    fail("heads_kv", "heads_q " + str(p.heads_q) + " is not a multiple of heads_kv " + str(p.heads_kv));
+  if (p.seqlen_q < 1 || p.seqlen_q > kMaxLen)
+    fail("seqlen_q", "seqlen_q " + str(p.seqlen_q) + " must be in [1, 2^30]");
+  if (p.seqlen_k < 1 || p.seqlen_k > kMaxLen)
+    fail("seqlen_k", "seqlen_k " + str(p.seqlen_k) + " must be in [1, 2^30]");
+  if (p.head_dim < 1 || p.head_dim > 256) fail("head_dim", "head_dim " + str(p.head_dim) + " must be in [1, 256]");
+  if (p.dtype != DType::F32 && p.dtype != DType::F16 && p.dtype != DType::BF16)
+    fail("dtype", "dtype value " + str(static_cast<int>(p.dtype)) + " is not fp32, fp16 or bf16");
+  if (!std::isfinite(p.scale) || p.scale < 0.0f)
+    fail("scale", "scale " + str(p.scale) + " must be finite and >= 0 (0 selects 1/sqrt(head_dim))");
+  validate_strides("q", p.q, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
+  validate_strides("k", p.k, p.batch, p.seqlen_k, p.heads_kv, p.head_dim);
+  validate_strides("v", p.v, p.batch, p.seqlen_k, p.heads_kv, p.head_dim);
+  validate_strides("o", p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
+}
+
+}  // namespace flashcore

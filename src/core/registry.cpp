@@ -1,0 +1,185 @@
+// Backend registry and dispatch: which backend runs a call, and why the others do not.
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+
+#include "internal.hpp"
+
+namespace flashcore {
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Backend>> backends;  // sorted by priority, highest first
+
+  Registry() {
+    for (auto& b : detail::builtin_backends()) add(std::move(b));
+  }
+  void add(std::unique_ptr<Backend> b) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& existing : backends)
+      if (existing->name() == b->name()) throw Error("backend", "backend '" + b->name() + "' is already registered");
+    backends.push_back(std::move(b));
+    std::stable_sort(backends.begin(), backends.end(),
+                     [](const auto& a, const auto& c) { return a->priority() > c->priority(); });
+  }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+MemoryLocation resolve_location(const Tensors& t, MemoryLocation requested) {
+  if (requested != MemoryLocation::Auto) return requested;
+  const MemoryLocation q = detail::pointer_location(t.q);
+  const std::pair<const char*, const void*> others[] = {{"k", t.k}, {"v", t.v}, {"o", t.o}, {"lse", t.lse}};
+  for (const auto& [name, ptr] : others) {
+    if (ptr == nullptr) continue;
+    const MemoryLocation l = detail::pointer_location(ptr);
+    if (l != q)
+      throw Error(name, std::string("tensors are in different memories: q is in ") + to_string(q) + " memory, " +
+                            name + " in " + to_string(l) + " memory");
+  }
+  return q;
+}
+
+struct Selection {
+  const Backend* backend = nullptr;
+  Query query;
+  Report report;
+};
+
+Selection select(const Problem& p, const Tensors& t, const Options& opts) {
+  validate(p);
+  detail::validate_tensors(p, t);
+  Selection sel;
+  Query& q = sel.query;
+  q.problem = &p;
+  q.tensors = &t;
+  q.location = resolve_location(t, opts.location);
+  q.want_lse = t.lse != nullptr;
+
+  std::string forced = opts.backend;
+  sel.report.how = "automatic";
+  if (!forced.empty()) {
+    sel.report.how = "forced by Options::backend";
+  } else if (const char* env = std::getenv("FLASHCORE_BACKEND"); env != nullptr && *env != '\0') {
+    forced = env;
+    sel.report.how = "forced by FLASHCORE_BACKEND";
+  }
+
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  if (!forced.empty()) {
+    auto it = std::find_if(reg.backends.begin(), reg.backends.end(),
+                           [&](const auto& b) { return b->name() == forced; });
+    if (it == reg.backends.end()) {
+      std::string names;
+      for (const auto& b : reg.backends) names += (names.empty() ? "" : ", ") + b->name();
+      throw Error("backend", "backend '" + forced + "' (" + sel.report.how + ") is not registered; registered: " + names);
+    }
+  }
+  for (const auto& b : reg.backends) {
+    Decision d{b->name(), false, {}};
+    if (!forced.empty() && b->name() != forced) {
+      d.reason = "not selected (" + sel.report.how + ")";
+    } else if (b->location() != q.location) {
+      d.reason = std::string("reads ") + to_string(b->location()) + " memory; the data is in " + to_string(q.location) +
+                 " memory";
+    } else if (sel.backend != nullptr) {
+      d.ok = true;
+      d.reason = "can run it; a higher-priority backend was chosen";
+    } else {
+      Support s = b->supports(q);
+      d.ok = s.ok;
+      d.reason = s.ok ? "chosen" : s.reason;
+      if (s.ok) sel.backend = b.get();
+    }
+    sel.report.decisions.push_back(d);
+  }
+  if (sel.backend != nullptr) sel.report.chosen = sel.backend->name();
+  return sel;
+}
+
+}  // namespace
+
+std::string Report::to_string() const {
+  std::ostringstream os;
+  os << "backend: " << (chosen.empty() ? "(none)" : chosen) << " (" << how << ")";
+  for (const auto& d : decisions) os << "\n  " << d.backend << ": " << (d.ok ? "yes" : "no") << " - " << d.reason;
+  return os.str();
+}
+
+std::vector<std::string> backend_names() {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  std::vector<std::string> names;
+  for (const auto& b : reg.backends) names.push_back(b->name());
+  return names;
+}
+
+std::vector<std::string> backend_descriptions() {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  std::vector<std::string> out;
+  for (const auto& b : reg.backends)
+    out.push_back(b->name() + " [" + to_string(b->location()) + " memory, priority " + std::to_string(b->priority()) +
+                  "]: " + b->description());
+  return out;
+}
+
+void register_backend(std::unique_ptr<Backend> backend) {
+  if (!backend) throw Error("backend", "register_backend: null backend");
+  registry().add(std::move(backend));
+}
+
+Report explain(const Problem& p, const Tensors& t, const Options& opts) { return select(p, t, opts).report; }
+
+Report run(const Problem& p, const Tensors& t, const Options& opts) {
+  Selection sel = select(p, t, opts);
+  if (sel.backend == nullptr) {
+    std::string why;
+    for (const auto& d : sel.report.decisions) why += "\n  " + d.backend + ": " + d.reason;
+    throw Error("backend", "no registered backend can run this problem (" + sel.report.how + "):" + why);
+  }
+  sel.backend->run(sel.query, opts);
+  return sel.report;
+}
+
+namespace detail {
+
+void validate_tensors(const Problem& p, const Tensors& t) {
+  const std::pair<const char*, const void*> required[] = {{"q", t.q}, {"k", t.k}, {"v", t.v}, {"o", t.o}};
+  for (const auto& [name, ptr] : required)
+    if (ptr == nullptr) throw Error(name, std::string(name) + ": pointer is null");
+
+  // Byte ranges of every tensor; the outputs must not overlap any other tensor.
+  struct Range {
+    const char* name;
+    const char* begin;
+    const char* end;
+  };
+  const int es = dtype_size(p.dtype);
+  auto range = [&](const char* name, const void* ptr, const Strides& s, int seq, int heads) {
+    const char* b = static_cast<const char*>(ptr);
+    return Range{name, b, b + span_elements(s, p.batch, seq, heads, p.head_dim) * es};
+  };
+  std::vector<Range> r = {range("q", t.q, p.q, p.seqlen_q, p.heads_q), range("k", t.k, p.k, p.seqlen_k, p.heads_kv),
+                          range("v", t.v, p.v, p.seqlen_k, p.heads_kv), range("o", t.o, p.o, p.seqlen_q, p.heads_q)};
+  if (t.lse != nullptr) {
+    const char* b = reinterpret_cast<const char*>(t.lse);
+    r.push_back({"lse", b, b + static_cast<std::int64_t>(p.batch) * p.heads_q * p.seqlen_q * sizeof(float)});
+  }
+  for (std::size_t i = 3; i < r.size(); ++i)  // o and lse
+    for (std::size_t j = 0; j < r.size(); ++j)
+      if (j != i && r[i].begin < r[j].end && r[j].begin < r[i].end)
+        throw Error(r[i].name, std::string(r[i].name) + ": output memory overlaps " + r[j].name +
+                                   " (in-place attention is not supported)");
+}
+
+}  // namespace detail
+
+}  // namespace flashcore

@@ -1,0 +1,47 @@
+// Error bounds FlashCore promises against the exact (fp64) attention of the same rounded inputs.
+// Used by the tests and by `flashcore run --validate`; see README "Accuracy".
+//
+// An element o passes when |o - ref| <= atol + rtol * |ref|.
+//   fp32: rtol 1e-5, atol 2e-5. fp32 accumulation over up to ~10^5 keys with the online softmax
+//         keeps the error at a few fp32 ulps times sqrt(keys); 1e-5 is ~80 ulps.
+//   fp16: rtol 2^-11 is half an fp16 ulp relative to the value, the error of a correctly rounded
+//         result; the reference adds fp32 accumulation error (< 1e-6 absolute for |V| <= 1,
+//         covered by atol 2e-5, which also covers the subnormal range below 2^-14).
+//   bf16: rtol 2^-8, half a bf16 ulp; atol 2e-5 as for fp16.
+// Tuned kernels round P to the input precision before P·V, as every fast implementation does;
+// their bound ("kernel") is twice the error of a naive same-precision computation plus a floor,
+// measured per case by the tests (tests/support), not a fixed number.
+// LSE (fp32 always): |lse - ref| <= 2e-5 * max(1, |ref|); -inf must be exactly -inf.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "flashcore/flashcore.hpp"
+
+namespace flashcore::tolerance {
+
+struct Bound {
+  double atol;
+  double rtol;
+  bool ok(double got, double ref) const {
+    const double err = std::fabs(got - ref);
+    return err <= atol + rtol * std::fabs(ref);  // false for NaN
+  }
+};
+
+inline Bound reference_bound(DType dt) {
+  switch (dt) {
+    case DType::F32: return {2e-5, 1e-5};
+    case DType::F16: return {2e-5, 1.0 / 2048};
+    case DType::BF16: return {2e-5, 1.0 / 256};
+  }
+  return {0, 0};
+}
+
+inline bool lse_ok(double got, double ref) {
+  if (std::isinf(ref) && ref < 0) return std::isinf(got) && got < 0;
+  return std::fabs(got - ref) <= 2e-5 * std::max(1.0, std::fabs(ref));
+}
+
+}  // namespace flashcore::tolerance

@@ -1,0 +1,273 @@
+#include "testing.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "core/numeric.hpp"
+#include "core/tolerance.hpp"
+
+namespace fctest {
+
+using flashcore::Strides;
+namespace num = flashcore::numeric;
+
+std::string Case::name() const {
+  std::ostringstream os;
+  os << "B" << batch << "_Hq" << heads_q << "_Hkv" << heads_kv << "_Lq" << seqlen_q << "_Lk" << seqlen_k << "_D"
+     << head_dim << "_" << flashcore::to_string(dtype) << (causal ? "_causal" : "")
+     << (layout == Layout::BHSD ? "_bhsd" : layout == Layout::Padded ? "_padded" : "");
+  return os.str();
+}
+
+std::uint64_t run_seed() {
+  static const std::uint64_t seed = [] {
+    std::uint64_t s;
+    if (const char* env = std::getenv("FLASHCORE_TEST_SEED"); env != nullptr && *env)
+      s = std::strtoull(env, nullptr, 0);
+    else
+      s = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+    std::printf("[flashcore tests] random seed %llu (set FLASHCORE_TEST_SEED to replay)\n",
+                static_cast<unsigned long long>(s));
+    return s;
+  }();
+  return seed;
+}
+
+Problem make_problem(const Case& c) {
+  Problem p = Problem::make(c.batch, c.heads_q, c.heads_kv, c.seqlen_q, c.seqlen_k, c.head_dim, c.dtype, c.causal);
+  if (c.layout == Layout::BHSD) p.set_contiguous_bhsd();
+  if (c.layout == Layout::Padded) {
+    // rows padded by 8 elements, heads by 16, batches by 40: exercises non-contiguous strides
+    auto padded = [&](int seq, int heads) {
+      const std::int64_t head = c.head_dim + 8;
+      const std::int64_t row = head * heads + 16;
+      return Strides{row * seq + 40, row, head};
+    };
+    p.q = p.o = padded(c.seqlen_q, c.heads_q);
+    p.k = p.v = padded(c.seqlen_k, c.heads_kv);
+  }
+  return p;
+}
+
+namespace {
+
+void store(DType dt, std::vector<unsigned char>& buf, std::int64_t idx, double v) {
+  switch (dt) {
+    case DType::F32: {
+      float f = static_cast<float>(v);
+      std::memcpy(buf.data() + idx * 4, &f, 4);
+      break;
+    }
+    case DType::F16: {
+      std::uint16_t h = num::float_to_half(static_cast<float>(v));
+      std::memcpy(buf.data() + idx * 2, &h, 2);
+      break;
+    }
+    case DType::BF16: {
+      std::uint16_t h = num::float_to_bf16(static_cast<float>(v));
+      std::memcpy(buf.data() + idx * 2, &h, 2);
+      break;
+    }
+  }
+}
+
+std::int64_t offset(const Strides& s, int b, int i, int h, int d) {
+  return b * s.batch + static_cast<std::int64_t>(i) * s.seq + h * s.head + d;
+}
+
+double round_to(DType dt, double v) {
+  switch (dt) {
+    case DType::F32: return static_cast<float>(v);
+    case DType::F16: return num::half_to_float(num::float_to_half(static_cast<float>(v)));
+    case DType::BF16: return num::bf16_to_float(num::float_to_bf16(static_cast<float>(v)));
+  }
+  return v;
+}
+
+template <class Fill>
+void fill_tensor(const Problem& p, std::vector<unsigned char>& buf, const Strides& s, int seq, int heads, Fill fill) {
+  for (int b = 0; b < p.batch; ++b)
+    for (int i = 0; i < seq; ++i)
+      for (int h = 0; h < heads; ++h)
+        for (int d = 0; d < p.head_dim; ++d) store(p.dtype, buf, offset(s, b, i, h, d), fill());
+}
+
+// The shared computation of both oracles; same_precision rounds P and O to the input type.
+OracleOut attention(const HostData& data, bool same_precision) {
+  const Problem& p = data.problem;
+  const double scale = p.effective_scale();
+  const int group = p.heads_q / p.heads_kv;
+  OracleOut out;
+  out.o.assign(static_cast<std::size_t>(p.batch) * p.seqlen_q * p.heads_q * p.head_dim, 0.0);
+  out.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0);
+  // Inputs converted once to contiguous (b, h, s, d) doubles.
+  auto to_double = [&](const std::vector<unsigned char>& buf, const Strides& st, int seq, int heads) {
+    std::vector<double> x(static_cast<std::size_t>(p.batch) * heads * seq * p.head_dim);
+    for (int b = 0; b < p.batch; ++b)
+      for (int h = 0; h < heads; ++h)
+        for (int i = 0; i < seq; ++i)
+          for (int d = 0; d < p.head_dim; ++d)
+            x[((static_cast<std::size_t>(b) * heads + h) * seq + i) * p.head_dim + d] = element(p, buf, st, b, i, h, d);
+    return x;
+  };
+  const std::vector<double> qd = to_double(data.q, p.q, p.seqlen_q, p.heads_q);
+  const std::vector<double> kd = to_double(data.k, p.k, p.seqlen_k, p.heads_kv);
+  const std::vector<double> vd = to_double(data.v, p.v, p.seqlen_k, p.heads_kv);
+  std::vector<double> s(p.seqlen_k), acc(p.head_dim);
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.seqlen_q; ++i) {
+        const int hk = h / group;
+        long long visible = p.seqlen_k;
+        if (p.causal) visible = std::min<long long>(p.seqlen_k, std::max<long long>(0, i + p.seqlen_k - p.seqlen_q + 1));
+        const std::size_t lse_idx = (static_cast<std::size_t>(b) * p.heads_q + h) * p.seqlen_q + i;
+        double* o = &out.o[((static_cast<std::size_t>(b) * p.seqlen_q + i) * p.heads_q + h) * p.head_dim];
+        if (visible == 0) {
+          out.lse[lse_idx] = -std::numeric_limits<double>::infinity();
+          continue;  // O stays 0
+        }
+        double mx = -std::numeric_limits<double>::infinity();
+        const double* qrow = &qd[((static_cast<std::size_t>(b) * p.heads_q + h) * p.seqlen_q + i) * p.head_dim];
+        const double* kbase = &kd[(static_cast<std::size_t>(b) * p.heads_kv + hk) * p.seqlen_k * p.head_dim];
+        const double* vbase = &vd[(static_cast<std::size_t>(b) * p.heads_kv + hk) * p.seqlen_k * p.head_dim];
+        for (int j = 0; j < visible; ++j) {
+          double dot = 0;
+          for (int d = 0; d < p.head_dim; ++d) dot += qrow[d] * kbase[static_cast<std::size_t>(j) * p.head_dim + d];
+          s[j] = dot * scale;
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int j = 0; j < visible; ++j) {
+          const double e = std::exp(s[j] - mx);
+          sum += e;
+          const double pj = same_precision ? round_to(p.dtype, e) : e;
+          for (int d = 0; d < p.head_dim; ++d) acc[d] += pj * vbase[static_cast<std::size_t>(j) * p.head_dim + d];
+        }
+        for (int d = 0; d < p.head_dim; ++d) o[d] = same_precision ? round_to(p.dtype, acc[d] / sum) : acc[d] / sum;
+        out.lse[lse_idx] = mx + std::log(sum);
+      }
+  return out;
+}
+
+}  // namespace
+
+double element(const Problem& p, const std::vector<unsigned char>& buf, const Strides& s, int b, int i, int h, int d) {
+  const std::int64_t idx = offset(s, b, i, h, d);
+  switch (p.dtype) {
+    case DType::F32: {
+      float f;
+      std::memcpy(&f, buf.data() + idx * 4, 4);
+      return f;
+    }
+    case DType::F16: {
+      std::uint16_t x;
+      std::memcpy(&x, buf.data() + idx * 2, 2);
+      return num::half_to_float(x);
+    }
+    case DType::BF16: {
+      std::uint16_t x;
+      std::memcpy(&x, buf.data() + idx * 2, 2);
+      return num::bf16_to_float(x);
+    }
+  }
+  return 0;
+}
+
+void HostData::poison_outputs() {
+  const Problem& p = problem;
+  for (int b = 0; b < p.batch; ++b)
+    for (int i = 0; i < p.seqlen_q; ++i)
+      for (int h = 0; h < p.heads_q; ++h)
+        for (int d = 0; d < p.head_dim; ++d)
+          store(p.dtype, o, offset(p.o, b, i, h, d), std::numeric_limits<double>::quiet_NaN());
+  std::fill(lse.begin(), lse.end(), std::numeric_limits<float>::quiet_NaN());
+}
+
+flashcore::Tensors HostData::tensors() {
+  return {q.data(), k.data(), v.data(), o.data(), lse.empty() ? nullptr : lse.data()};
+}
+
+HostData make_data(const Case& c, std::uint64_t seed) {
+  HostData d;
+  d.problem = make_problem(c);
+  const Problem& p = d.problem;
+  const int es = flashcore::dtype_size(p.dtype);
+  auto bytes = [&](const Strides& s, int seq, int heads) {
+    return static_cast<std::size_t>(flashcore::span_elements(s, p.batch, seq, heads, p.head_dim)) * es;
+  };
+  // Gaps of padded layouts hold garbage, not zeros.
+  d.q.assign(bytes(p.q, p.seqlen_q, p.heads_q), 0x5a);
+  d.k.assign(bytes(p.k, p.seqlen_k, p.heads_kv), 0x5a);
+  d.v.assign(bytes(p.v, p.seqlen_k, p.heads_kv), 0x5a);
+  d.o.assign(bytes(p.o, p.seqlen_q, p.heads_q), 0x5a);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  fill_tensor(p, d.q, p.q, p.seqlen_q, p.heads_q, [&] { return normal(rng) * c.q_gain; });
+  fill_tensor(p, d.k, p.k, p.seqlen_k, p.heads_kv, [&] { return normal(rng); });
+  fill_tensor(p, d.v, p.v, p.seqlen_k, p.heads_kv, [&] { return uniform(rng); });
+  if (c.lse) d.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0f);
+  d.poison_outputs();
+  return d;
+}
+
+OracleOut oracle(const HostData& d) { return attention(d, false); }
+OracleOut naive_same_precision(const HostData& d) { return attention(d, true); }
+
+Errors compare_o(const HostData& d, const OracleOut& ref, double atol, double rtol) {
+  const Problem& p = d.problem;
+  const flashcore::tolerance::Bound bound{atol, rtol};
+  Errors e;
+  double num2 = 0, den2 = 0;
+  for (int b = 0; b < p.batch; ++b)
+    for (int i = 0; i < p.seqlen_q; ++i)
+      for (int h = 0; h < p.heads_q; ++h)
+        for (int dd = 0; dd < p.head_dim; ++dd) {
+          const double r = ref.o[((static_cast<std::size_t>(b) * p.seqlen_q + i) * p.heads_q + h) * p.head_dim + dd];
+          const double g = element(p, d.o, p.o, b, i, h, dd);
+          const double err = std::fabs(g - r);
+          if (!(err <= e.max_abs)) e.max_abs = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
+          num2 += std::isnan(err) ? std::numeric_limits<double>::infinity() : err * err;
+          den2 += r * r;
+          const double ratio = err / (atol + rtol * std::fabs(r));
+          if (!(ratio <= e.worst_ratio)) e.worst_ratio = std::isnan(ratio) ? std::numeric_limits<double>::infinity() : ratio;
+          if (!bound.ok(g, r)) {
+            if (e.bad++ == 0) {
+              std::ostringstream os;
+              os << "O(b=" << b << ",i=" << i << ",h=" << h << ",d=" << dd << ") = " << g << ", expected " << r;
+              e.first_bad = os.str();
+            }
+          }
+        }
+  e.rel_l2 = den2 > 0 ? std::sqrt(num2 / den2) : std::sqrt(num2);
+  if (!d.lse.empty())
+    for (std::size_t idx = 0; idx < d.lse.size(); ++idx)
+      if (!flashcore::tolerance::lse_ok(d.lse[idx], ref.lse[idx])) {
+        if (e.lse_bad++ == 0 && e.first_bad.empty()) {
+          std::ostringstream os;
+          os << "LSE[" << idx << "] = " << d.lse[idx] << ", expected " << ref.lse[idx];
+          e.first_bad = os.str();
+        }
+      }
+  return e;
+}
+
+Errors compare(const HostData& d, const OracleOut& ref) {
+  const auto bound = flashcore::tolerance::reference_bound(d.problem.dtype);
+  return compare_o(d, ref, bound.atol, bound.rtol);
+}
+
+double naive_error(const HostData& d, const OracleOut& ref) {
+  const OracleOut n = naive_same_precision(d);
+  double mx = 0;
+  for (std::size_t i = 0; i < n.o.size(); ++i) mx = std::max(mx, std::fabs(n.o[i] - ref.o[i]));
+  return mx;
+}
+
+}  // namespace fctest

@@ -1,0 +1,76 @@
+// Test support: random problems, an independent naive fp64 oracle, poisoned outputs and error
+// measurement. The oracle is plain loops in double precision with no Kokkos and no code shared
+// with the library's kernels, so it checks the Kokkos reference independently.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "flashcore/flashcore.hpp"
+
+namespace fctest {
+
+using flashcore::DType;
+using flashcore::Problem;
+
+enum class Layout { BSHD, BHSD, Padded };  // Padded: BSHD with gaps between rows and heads
+
+struct Case {
+  int batch = 1, heads_q = 1, heads_kv = 1, seqlen_q = 1, seqlen_k = 1, head_dim = 64;
+  DType dtype = DType::F16;
+  bool causal = false;
+  Layout layout = Layout::BSHD;
+  bool lse = true;
+  double q_gain = 1.0;  // multiplies Q: large values make the softmax peaked (stability test)
+  std::string name() const;
+};
+
+/// The seed of this test run: FLASHCORE_TEST_SEED if set, else fresh from random_device.
+/// Printed once so a failure can be replayed.
+std::uint64_t run_seed();
+
+/// Host tensors of one case: inputs filled with random values (never zeros), O and LSE
+/// poisoned with NaN so that unwritten elements fail.
+struct HostData {
+  Problem problem;
+  std::vector<unsigned char> q, k, v, o;
+  std::vector<float> lse;  // empty when the case has no LSE
+  void poison_outputs();
+  flashcore::Tensors tensors();
+};
+
+Problem make_problem(const Case& c);
+HostData make_data(const Case& c, std::uint64_t seed);
+
+/// Element (b,s,h,d) of a tensor as double.
+double element(const Problem& p, const std::vector<unsigned char>& buf, const flashcore::Strides& s, int b, int i,
+               int h, int d);
+
+/// Naive fp64 oracle. precision_p: if not F32, softmax probabilities are rounded to that type
+/// before P·V and the output is rounded too: the "naive same-precision computation" that tuned
+/// kernels are compared with. Returns O as contiguous (b, i, h, d) doubles and LSE (b, h, i).
+struct OracleOut {
+  std::vector<double> o;
+  std::vector<double> lse;
+};
+OracleOut oracle(const HostData& d);
+OracleOut naive_same_precision(const HostData& d);
+
+/// Errors of O (and LSE) against an oracle.
+struct Errors {
+  double max_abs = 0;
+  double rel_l2 = 0;
+  double worst_ratio = 0;  // max over elements of |err| / (atol + rtol*|ref|): <= 1 passes
+  long long bad = 0;       // elements beyond the bound, NaN included
+  long long lse_bad = 0;
+  std::string first_bad;   // description of the first failing element
+};
+Errors compare_o(const HostData& d, const OracleOut& ref, double atol, double rtol);
+Errors compare(const HostData& d, const OracleOut& ref);  // reference bound of the dtype + LSE
+
+/// Max abs error of a naive same-precision computation against the fp64 oracle.
+double naive_error(const HostData& d, const OracleOut& ref);
+
+}  // namespace fctest

@@ -1,0 +1,177 @@
+// The dispatch interface (registry, forcing, explain), the C API and the Kokkos View entry point.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "flashcore/flashcore.h"
+#include "flashcore/kokkos.hpp"
+#include "support/testing.hpp"
+
+using flashcore::DType;
+
+namespace {
+
+struct EnvGuard {
+  explicit EnvGuard(const char* value) {
+    if (value) setenv("FLASHCORE_BACKEND", value, 1);
+    else unsetenv("FLASHCORE_BACKEND");
+  }
+  ~EnvGuard() { unsetenv("FLASHCORE_BACKEND"); }
+};
+
+// A backend registered by the test: counts calls, declines problems with head_dim != 8.
+struct CountingBackend : flashcore::Backend {
+  static inline int calls = 0;
+  std::string name() const override { return "test-counting"; }
+  int priority() const override { return 1; }
+  flashcore::MemoryLocation location() const override { return flashcore::MemoryLocation::Host; }
+  std::string description() const override { return "test backend"; }
+  flashcore::Support supports(const flashcore::Query& q) const override {
+    return q.problem->head_dim == 8 ? flashcore::Support::yes() : flashcore::Support::no("head_dim must be 8");
+  }
+  void run(const flashcore::Query&, const flashcore::Options&) const override { ++calls; }
+};
+
+}  // namespace
+
+TEST(Registry, HostReferenceIsRegisteredAndChosenForHostData) {
+  EnvGuard env(nullptr);
+  const auto names = flashcore::backend_names();
+  ASSERT_NE(std::find(names.begin(), names.end(), "reference-host"), names.end());
+  fctest::Case c;
+  fctest::HostData d = fctest::make_data(c, 1);
+  const flashcore::Report r = flashcore::explain(d.problem, d.tensors());
+  EXPECT_EQ(r.chosen, "reference-host");
+  EXPECT_EQ(r.how, "automatic");
+  EXPECT_EQ(r.decisions.size(), names.size());
+  for (const auto& dec : r.decisions)
+    if (dec.backend != "reference-host" && dec.backend != "test-counting") {
+      EXPECT_FALSE(dec.ok);
+      EXPECT_FALSE(dec.reason.empty());
+    }
+  // explain does no work
+  for (float x : d.lse) ASSERT_TRUE(std::isnan(x));
+}
+
+TEST(Registry, CustomBackendForcedByOptionAndEnvironment) {
+  static bool registered = false;
+  if (!registered) {
+    flashcore::register_backend(std::make_unique<CountingBackend>());
+    registered = true;
+  }
+  EXPECT_THROW(flashcore::register_backend(std::make_unique<CountingBackend>()), flashcore::Error);
+  fctest::Case c;
+  c.head_dim = 8;
+  fctest::HostData d = fctest::make_data(c, 2);
+  {
+    EnvGuard env(nullptr);
+    // automatic: the reference has higher priority
+    EXPECT_EQ(flashcore::run(d.problem, d.tensors()).chosen, "reference-host");
+    flashcore::Options opts;
+    opts.backend = "test-counting";
+    const int before = CountingBackend::calls;
+    const auto r = flashcore::run(d.problem, d.tensors(), opts);
+    EXPECT_EQ(r.chosen, "test-counting");
+    EXPECT_EQ(r.how, "forced by Options::backend");
+    EXPECT_EQ(CountingBackend::calls, before + 1);
+  }
+  {
+    EnvGuard env("test-counting");
+    const int before = CountingBackend::calls;
+    const auto r = flashcore::run(d.problem, d.tensors());
+    EXPECT_EQ(r.chosen, "test-counting");
+    EXPECT_EQ(r.how, "forced by FLASHCORE_BACKEND");
+    EXPECT_EQ(CountingBackend::calls, before + 1);
+    // The option wins over the environment.
+    flashcore::Options opts;
+    opts.backend = "reference-host";
+    EXPECT_EQ(flashcore::run(d.problem, d.tensors(), opts).chosen, "reference-host");
+  }
+  {
+    // A forced backend that declines: an error carrying its reason.
+    EnvGuard env("test-counting");
+    fctest::Case c2;
+    c2.head_dim = 16;
+    fctest::HostData d2 = fctest::make_data(c2, 3);
+    try {
+      flashcore::run(d2.problem, d2.tensors());
+      FAIL();
+    } catch (const flashcore::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("head_dim must be 8"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(CApi, ComputesAttention) {
+  fc_problem p;
+  fc_problem_init(&p, 2, 4, 2, 19, 23, 32, FC_BF16, 1);
+  fctest::Case c;
+  c.batch = 2, c.heads_q = 4, c.heads_kv = 2, c.seqlen_q = 19, c.seqlen_k = 23, c.head_dim = 32;
+  c.dtype = DType::BF16, c.causal = true;
+  fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 11);
+  ASSERT_EQ(fc_attention(&p, d.q.data(), d.k.data(), d.v.data(), d.o.data(), d.lse.data(), FC_LOC_HOST, "", nullptr),
+            FC_OK)
+      << fc_last_error();
+  EXPECT_STREQ(fc_last_backend(), "reference-host");
+  const fctest::Errors e = fctest::compare(d, fctest::oracle(d));
+  EXPECT_EQ(e.bad, 0) << e.first_bad;
+  EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
+}
+
+TEST(KokkosViews, LayoutRightAndSubviewOfBHSD) {
+  using Kokkos::ALL;
+  const int B = 2, Hq = 4, Hkv = 2, Lq = 21, Lk = 34, D = 16;
+  fctest::Case c;
+  c.batch = B, c.heads_q = Hq, c.heads_kv = Hkv, c.seqlen_q = Lq, c.seqlen_k = Lk, c.head_dim = D;
+  c.dtype = DType::F32, c.causal = true;
+  fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 12);
+  const fctest::OracleOut ref = fctest::oracle(d);
+
+  // (B,S,H,D) LayoutRight Views over the test data.
+  using V4 = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+  V4 q(reinterpret_cast<float*>(d.q.data()), B, Lq, Hq, D);
+  V4 k(reinterpret_cast<float*>(d.k.data()), B, Lk, Hkv, D);
+  V4 v(reinterpret_cast<float*>(d.v.data()), B, Lk, Hkv, D);
+  V4 o(reinterpret_cast<float*>(d.o.data()), B, Lq, Hq, D);
+  Kokkos::View<float***, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> lse(d.lse.data(), B, Hq, Lq);
+  flashcore::ViewOptions opts;
+  opts.causal = true;
+  EXPECT_EQ(flashcore::run(q, k, v, o, lse, opts).chosen, "reference-host");
+  fctest::Errors e = fctest::compare(d, ref);
+  EXPECT_EQ(e.bad, 0) << e.first_bad;
+  EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
+
+  // The same data as (B,H,S,D) allocations, viewed (B,S,H,D) through LayoutStride.
+  Kokkos::View<float****, Kokkos::HostSpace> qh("q", B, Hq, Lq, D), kh("k", B, Hkv, Lk, D), vh("v", B, Hkv, Lk, D),
+      oh("o", B, Hq, Lq, D);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < Hq; ++h)
+      for (int i = 0; i < Lq; ++i)
+        for (int x = 0; x < D; ++x) qh(b, h, i, x) = q(b, i, h, x), oh(b, h, i, x) = std::nanf("");
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < Hkv; ++h)
+      for (int j = 0; j < Lk; ++j)
+        for (int x = 0; x < D; ++x) kh(b, h, j, x) = k(b, j, h, x), vh(b, h, j, x) = v(b, j, h, x);
+  auto transposed = [](const auto& a) {
+    Kokkos::LayoutStride layout(a.extent(0), a.stride(0), a.extent(2), a.stride(2), a.extent(1), a.stride(1),
+                                a.extent(3), a.stride(3));
+    return Kokkos::View<float****, Kokkos::LayoutStride, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(a.data(), layout);
+  };
+  flashcore::run(transposed(qh), transposed(kh), transposed(vh), transposed(oh), opts);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < Hq; ++h)
+      for (int i = 0; i < Lq; ++i)
+        for (int x = 0; x < D; ++x) ASSERT_EQ(oh(b, h, i, x), o(b, i, h, x)) << b << h << i << x;
+}
+
+TEST(KokkosViews, MismatchedExtentsNameTheTensor) {
+  Kokkos::View<float****, Kokkos::HostSpace> q("q", 1, 8, 2, 16), k("k", 1, 8, 2, 16), v("v", 1, 9, 2, 16),
+      o("o", 1, 8, 2, 16);
+  try {
+    flashcore::run(q, k, v, o);
+    FAIL();
+  } catch (const flashcore::Error& e) {
+    EXPECT_EQ(e.field(), "v");
+    EXPECT_NE(std::string(e.what()).find("extent 1 is 9"), std::string::npos) << e.what();
+  }
+}
