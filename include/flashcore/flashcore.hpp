@@ -161,6 +161,15 @@ struct Report {
   std::string to_string() const;
 };
 
+/// A registered backend as seen from outside.
+struct BackendInfo {
+  std::string name;
+  int priority = 0;
+  MemoryLocation location = MemoryLocation::Host;
+  std::string description;
+};
+/// All registered backends, in priority order (highest first).
+std::vector<BackendInfo> backends();
 /// Names of all registered backends, in priority order (highest first).
 std::vector<std::string> backend_names();
 /// Descriptions of all registered backends, as "name: description".

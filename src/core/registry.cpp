@@ -114,20 +114,24 @@ std::string Report::to_string() const {
 }
 
 std::vector<std::string> backend_names() {
-  Registry& reg = registry();
-  std::lock_guard<std::mutex> lock(reg.mutex);
   std::vector<std::string> names;
-  for (const auto& b : reg.backends) names.push_back(b->name());
+  for (const BackendInfo& b : backends()) names.push_back(b.name);
   return names;
 }
 
-std::vector<std::string> backend_descriptions() {
+std::vector<BackendInfo> backends() {
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);
+  std::vector<BackendInfo> out;
+  for (const auto& b : reg.backends) out.push_back({b->name(), b->priority(), b->location(), b->description()});
+  return out;
+}
+
+std::vector<std::string> backend_descriptions() {
   std::vector<std::string> out;
-  for (const auto& b : reg.backends)
-    out.push_back(b->name() + " [" + to_string(b->location()) + " memory, priority " + std::to_string(b->priority()) +
-                  "]: " + b->description());
+  for (const BackendInfo& b : backends())
+    out.push_back(b.name + " [" + to_string(b.location) + " memory, priority " + std::to_string(b.priority) +
+                  "]: " + b.description);
   return out;
 }
 

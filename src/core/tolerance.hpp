@@ -39,6 +39,26 @@ inline Bound reference_bound(DType dt) {
   return {0, 0};
 }
 
+/// Bound of a tuned kernel: twice the max abs error of a naive same-precision computation of
+/// the same case (P rounded to the input type before P·V, output rounded) plus a floor for
+/// cases where that error is tiny: fp16 1e-4, bf16 1e-3 (about a quarter of an ulp at 1),
+/// fp32 1e-5. Applied as an absolute bound to every element.
+inline double kernel_floor(DType dt) {
+  switch (dt) {
+    case DType::F32: return 1e-5;
+    case DType::F16: return 1e-4;
+    case DType::BF16: return 1e-3;
+  }
+  return 0;
+}
+inline Bound kernel_bound(DType dt, double naive_max_abs_err) { return {2 * naive_max_abs_err + kernel_floor(dt), 0.0}; }
+
+/// LSE of a tuned kernel: scores in fp32 from the same inputs, exp2-based softmax: 1e-4 relative.
+inline bool kernel_lse_ok(double got, double ref) {
+  if (std::isinf(ref) && ref < 0) return std::isinf(got) && got < 0;
+  return std::fabs(got - ref) <= 1e-4 * std::max(1.0, std::fabs(ref));
+}
+
 inline bool lse_ok(double got, double ref) {
   if (std::isinf(ref) && ref < 0) return std::isinf(got) && got < 0;
   return std::fabs(got - ref) <= 2e-5 * std::max(1.0, std::fabs(ref));

@@ -1,0 +1,41 @@
+// The portable Kokkos reference instantiated for Kokkos::Cuda: "reference-cuda".
+// Device memory in, device memory out; runs on the caller's stream and does not synchronize.
+// Compiled only when Kokkos has its CUDA backend (then the C++ compiler is nvcc_wrapper).
+#include "backends/reference/reference.hpp"
+#include "backends/reference/reference_api.hpp"
+#include "core/internal.hpp"
+
+namespace flashcore::reference {
+
+namespace {
+
+class CudaReference final : public Backend {
+ public:
+  std::string name() const override { return "reference-cuda"; }
+  int priority() const override { return 10; }
+  MemoryLocation location() const override { return MemoryLocation::Device; }
+  std::string description() const override {
+    return "portable Kokkos reference on Kokkos::Cuda (fp32 accumulation; every dtype, head_dim, mask and stride)";
+  }
+  Support supports(const Query& q) const override {
+    DeviceInfo dev;
+    std::string why;
+    if (!detail::current_cuda_device(&dev, &why)) return Support::no(why);
+    why = common_limits(*q.problem);
+    return why.empty() ? Support::yes() : Support::no(why);
+  }
+  void run(const Query& q, const Options& opts) const override {
+    // An execution space instance on the caller's stream; nullptr is CUDA's default stream (not
+    // Kokkos' own default instance), so the ordering is the one a CUDA user expects.
+    Kokkos::Cuda exec(static_cast<cudaStream_t>(opts.stream));
+    launch_for_dtype(exec, *q.problem, *q.tensors);
+    const cudaError_t err = cudaPeekAtLastError();
+    if (err != cudaSuccess) throw Error("backend", std::string("reference-cuda: launch failed: ") + cudaGetErrorString(err));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaReference>(); }
+
+}  // namespace flashcore::reference

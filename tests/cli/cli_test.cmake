@@ -1,0 +1,268 @@
+# One test case of the `flashcore` command-line tool, run as a CMake script (no shell needed):
+#
+#   cmake -DFLASHCORE=<tool> -DCHECK=<cli_check helper> -DCASE=<name> -DWORK=<scratch dir> -P cli_test.cmake
+#
+# Each case runs the tool with execute_process and checks its exit status, stdout/stderr and the
+# files it writes; tests/cli/cli_check.cpp parses JSON and writes (broken) .npy files. A failed
+# check ends the script with FATAL_ERROR (non-zero exit: the test fails).
+cmake_minimum_required(VERSION 3.18)
+
+foreach(_v FLASHCORE CHECK CASE WORK)
+  if(NOT DEFINED ${_v})
+    message(FATAL_ERROR "cli_test.cmake: -D${_v}=... is required")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+# Keeps Kokkos' OpenMP advice about OMP_PROC_BIND off stderr.
+if(NOT DEFINED ENV{OMP_PROC_BIND})
+  set(ENV{OMP_PROC_BIND} "false")
+endif()
+
+# fc_run(<expected exit status> <args>...): runs the tool in WORK; sets OUT and ERR.
+function(fc_run expected)
+  execute_process(COMMAND "${FLASHCORE}" ${ARGN} WORKING_DIRECTORY "${WORK}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(REPLACE ";" " " _cmd "${ARGN}")
+  message("$ flashcore ${_cmd}\n[exit ${rc}]\n--- stdout ---\n${out}--- stderr ---\n${err}")
+  if(NOT "${rc}" STREQUAL "${expected}")
+    message(FATAL_ERROR "expected exit status ${expected}, got ${rc}")
+  endif()
+  set(OUT "${out}" PARENT_SCOPE)
+  set(ERR "${err}" PARENT_SCOPE)
+endfunction()
+
+# fc_expect(<text> <regex> <what>): <text> must match <regex>.
+function(fc_expect text regex what)
+  if(NOT "${text}" MATCHES "${regex}")
+    message(FATAL_ERROR "${what} does not match '${regex}'")
+  endif()
+endfunction()
+
+# fc_error(<expected exit status> <regex> <args>...): the tool fails with one line on stderr that
+# starts with "flashcore: error: " and matches <regex>; nothing on stdout.
+function(fc_error expected regex)
+  fc_run(${expected} ${ARGN})
+  if(NOT "${OUT}" STREQUAL "")
+    message(FATAL_ERROR "stdout should be empty on an error")
+  endif()
+  fc_expect("${ERR}" "^flashcore: error: [^\n]*\n$" "stderr (one line starting with 'flashcore: error: ')")
+  fc_expect("${ERR}" "${regex}" "the error message")
+endfunction()
+
+# fc_check(<args>...): runs the helper, which must succeed.
+function(fc_check)
+  execute_process(COMMAND "${CHECK}" ${ARGN} WORKING_DIRECTORY "${WORK}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(REPLACE ";" " " _cmd "${ARGN}")
+  message("$ cli_check ${_cmd}\n[exit ${rc}] ${out}${err}")
+  if(NOT "${rc}" STREQUAL "0")
+    message(FATAL_ERROR "cli_check ${_cmd} failed")
+  endif()
+endfunction()
+
+# fc_same(<a> <b>) / fc_differ(<a> <b>): files in WORK are byte-identical / differ.
+function(fc_same a b)
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${WORK}/${a}" "${WORK}/${b}" RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${a} and ${b} differ")
+  endif()
+endfunction()
+function(fc_differ a b)
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${WORK}/${a}" "${WORK}/${b}" RESULT_VARIABLE rc)
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "${a} and ${b} are identical")
+  endif()
+endfunction()
+
+# Three valid (1,8,2,16) '<f2' inputs for the broken-file cases.
+macro(fc_good_inputs)
+  fc_check(make-npy q.npy <f2 False 1,8,2,16)
+  fc_check(make-npy k.npy <f2 False 1,8,2,16)
+  fc_check(make-npy v.npy <f2 False 1,8,2,16)
+endmacro()
+set(QKV --q q.npy --k k.npy --v v.npy)
+
+# ---------------------------------------------------------------------------------------------
+if(CASE STREQUAL "noargs")
+  # The main job: B=1, H=8, L=512, D=64, fp16, validated, 10 timed calls.
+  fc_run(0)
+  fc_expect("${OUT}" "B=1 Hq=8 Hkv=8 Lq=512 Lk=512 D=64 fp16 non-causal" "the problem line")
+  fc_expect("${OUT}" "10 timed calls" "the timing line")
+  fc_expect("${OUT}" "result: PASS" "the validation result")
+
+elseif(CASE STREQUAL "json_bf16_gqa_causal")
+  fc_run(0 run --json -b 1 --hq 4 --hkv 2 -l 33 -d 32 --dtype bf16 --causal --validate --repeat 2)
+  fc_expect("${OUT}" "\"passed\": true" "stdout")
+  file(WRITE "${WORK}/run.json" "${OUT}")
+  fc_check(json run.json passed=true validated=true B=1 Hq=4 Hkv=2 Lq=33 Lk=33 D=32 dtype=bf16 causal=true
+           layout=bshd seed=0 repeat=2 backend:string device:string median_us:number tflops:number
+           max_abs_err:number rel_l2_err:number lse_max_abs_err:number bound:string selection:array)
+  # Without --validate the validation fields are null.
+  fc_run(0 run --json -l 16 -d 16 --repeat 1 --seed 3)
+  file(WRITE "${WORK}/novalidate.json" "${OUT}")
+  fc_check(json novalidate.json validated=false passed=null max_abs_err=null rel_l2_err=null seed=3 repeat=1
+           dtype=fp16 median_us:number tflops:number)
+
+elseif(CASE STREQUAL "npy_roundtrip")
+  # fp16, (B,S,H,D), GQA, Lq != Lk, causal: write the inputs and O, read the inputs back, same O.
+  set(shape -b 2 --hq 4 --hkv 2 --seqlen-q 24 --seqlen-k 40 -d 16 --causal --repeat 1)
+  fc_run(0 run ${shape} --seed 7 --out-q q.npy --out-k k.npy --out-v v.npy --out-o o1.npy --out-lse lse1.npy)
+  fc_check(npy-header q.npy <f2 2,24,4,16)
+  fc_check(npy-header k.npy <f2 2,40,2,16)
+  fc_check(npy-header o1.npy <f2 2,24,4,16)
+  fc_check(npy-header lse1.npy <f4 2,4,24)
+  fc_run(0 run ${QKV} --causal --repeat 1 --validate --json --out-o o2.npy --out-lse lse2.npy --out-q q2.npy)
+  file(WRITE "${WORK}/run2.json" "${OUT}")
+  fc_check(json run2.json passed=true inputs=files seed=null B=2 Hq=4 Hkv=2 Lq=24 Lk=40 D=16 dtype=fp16 causal=true)
+  fc_same(o1.npy o2.npy)
+  fc_same(lse1.npy lse2.npy)
+  fc_same(q.npy q2.npy)
+  # Another seed gives other inputs.
+  fc_run(0 run ${shape} --seed 8 --out-o o3.npy)
+  fc_differ(o1.npy o3.npy)
+
+elseif(CASE STREQUAL "bhsd_roundtrip")
+  # bf16 bits in '<u2', (B,H,S,D).
+  set(common --layout bhsd --dtype bf16 --repeat 1)
+  fc_run(0 run ${common} --hq 6 --hkv 3 --seqlen-q 10 --seqlen-k 20 -d 8 --out-q q.npy --out-k k.npy --out-v v.npy
+         --out-o o1.npy --out-lse lse1.npy)
+  fc_check(npy-header q.npy <u2 1,6,10,8)
+  fc_check(npy-header v.npy <u2 1,3,20,8)
+  fc_check(npy-header o1.npy <u2 1,6,10,8)
+  fc_check(npy-header lse1.npy <f4 1,6,10)
+  fc_run(0 run ${common} ${QKV} --validate --out-o o2.npy --out-lse lse2.npy)
+  fc_expect("${OUT}" "B=1 Hq=6 Hkv=3 Lq=10 Lk=20 D=8 bf16 non-causal layout=bhsd" "the problem line")
+  fc_expect("${OUT}" "result: PASS" "the validation result")
+  fc_same(o1.npy o2.npy)
+  fc_same(lse1.npy lse2.npy)
+
+elseif(CASE STREQUAL "npy_external")
+  # Files written by the helper (format 1.0 and 2.0), not by the tool.
+  fc_check(make-npy q.npy <f4 False 1,12,4,32)
+  fc_check(make-npy k.npy <f4 False 1,20,2,32 0 2)
+  fc_check(make-npy v.npy <f4 False 1,20,2,32)
+  fc_run(0 run ${QKV} --validate --repeat 1 --json)
+  file(WRITE "${WORK}/f32.json" "${OUT}")
+  fc_check(json f32.json passed=true dtype=fp32 B=1 Hq=4 Hkv=2 Lq=12 Lk=20 D=32 layout=bshd)
+  fc_check(make-npy q.npy <f2 False 2,3,5,8)
+  fc_check(make-npy k.npy <f2 False 2,3,7,8)
+  fc_check(make-npy v.npy <f2 False 2,3,7,8)
+  fc_run(0 run ${QKV} --layout bhsd --causal --validate --repeat 1 --json)
+  file(WRITE "${WORK}/f16.json" "${OUT}")
+  fc_check(json f16.json passed=true dtype=fp16 B=2 Hq=3 Hkv=3 Lq=5 Lk=7 D=8 layout=bhsd causal=true)
+  fc_check(make-npy q.npy <i2 False 1,4,2,8)
+  fc_check(make-npy k.npy <i2 False 1,6,1,8)
+  fc_check(make-npy v.npy <u2 False 1,6,1,8)
+  fc_run(0 run ${QKV} --dtype bf16 --validate --repeat 1 --json)
+  file(WRITE "${WORK}/bf16.json" "${OUT}")
+  fc_check(json bf16.json passed=true dtype=bf16 Hq=2 Hkv=1 Lq=4 Lk=6 D=8)
+
+elseif(CASE STREQUAL "bad_flag")
+  fc_error(2 "unknown flag '--bogus'" run --bogus)
+  fc_error(2 "unknown flag '--bogus'" --bogus)
+  fc_error(2 "unexpected argument 'extra'" run extra)
+  fc_error(2 "unknown command 'frobnicate'" frobnicate)
+  fc_error(2 "--causal: takes no value" run --causal=yes)
+
+elseif(CASE STREQUAL "missing_value")
+  fc_error(2 "--seqlen: missing value" run --seqlen)
+  fc_error(2 "--out-o: missing value" run -l 4 --out-o)
+  fc_error(2 "--q, --k and --v must be given together" run --q q.npy)
+
+elseif(CASE STREQUAL "non_numeric")
+  fc_error(2 "-d: '6x4' is not an integer" run -d 6x4)
+  fc_error(2 "--scale: 'abc' is not a number" run --scale abc)
+  fc_error(2 "--repeat: -1 is out of range" run --repeat -1)
+  fc_error(2 "--batch: 99999999999 is out of range" run --batch 99999999999)
+  fc_error(2 "--dtype: dtype 'fp8'" run --dtype fp8)
+  fc_error(2 "--layout: 'sbhd' is not bshd or bhsd" run --layout sbhd)
+
+elseif(CASE STREQUAL "bad_head_dim")
+  fc_error(2 "head_dim" run --head-dim 0)
+  fc_error(2 "head_dim 300" run -d 300)
+  fc_error(2 "batch" run -b 0)
+  fc_error(2 "scale" run --scale -1)
+
+elseif(CASE STREQUAL "bad_heads_kv")
+  fc_error(2 "heads_kv" run --hq 8 --hkv 3)
+
+elseif(CASE STREQUAL "bad_backend")
+  fc_error(2 "no-such-backend" run -l 8 -d 8 --repeat 1 --backend no-such-backend)
+
+elseif(CASE STREQUAL "npy_truncated")
+  fc_good_inputs()
+  fc_check(make-npy q.npy <f2 False 1,8,2,16 10)
+  fc_error(1 "--q q\\.npy: truncated data: shape \\(1, 8, 2, 16\\) of '<f2' needs 512 bytes, the file holds 502" run ${QKV})
+  fc_check(make-npy k.npy <f2 False 1,8,2,16 560)
+  fc_error(1 "--q q\\.npy: truncated data" run ${QKV})  # q is checked first
+  fc_check(make-npy q.npy <f2 False 1,8,2,16)
+  fc_error(1 "--k k\\.npy: truncated \\.npy header" run ${QKV})
+  fc_check(make-npy k.npy <f2 False 1,8,2,16)
+  file(WRITE "${WORK}/v.npy" "")
+  fc_error(1 "--v v\\.npy: not a \\.npy file" run ${QKV})
+
+elseif(CASE STREQUAL "npy_wrong_shape")
+  fc_good_inputs()
+  fc_check(make-npy q.npy <f2 False 1,8,32)
+  fc_error(1 "--q q\\.npy: expected a 4-D array \\(B,S,H,D\\) for layout bshd, got shape \\(1, 8, 32\\)" run ${QKV})
+  fc_check(make-npy q.npy <f2 False 1,8,2,32)
+  fc_error(1 "--k k\\.npy: head_dim 16 .* differs from the head_dim 32 of --q q\\.npy" run ${QKV})
+  fc_check(make-npy q.npy <f2 False 2,8,2,16)
+  fc_error(1 "--k k\\.npy: batch 1 .* differs from the batch 2" run ${QKV})
+  fc_check(make-npy q.npy <f2 False 1,8,3,16)
+  fc_error(2 "heads_kv" run ${QKV})  # 3 query heads, 2 key/value heads
+
+elseif(CASE STREQUAL "npy_shape_mismatch")
+  fc_good_inputs()
+  fc_check(make-npy v.npy <f2 False 1,9,2,16)
+  fc_error(1 "--v v\\.npy: shape \\(1, 9, 2, 16\\) differs from the shape \\(1, 8, 2, 16\\) of --k k\\.npy" run ${QKV})
+  fc_check(make-npy v.npy <f2 False 1,8,2,16)
+  fc_error(2 "-b 2 contradicts the input files \\(batch 1" run ${QKV} -b 2)
+
+elseif(CASE STREQUAL "npy_fortran")
+  fc_good_inputs()
+  fc_check(make-npy k.npy <f2 True 1,8,2,16)
+  fc_error(1 "--k k\\.npy: Fortran-order arrays are not supported" run ${QKV})
+
+elseif(CASE STREQUAL "npy_wrong_dtype")
+  fc_check(make-npy q.npy <f4 False 1,8,2,16)
+  fc_check(make-npy k.npy <f4 False 1,8,2,16)
+  fc_check(make-npy v.npy <f4 False 1,8,2,16)
+  fc_error(1 "--q q\\.npy: dtype '<f4' does not match --dtype fp16 \\(expected '<f2'\\)" run ${QKV} --dtype fp16)
+  fc_check(make-npy v.npy <f2 False 1,8,2,16)
+  fc_error(1 "--v v\\.npy: dtype '<f2' does not match the dtype of --q, fp32" run ${QKV})
+  fc_check(make-npy q.npy <u2 False 1,8,2,16)
+  fc_error(1 "--q q\\.npy: dtype '<u2' holds 16-bit integers; pass --dtype bf16" run ${QKV})
+  fc_check(make-npy q.npy <f8 False 1,8,2,16)
+  fc_error(1 "--q q\\.npy: unsupported dtype '<f8'" run ${QKV})
+  fc_check(make-npy q.npy >f4 False 1,8,2,16)
+  fc_error(1 "--q q\\.npy: big-endian" run ${QKV})
+
+elseif(CASE STREQUAL "npy_bad_magic")
+  fc_good_inputs()
+  file(WRITE "${WORK}/q.npy" "this is not a numpy file, only some text\n")
+  fc_error(1 "--q q\\.npy: not a \\.npy file \\(the magic string" run ${QKV})
+
+elseif(CASE STREQUAL "npy_missing_file")
+  fc_good_inputs()
+  fc_error(1 "--k no-such-file\\.npy: cannot open for reading" run --q q.npy --k no-such-file.npy --v v.npy)
+
+elseif(CASE STREQUAL "info")
+  fc_run(0 info)
+  fc_expect("${OUT}" "FlashCore [0-9]+\\.[0-9]+" "the version line")
+  fc_expect("${OUT}" "Kokkos" "the build configuration")
+  fc_expect("${OUT}" "CUDA devices:\n" "the device section")
+  fc_expect("${OUT}" "\n  reference-host " "the backend list")
+
+elseif(CASE STREQUAL "help")
+  fc_run(0 --help)
+  fc_expect("${OUT}" "usage: flashcore" "the usage text")
+  fc_run(0 run --help)
+  fc_expect("${OUT}" "--head-dim" "the run usage text")
+  fc_run(0 --version)
+  fc_expect("${OUT}" "^flashcore [0-9]" "the version")
+
+else()
+  message(FATAL_ERROR "cli_test.cmake: unknown CASE '${CASE}'")
+endif()

@@ -1,0 +1,346 @@
+// GPU tests: every device backend (reference-cuda and the tuned kernels) on device memory,
+// checked against the fp64 host oracle; large problems checked on sampled rows and against the
+// device reference. Without a CUDA device every test skips with the reason.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "core/tolerance.hpp"
+#include "support/testing.hpp"
+
+using fctest::Case;
+using fctest::Layout;
+using flashcore::DType;
+
+namespace {
+
+#define CUDA_OK(call)                                                                      \
+  do {                                                                                     \
+    const cudaError_t err_ = (call);                                                       \
+    ASSERT_EQ(err_, cudaSuccess) << #call << ": " << cudaGetErrorString(err_);             \
+  } while (0)
+
+std::string g_no_device_reason;
+
+bool have_device() {
+  static const bool ok = [] {
+    std::string why;
+    const bool any = !flashcore::cuda_devices(&why).empty();
+    g_no_device_reason = why;
+    return any;
+  }();
+  return ok;
+}
+
+#define REQUIRE_DEVICE() \
+  if (!have_device()) GTEST_SKIP() << "no CUDA device: " << g_no_device_reason
+
+std::vector<std::string> device_backends() {
+  std::vector<std::string> out;
+  for (const auto& b : flashcore::backends())
+    if (b.location == flashcore::MemoryLocation::Device) out.push_back(b.name);
+  return out;
+}
+
+bool is_reference(const std::string& name) { return name.rfind("reference", 0) == 0; }
+
+// Host data mirrored on the device.
+struct DeviceData {
+  void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
+  float* lse = nullptr;
+  ~DeviceData() {
+    cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o), cudaFree(lse);
+  }
+  flashcore::Tensors tensors() const { return {q, k, v, o, lse}; }
+};
+
+void upload(const fctest::HostData& h, DeviceData& d) {
+  auto put = [](void** dst, const void* src, std::size_t bytes) {
+    CUDA_OK(cudaMalloc(dst, bytes));
+    CUDA_OK(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
+  };
+  put(&d.q, h.q.data(), h.q.size());
+  put(&d.k, h.k.data(), h.k.size());
+  put(&d.v, h.v.data(), h.v.size());
+  put(&d.o, h.o.data(), h.o.size());  // poisoned by make_data
+  if (!h.lse.empty()) {
+    void* l = nullptr;
+    put(&l, h.lse.data(), h.lse.size() * sizeof(float));
+    d.lse = static_cast<float*>(l);
+  }
+}
+
+void download(const DeviceData& d, fctest::HostData& h) {
+  CUDA_OK(cudaMemcpy(h.o.data(), d.o, h.o.size(), cudaMemcpyDeviceToHost));
+  if (!h.lse.empty()) CUDA_OK(cudaMemcpy(h.lse.data(), d.lse, h.lse.size() * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+// Does `backend` run this case? Declines are allowed only outside what the backend promises.
+bool accepts(const std::string& backend, const fctest::HostData& h, const DeviceData& d, std::string* why) {
+  flashcore::Options opts;
+  opts.backend = backend;
+  opts.location = flashcore::MemoryLocation::Device;
+  flashcore::Report r;
+  try {
+    r = flashcore::explain(h.problem, d.tensors(), opts);
+  } catch (const flashcore::Error& e) {
+    *why = e.what();
+    return false;
+  }
+  if (r.chosen == backend) return true;
+  for (const auto& dec : r.decisions)
+    if (dec.backend == backend) *why = dec.reason;
+  return false;
+}
+
+// The tuned kernels promise fp16/bf16 with head_dim 64 and 128 on any shape, mask and GQA.
+bool promised(const std::string& backend, const flashcore::Problem& p) {
+  if (is_reference(backend)) return true;
+  return p.dtype != DType::F32 && (p.head_dim == 64 || p.head_dim == 128);
+}
+
+// Runs one case on one device backend and checks it against the fp64 oracle.
+// row_stride > 1 checks sampled rows only (large problems).
+// The fp64 oracle of a case, computed once for all backends (same seed, same data).
+const fctest::OracleOut& cached_oracle(const fctest::HostData& h, const std::string& key, int row_stride) {
+  static std::map<std::string, fctest::OracleOut> cache;
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, fctest::oracle(h, row_stride)).first;
+  return it->second;
+}
+
+void check_on_device(const std::string& backend, const Case& c, std::uint64_t salt, int row_stride = 0) {
+  SCOPED_TRACE(backend + " " + c.name());
+  if (row_stride == 0) {
+    // Keep the host oracle under ~2e8 multiply-adds per case: sample rows of large problems.
+    const double work = 1.0 * c.batch * c.heads_q * c.seqlen_q * c.seqlen_k * c.head_dim;
+    row_stride = work > 2e8 ? static_cast<int>(std::ceil(work / 2e8)) : 1;
+  }
+  fctest::HostData h = fctest::make_data(c, fctest::run_seed() ^ (salt * 0x9e3779b97f4a7c15ull));
+  DeviceData d;
+  upload(h, d);
+  std::string why;
+  if (!accepts(backend, h, d, &why)) {
+    ASSERT_FALSE(promised(backend, h.problem)) << backend << " declined a promised case: " << why;
+    GTEST_SKIP() << backend << " declines: " << why;
+  }
+  flashcore::Options opts;
+  opts.backend = backend;
+  EXPECT_EQ(flashcore::run(h.problem, d.tensors(), opts).chosen, backend);
+  CUDA_OK(cudaDeviceSynchronize());
+  download(d, h);
+  const fctest::OracleOut& ref = cached_oracle(h, c.name() + "/" + std::to_string(salt), row_stride);
+  fctest::Errors e;
+  double bound_abs = 0;
+  if (is_reference(backend)) {
+    e = fctest::compare(h, ref);
+  } else {
+    const double naive = fctest::naive_error(h, ref, row_stride);
+    const auto bound = flashcore::tolerance::kernel_bound(h.problem.dtype, naive);
+    bound_abs = bound.atol;
+    e = fctest::compare_o(h, ref, bound.atol, bound.rtol, /*kernel_lse=*/true);
+  }
+  std::printf("[gpu] %-22s %-42s max_abs %.3e rel_l2 %.3e%s\n", backend.c_str(), c.name().c_str(), e.max_abs, e.rel_l2,
+              bound_abs > 0 ? (" bound " + std::to_string(bound_abs)).c_str() : "");
+  EXPECT_EQ(e.bad, 0) << "max abs " << e.max_abs << ", worst/bound " << e.worst_ratio << "; first: " << e.first_bad;
+  EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
+}
+
+Case shape(int b, int hq, int hkv, int lq, int lk, int d, DType dt, bool causal, Layout layout = Layout::BSHD) {
+  Case c;
+  c.batch = b, c.heads_q = hq, c.heads_kv = hkv, c.seqlen_q = lq, c.seqlen_k = lk, c.head_dim = d;
+  c.dtype = dt, c.causal = causal, c.layout = layout;
+  return c;
+}
+
+// The CPU acceptance set and corners, plus the tuned-kernel matrix of the tuned-kernel issue.
+std::vector<Case> gpu_cases() {
+  std::vector<Case> out;
+  const int acceptance[][4] = {{1, 8, 512, 64}, {1, 8, 128, 64}, {2, 4, 256, 64}, {1, 8, 1024, 64}, {4, 8, 64, 128}};
+  for (bool causal : {false, true}) {
+    for (auto& s : acceptance)
+      for (DType dt : {DType::F16, DType::BF16}) out.push_back(shape(s[0], s[1], s[1], s[2], s[2], s[3], dt, causal));
+    out.push_back(shape(1, 2, 2, 1, 1, 64, DType::F16, causal));
+    out.push_back(shape(1, 2, 2, 203, 113, 64, DType::F16, causal, Layout::BHSD));
+    out.push_back(shape(1, 8, 1, 65, 97, 64, DType::F32, causal));
+    for (int d : {32, 80, 96, 256}) out.push_back(shape(1, 2, 1, 33, 45, d, DType::F16, causal));
+    out.push_back(shape(2, 4, 4, 31, 29, 48, DType::BF16, causal, Layout::Padded));
+    // head dims 64/128 x fp16/bf16 x GQA x odd lengths
+    const int lens[][2] = {{1, 1}, {17, 17}, {77, 77}, {113, 203}, {203, 113}, {1000, 1000}, {4097, 4097}, {1, 333}};
+    for (int d : {64, 128})
+      for (DType dt : {DType::F16, DType::BF16})
+        for (auto& l : lens) {
+          const bool big = l[0] > 2000;
+          out.push_back(shape(big ? 1 : 2, big ? 2 : 6, big ? 1 : 2, l[0], l[1], d, dt, causal,
+                              (l[0] == 77 ? Layout::Padded : l[0] == 113 ? Layout::BHSD : Layout::BSHD)));
+        }
+  }
+  return out;
+}
+
+struct GpuParam {
+  std::string backend;
+  Case c;
+};
+void PrintTo(const GpuParam& g, std::ostream* os) { *os << g.backend << " " << g.c.name(); }
+
+std::vector<GpuParam> gpu_params() {
+  std::vector<GpuParam> out;
+  for (const auto& b : device_backends())
+    for (const Case& c : gpu_cases()) out.push_back({b, c});
+  return out;
+}
+
+std::string sanitize(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+class DeviceCases : public ::testing::TestWithParam<GpuParam> {};
+TEST_P(DeviceCases, MatchesFp64Oracle) {
+  REQUIRE_DEVICE();
+  check_on_device(GetParam().backend, GetParam().c, 7);
+}
+INSTANTIATE_TEST_SUITE_P(Gpu, DeviceCases, ::testing::ValuesIn(gpu_params()),
+                         [](const auto& info) { return sanitize(info.param.backend + "_" + info.param.c.name()); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DeviceCases);
+
+}  // namespace
+
+TEST(Gpu, RandomShapesProperty) {
+  REQUIRE_DEVICE();
+  std::mt19937_64 rng(fctest::run_seed() + 21);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (const auto& backend : device_backends()) {
+    for (int n = 0; n < 25; ++n) {
+      Case c;
+      c.batch = pick(1, 3);
+      c.heads_kv = pick(1, 3);
+      c.heads_q = c.heads_kv * pick(1, 4);
+      c.seqlen_q = pick(1, 300);
+      c.seqlen_k = pick(1, 300);
+      const int dims[] = {16, 64, 64, 128, 128, 96};
+      c.head_dim = dims[pick(0, 5)];
+      c.dtype = static_cast<DType>(pick(is_reference(backend) ? 0 : 1, 2));
+      c.causal = pick(0, 1) == 1;
+      c.layout = static_cast<Layout>(pick(0, 2));
+      c.q_gain = pick(0, 3) == 0 ? 4.0 : 1.0;
+      check_on_device(backend, c, 200 + n);
+    }
+  }
+}
+
+TEST(Gpu, LargeProblemsOnSampledRows) {
+  // Too slow for the full CPU oracle: every 61st row (and the last) against fp64.
+  REQUIRE_DEVICE();
+  for (const auto& backend : device_backends())
+    for (bool causal : {false, true}) {
+      check_on_device(backend, shape(1, 4, 4, 4096, 4096, 128, DType::F16, causal), 300, 61);
+      check_on_device(backend, shape(1, 4, 2, 3000, 5000, 64, DType::BF16, causal), 301, 61);
+    }
+}
+
+TEST(Gpu, TunedMatchesDeviceReferenceEverywhere) {
+  // Large problem, every element: each tuned backend against the device reference, within the
+  // kernel bound measured on sampled rows (twice the naive same-precision error, plus floor).
+  REQUIRE_DEVICE();
+  const auto names = device_backends();
+  if (std::find(names.begin(), names.end(), "reference-cuda") == names.end())
+    GTEST_SKIP() << "reference-cuda not built (Kokkos without CUDA)";
+  for (DType dt : {DType::F16, DType::BF16})
+    for (bool causal : {false, true}) {
+      const Case c = shape(2, 16, 16, 4096, 4096, 128, dt, causal);
+      SCOPED_TRACE(c.name());
+      fctest::HostData h = fctest::make_data(c, fctest::run_seed() + 400);
+      DeviceData d;
+      upload(h, d);
+      flashcore::Options opts;
+      opts.backend = "reference-cuda";
+      flashcore::run(h.problem, d.tensors(), opts);
+      CUDA_OK(cudaDeviceSynchronize());
+      download(d, h);
+      const std::vector<unsigned char> ref_o = h.o;
+      const fctest::OracleOut sampled = fctest::oracle(h, 509);
+      const double naive = fctest::naive_error(h, sampled, 509);
+      const double bound = flashcore::tolerance::kernel_bound(dt, naive).atol +
+                           flashcore::tolerance::reference_bound(dt).atol;
+      for (const auto& backend : names) {
+        if (is_reference(backend)) continue;
+        h.poison_outputs();
+        CUDA_OK(cudaMemcpy(d.o, h.o.data(), h.o.size(), cudaMemcpyHostToDevice));
+        opts.backend = backend;
+        flashcore::run(h.problem, d.tensors(), opts);
+        CUDA_OK(cudaDeviceSynchronize());
+        download(d, h);
+        double worst = 0;
+        long long bad = 0;
+        const auto& p = h.problem;
+        for (int b = 0; b < p.batch; ++b)
+          for (int i = 0; i < p.seqlen_q; ++i)
+            for (int hh = 0; hh < p.heads_q; ++hh)
+              for (int x = 0; x < p.head_dim; ++x) {
+                const double a = fctest::element(p, h.o, p.o, b, i, hh, x);
+                const double r = fctest::element(p, ref_o, p.o, b, i, hh, x);
+                const double err = std::fabs(a - r);
+                if (!(err <= bound)) ++bad;
+                if (!(err <= worst)) worst = std::isnan(err) ? INFINITY : err;
+              }
+        std::printf("[gpu] %-22s vs reference-cuda %-36s max_abs %.3e bound %.3e\n", backend.c_str(), c.name().c_str(),
+                    worst, bound);
+        EXPECT_EQ(bad, 0) << backend << ": max abs difference " << worst << " > bound " << bound;
+      }
+    }
+}
+
+TEST(Gpu, TunedKernelsAreDeterministic) {
+  REQUIRE_DEVICE();
+  for (const auto& backend : device_backends()) {
+    for (bool causal : {false, true}) {
+      const Case c = shape(1, 8, 2, 777, 1333, 128, DType::BF16, causal);
+      fctest::HostData h = fctest::make_data(c, fctest::run_seed() + 500);
+      DeviceData d;
+      upload(h, d);
+      std::string why;
+      if (!accepts(backend, h, d, &why)) continue;
+      flashcore::Options opts;
+      opts.backend = backend;
+      std::vector<unsigned char> first;
+      std::vector<float> first_lse;
+      for (int rep = 0; rep < 3; ++rep) {
+        h.poison_outputs();
+        CUDA_OK(cudaMemcpy(d.o, h.o.data(), h.o.size(), cudaMemcpyHostToDevice));
+        flashcore::run(h.problem, d.tensors(), opts);
+        CUDA_OK(cudaDeviceSynchronize());
+        download(d, h);
+        if (rep == 0) {
+          first = h.o;
+          first_lse = h.lse;
+        } else {
+          EXPECT_EQ(std::memcmp(first.data(), h.o.data(), first.size()), 0) << backend << " O differs on run " << rep;
+          EXPECT_EQ(std::memcmp(first_lse.data(), h.lse.data(), first_lse.size() * 4), 0)
+              << backend << " LSE differs on run " << rep;
+        }
+      }
+    }
+  }
+}
+
+TEST(Gpu, AutomaticChoiceForDeviceData) {
+  REQUIRE_DEVICE();
+  const Case c = shape(1, 8, 8, 512, 512, 64, DType::F16, false);
+  fctest::HostData h = fctest::make_data(c, 1);
+  DeviceData d;
+  upload(h, d);
+  const flashcore::Report r = flashcore::explain(h.problem, d.tensors());
+  std::printf("[gpu] automatic choice for the main job:\n%s\n", r.to_string().c_str());
+  ASSERT_FALSE(r.chosen.empty());
+  const auto names = device_backends();
+  EXPECT_EQ(r.chosen, names.front()) << "the highest-priority device backend that can run it";
+  // Host data goes to the host reference.
+  EXPECT_EQ(flashcore::explain(h.problem, h.tensors()).chosen, "reference-host");
+}
