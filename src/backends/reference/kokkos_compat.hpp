@@ -11,6 +11,10 @@
 #ifndef KOKKOS_VERSION
 #error "Kokkos_Core.hpp did not define KOKKOS_VERSION"
 #endif
+// Compatibility checks pass the major version they mean to compile against.
+#if defined(FLASHCORE_EXPECT_KOKKOS_MAJOR) && KOKKOS_VERSION / 10000 != FLASHCORE_EXPECT_KOKKOS_MAJOR
+#error "compiled against a Kokkos of another major version than FLASHCORE_EXPECT_KOKKOS_MAJOR"
+#endif
 
 namespace flashcore::kc {
 

@@ -1,0 +1,65 @@
+// Launch configuration of the tuned kernels, checked without a GPU: every promised problem
+// (fp16/bf16, head_dim 64/128, any lengths, causal, GQA) fits an sm_89 (L4-class) device's
+// 99 KB opt-in shared memory per block, and problems outside the promise are declined with a
+// reason naming the field.
+#include <gtest/gtest.h>
+
+#include "backends/cuda/flash_fwd.h"
+
+using flashcore::cuda::FlashFwdParams;
+
+namespace {
+
+FlashFwdParams params(int b, int hq, int hkv, int lq, int lk, int d, bool bf16, bool causal) {
+  FlashFwdParams p{};
+  alignas(16) static unsigned char dummy[16];
+  p.q = p.k = p.v = dummy;
+  p.o = dummy;
+  p.batch = b, p.heads_q = hq, p.heads_kv = hkv, p.seqlen_q = lq, p.seqlen_k = lk, p.head_dim = d;
+  p.q_head_stride = p.o_head_stride = d;
+  p.q_seq_stride = p.o_seq_stride = static_cast<long long>(hq) * d;
+  p.q_batch_stride = p.o_batch_stride = p.q_seq_stride * lq;
+  p.k_head_stride = p.v_head_stride = d;
+  p.k_seq_stride = p.v_seq_stride = static_cast<long long>(hkv) * d;
+  p.k_batch_stride = p.v_batch_stride = p.k_seq_stride * lk;
+  p.scale = 0.125f;
+  p.bf16 = bf16, p.causal = causal;
+  return p;
+}
+
+constexpr size_t kL4SmemOptin = 99 * 1024;
+
+}  // namespace
+
+TEST(CudaConfig, PromisedProblemsFitSm89SharedMemory) {
+  const int lens[][2] = {{1, 1}, {17, 17}, {77, 77}, {113, 203}, {203, 113}, {512, 512}, {4097, 4097}, {16384, 16384}};
+  for (int d : {64, 128})
+    for (bool bf16 : {false, true})
+      for (bool causal : {false, true})
+        for (auto& l : lens)
+          for (int b : {1, 4})
+            for (int h : {1, 8, 32}) {
+              const auto p = params(b, h, h > 1 ? h / 2 : 1, l[0], l[1], d, bf16, causal);
+              EXPECT_EQ(flashcore::cuda::flash_fwd_unsupported_reason(p, 8, 9, kL4SmemOptin), "")
+                  << "D" << d << " L" << l[0] << "x" << l[1] << " B" << b << " H" << h;
+              EXPECT_EQ(flashcore::cuda::flash_fwd_unsupported_reason(p, 9, 0, 227 * 1024), "");
+            }
+}
+
+TEST(CudaConfig, DeclinesWithReasons) {
+  auto reason = [](FlashFwdParams p, int major = 9) {
+    return flashcore::cuda::flash_fwd_unsupported_reason(p, major, 0, 227 * 1024);
+  };
+  EXPECT_NE(reason(params(1, 8, 8, 64, 64, 80, false, false)).find("head_dim"), std::string::npos);
+  EXPECT_NE(reason(params(1, 8, 8, 64, 64, 64, false, false), 7).find("7"), std::string::npos);
+  FlashFwdParams misaligned = params(1, 8, 8, 64, 64, 64, false, false);
+  misaligned.q_seq_stride = 8 * 64 + 4;  // not a multiple of 8 elements
+  EXPECT_NE(reason(misaligned).find("q"), std::string::npos);
+  FlashFwdParams unaligned_ptr = params(1, 8, 8, 64, 64, 64, false, false);
+  unaligned_ptr.k = static_cast<const unsigned char*>(unaligned_ptr.k) + 2;
+  EXPECT_NE(reason(unaligned_ptr).find("k"), std::string::npos);
+  // A device with too little shared memory is declined, naming shared memory.
+  EXPECT_NE(flashcore::cuda::flash_fwd_unsupported_reason(params(1, 8, 8, 64, 64, 128, false, false), 8, 0, 8 * 1024)
+                .find("shared memory"),
+            std::string::npos);
+}
