@@ -113,7 +113,10 @@ const fctest::OracleOut& cached_oracle(const fctest::HostData& h, const std::str
   return it->second;
 }
 
-void check_on_device(const std::string& backend, const Case& c, std::uint64_t salt, int row_stride = 0) {
+// Returns false (and sets *declined) when the backend declines a case it does not promise; a
+// declined promised case is a failure.
+bool check_on_device(const std::string& backend, const Case& c, std::uint64_t salt, int row_stride = 0,
+                     std::string* declined = nullptr) {
   SCOPED_TRACE(backend + " " + c.name());
   if (row_stride == 0) {
     // Keep the host oracle under ~2e8 multiply-adds per case: sample rows of large problems.
@@ -125,8 +128,9 @@ void check_on_device(const std::string& backend, const Case& c, std::uint64_t sa
   upload(h, d);
   std::string why;
   if (!accepts(backend, h, d, &why)) {
-    ASSERT_FALSE(promised(backend, h.problem)) << backend << " declined a promised case: " << why;
-    GTEST_SKIP() << backend << " declines: " << why;
+    EXPECT_FALSE(promised(backend, h.problem)) << backend << " declined a promised case: " << why;
+    if (declined != nullptr) *declined = why;
+    return false;
   }
   flashcore::Options opts;
   opts.backend = backend;
@@ -148,6 +152,7 @@ void check_on_device(const std::string& backend, const Case& c, std::uint64_t sa
               bound_abs > 0 ? (" bound " + std::to_string(bound_abs)).c_str() : "");
   EXPECT_EQ(e.bad, 0) << "max abs " << e.max_abs << ", worst/bound " << e.worst_ratio << "; first: " << e.first_bad;
   EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
+  return true;
 }
 
 Case shape(int b, int hq, int hkv, int lq, int lk, int d, DType dt, bool causal, Layout layout = Layout::BSHD) {
@@ -204,7 +209,9 @@ std::string sanitize(std::string s) {
 class DeviceCases : public ::testing::TestWithParam<GpuParam> {};
 TEST_P(DeviceCases, MatchesFp64Oracle) {
   REQUIRE_DEVICE();
-  check_on_device(GetParam().backend, GetParam().c, 7);
+  std::string declined;
+  if (!check_on_device(GetParam().backend, GetParam().c, 7, 0, &declined))
+    GTEST_SKIP() << GetParam().backend << " declines: " << declined;
 }
 INSTANTIATE_TEST_SUITE_P(Gpu, DeviceCases, ::testing::ValuesIn(gpu_params()),
                          [](const auto& info) { return sanitize(info.param.backend + "_" + info.param.c.name()); });
@@ -216,6 +223,7 @@ TEST(Gpu, RandomShapesProperty) {
   REQUIRE_DEVICE();
   std::mt19937_64 rng(fctest::run_seed() + 21);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int ran = 0;
   for (const auto& backend : device_backends()) {
     for (int n = 0; n < 25; ++n) {
       Case c;
@@ -230,9 +238,11 @@ TEST(Gpu, RandomShapesProperty) {
       c.causal = pick(0, 1) == 1;
       c.layout = static_cast<Layout>(pick(0, 2));
       c.q_gain = pick(0, 3) == 0 ? 4.0 : 1.0;
-      check_on_device(backend, c, 200 + n);
+      ran += check_on_device(backend, c, 200 + n) ? 1 : 0;
     }
   }
+  std::printf("[gpu] random shapes: %d backend x case runs checked\n", ran);
+  EXPECT_GT(ran, 0);
 }
 
 TEST(Gpu, LargeProblemsOnSampledRows) {
@@ -267,8 +277,11 @@ TEST(Gpu, TunedMatchesDeviceReferenceEverywhere) {
       const std::vector<unsigned char> ref_o = h.o;
       const fctest::OracleOut sampled = fctest::oracle(h, 509);
       const double naive = fctest::naive_error(h, sampled, 509);
-      const double bound = flashcore::tolerance::kernel_bound(dt, naive).atol +
-                           flashcore::tolerance::reference_bound(dt).atol;
+      // Both sides err: the kernel within its bound (measured on sampled rows), the reference
+      // within the reference bound, whose relative part (half an ulp of |O|) matters on rows the
+      // sample misses, e.g. early causal rows averaging few keys with |O| near 1.
+      const double kernel_abs = flashcore::tolerance::kernel_bound(dt, naive).atol;
+      const auto ref_bound = flashcore::tolerance::reference_bound(dt);
       for (const auto& backend : names) {
         if (is_reference(backend)) continue;
         h.poison_outputs();
@@ -287,12 +300,13 @@ TEST(Gpu, TunedMatchesDeviceReferenceEverywhere) {
                 const double a = fctest::element(p, h.o, p.o, b, i, hh, x);
                 const double r = fctest::element(p, ref_o, p.o, b, i, hh, x);
                 const double err = std::fabs(a - r);
+                const double bound = kernel_abs + ref_bound.atol + ref_bound.rtol * std::fabs(r);
                 if (!(err <= bound)) ++bad;
                 if (!(err <= worst)) worst = std::isnan(err) ? INFINITY : err;
               }
-        std::printf("[gpu] %-22s vs reference-cuda %-36s max_abs %.3e bound %.3e\n", backend.c_str(), c.name().c_str(),
-                    worst, bound);
-        EXPECT_EQ(bad, 0) << backend << ": max abs difference " << worst << " > bound " << bound;
+        std::printf("[gpu] %-22s vs reference-cuda %-36s max_abs %.3e bound %.3e + %.3e|ref|\n", backend.c_str(),
+                    c.name().c_str(), worst, kernel_abs + ref_bound.atol, ref_bound.rtol);
+        EXPECT_EQ(bad, 0) << backend << ": " << bad << " elements beyond the bound; max abs difference " << worst;
       }
     }
 }
