@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <random>
 
 #include "core/tolerance.hpp"
@@ -18,10 +19,11 @@ using flashcore::DType;
 
 namespace {
 
-#define CUDA_OK(call)                                                                      \
-  do {                                                                                     \
-    const cudaError_t err_ = (call);                                                       \
-    ASSERT_EQ(err_, cudaSuccess) << #call << ": " << cudaGetErrorString(err_);             \
+// A failed CUDA call throws; GoogleTest reports the exception as a failure of the test.
+#define CUDA_OK(call)                                                                                  \
+  do {                                                                                                 \
+    const cudaError_t err_ = (call);                                                                   \
+    if (err_ != cudaSuccess) throw std::runtime_error(std::string(#call) + ": " + cudaGetErrorString(err_)); \
   } while (0)
 
 std::string g_no_device_reason;
