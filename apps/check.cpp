@@ -1,0 +1,242 @@
+#include "check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "backends/reference/reference_api.hpp"
+#include "core/numeric.hpp"
+#include "core/tolerance.hpp"
+
+namespace fcapp {
+
+using flashcore::DType;
+using flashcore::Problem;
+using flashcore::Strides;
+namespace num = flashcore::numeric;
+
+double load_element(DType dt, const unsigned char* buf, std::int64_t idx) {
+  switch (dt) {
+    case DType::F32: {
+      float f;
+      std::memcpy(&f, buf + idx * 4, 4);
+      return f;
+    }
+    case DType::F16: {
+      std::uint16_t h;
+      std::memcpy(&h, buf + idx * 2, 2);
+      return num::half_to_float(h);
+    }
+    case DType::BF16: {
+      std::uint16_t h;
+      std::memcpy(&h, buf + idx * 2, 2);
+      return num::bf16_to_float(h);
+    }
+  }
+  return 0;
+}
+
+void store_element(DType dt, unsigned char* buf, std::int64_t idx, double v) {
+  switch (dt) {
+    case DType::F32: {
+      const float f = static_cast<float>(v);
+      std::memcpy(buf + idx * 4, &f, 4);
+      break;
+    }
+    case DType::F16: {
+      const std::uint16_t h = num::float_to_half(static_cast<float>(v));
+      std::memcpy(buf + idx * 2, &h, 2);
+      break;
+    }
+    case DType::BF16: {
+      const std::uint16_t h = num::float_to_bf16(static_cast<float>(v));
+      std::memcpy(buf + idx * 2, &h, 2);
+      break;
+    }
+  }
+}
+
+double round_to(DType dt, double v) {
+  switch (dt) {
+    case DType::F32: return static_cast<float>(v);
+    case DType::F16: return num::half_to_float(num::float_to_half(static_cast<float>(v)));
+    case DType::BF16: return num::bf16_to_float(num::float_to_bf16(static_cast<float>(v)));
+  }
+  return v;
+}
+
+namespace {
+
+std::int64_t offset(const Strides& s, int b, int i, int h, int d) {
+  return b * s.batch + static_cast<std::int64_t>(i) * s.seq + h * s.head + d;
+}
+
+// Max abs error against the oracle of a naive computation in the input precision: scores and
+// softmax in fp64, the unnormalised probabilities rounded to the dtype before P·V, the output
+// rounded to the dtype. Plain loops, independent of the library's kernels.
+double naive_same_precision_error(const Problem& p, const void* qv, const void* kv, const void* vv,
+                                  const std::vector<double>& ref_o) {
+  const auto* qb = static_cast<const unsigned char*>(qv);
+  const auto* kb = static_cast<const unsigned char*>(kv);
+  const auto* vb = static_cast<const unsigned char*>(vv);
+  const int D = p.head_dim;
+  const int group = p.heads_q / p.heads_kv;
+  const double scale = p.effective_scale();
+  // K and V of one (b, kv head) converted once to contiguous doubles.
+  std::vector<double> kd(static_cast<std::size_t>(p.seqlen_k) * D), vd(kd.size());
+  std::vector<double> s(p.seqlen_k), acc(D), qrow(D);
+  double worst = 0;
+  for (int b = 0; b < p.batch; ++b)
+    for (int hk = 0; hk < p.heads_kv; ++hk) {
+      for (int j = 0; j < p.seqlen_k; ++j)
+        for (int d = 0; d < D; ++d) {
+          kd[static_cast<std::size_t>(j) * D + d] = load_element(p.dtype, kb, offset(p.k, b, j, hk, d));
+          vd[static_cast<std::size_t>(j) * D + d] = load_element(p.dtype, vb, offset(p.v, b, j, hk, d));
+        }
+      for (int h = hk * group; h < (hk + 1) * group; ++h)
+        for (int i = 0; i < p.seqlen_q; ++i) {
+          long long visible = p.seqlen_k;
+          if (p.causal)
+            visible = std::min<long long>(p.seqlen_k, std::max<long long>(0, 1LL + i + p.seqlen_k - p.seqlen_q));
+          std::fill(acc.begin(), acc.end(), 0.0);
+          if (visible > 0) {
+            for (int d = 0; d < D; ++d) qrow[d] = load_element(p.dtype, qb, offset(p.q, b, i, h, d));
+            double mx = -std::numeric_limits<double>::infinity();
+            for (long long j = 0; j < visible; ++j) {
+              double dot = 0;
+              const double* kr = &kd[static_cast<std::size_t>(j) * D];
+              for (int d = 0; d < D; ++d) dot += qrow[d] * kr[d];
+              s[j] = dot * scale;
+              mx = std::max(mx, s[j]);
+            }
+            double sum = 0;
+            for (long long j = 0; j < visible; ++j) {
+              const double e = std::exp(s[j] - mx);
+              sum += e;
+              const double pj = round_to(p.dtype, e);
+              const double* vr = &vd[static_cast<std::size_t>(j) * D];
+              for (int d = 0; d < D; ++d) acc[d] += pj * vr[d];
+            }
+            for (int d = 0; d < D; ++d) acc[d] = round_to(p.dtype, acc[d] / sum);
+          }
+          for (int d = 0; d < D; ++d) {
+            const double err = std::fabs(acc[d] - ref_o[offset(p.o, b, i, h, d)]);
+            if (!(err <= worst)) worst = err;
+          }
+        }
+    }
+  return worst;
+}
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+}  // namespace
+
+Oracle compute_oracle(const Problem& p, const void* q, const void* k, const void* v, bool naive) {
+  Oracle r;
+  r.o.assign(static_cast<std::size_t>(flashcore::span_elements(p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim)),
+             0.0);
+  r.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0);
+  flashcore::reference::run_host_fp64(p, q, k, v, r.o.data(), r.lse.data());
+  if (naive) {
+    r.have_naive = true;
+    r.naive_err = naive_same_precision_error(p, q, k, v, r.o);
+  }
+  return r;
+}
+
+Validation compare(const Problem& p, const Oracle& ref, const unsigned char* o, const float* lse,
+                   const std::string& backend) {
+  Validation val;
+  val.done = true;
+  const bool reference = backend.rfind("reference", 0) == 0;
+  const flashcore::tolerance::Bound bound = flashcore::tolerance::reference_bound(p.dtype);
+  val.bound = reference ? "reference" : "kernel";
+  const double inf = std::numeric_limits<double>::infinity();
+  double num2 = 0, den2 = 0;
+  for (int b = 0; b < p.batch; ++b)
+    for (int i = 0; i < p.seqlen_q; ++i)
+      for (int h = 0; h < p.heads_q; ++h)
+        for (int d = 0; d < p.head_dim; ++d) {
+          const std::int64_t idx = offset(p.o, b, i, h, d);
+          const double r = ref.o[idx];
+          const double g = load_element(p.dtype, o, idx);
+          double err = std::fabs(g - r);
+          if (!std::isfinite(g)) {
+            err = inf;
+            ++val.o_nonfinite;
+          }
+          val.max_abs_err = std::max(val.max_abs_err, err);
+          num2 += err * err;
+          den2 += r * r;
+          const bool ok = reference ? bound.ok(g, r) : std::isfinite(g);
+          if (!ok && val.o_bad++ == 0) {
+            std::ostringstream os;
+            os << "O(b=" << b << ", s=" << i << ", h=" << h << ", d=" << d << ") = " << g << ", expected " << r;
+            val.first_bad = os.str();
+          }
+        }
+  val.rel_l2_err = den2 > 0 ? std::sqrt(num2 / den2) : std::sqrt(num2);
+  if (lse != nullptr) {
+    val.have_lse = true;
+    for (std::size_t idx = 0; idx < ref.lse.size(); ++idx) {
+      const double r = ref.lse[idx], g = lse[idx];
+      double err;
+      if (std::isinf(r) && r < 0)
+        err = (std::isinf(g) && g < 0) ? 0.0 : inf;
+      else
+        err = std::isfinite(g) ? std::fabs(g - r) : inf;
+      val.lse_max_abs_err = std::max(val.lse_max_abs_err, err);
+      const bool ok = reference ? flashcore::tolerance::lse_ok(g, r) : flashcore::tolerance::kernel_lse_ok(g, r);
+      if (!ok && val.lse_bad++ == 0 && val.first_bad.empty()) {
+        std::ostringstream os;
+        os << "LSE(b=" << idx / (static_cast<std::size_t>(p.heads_q) * p.seqlen_q)
+           << ", h=" << (idx / p.seqlen_q) % p.heads_q << ", s=" << idx % p.seqlen_q << ") = " << g << ", expected "
+           << r;
+        val.first_bad = os.str();
+      }
+    }
+  }
+  const std::string lse_text =
+      !val.have_lse ? "" : reference ? "; LSE |err| <= 2e-5 * max(1, |ref|)" : "; LSE |err| <= 1e-4 * max(1, |ref|)";
+  if (reference) {
+    val.bound_text = "reference bound of src/core/tolerance.hpp: |err| <= " + fmt(bound.atol) + " + " +
+                     fmt(bound.rtol) + " * |ref| per element" + lse_text;
+    val.passed = val.o_bad == 0 && val.lse_bad == 0;
+  } else {
+    const double floor = flashcore::tolerance::kernel_floor(p.dtype);
+    val.naive_err = ref.naive_err;
+    val.threshold = flashcore::tolerance::kernel_bound(p.dtype, ref.naive_err).atol;  // 2 * naive + floor
+    val.bound_text = "kernel bound of src/core/tolerance.hpp: max abs err <= 2 * " + fmt(ref.naive_err) +
+                     " (naive same-precision error: P rounded to " + flashcore::to_string(p.dtype) +
+                     " before P.V, output rounded) + floor " + fmt(floor) + " = " + fmt(val.threshold) + lse_text;
+    val.passed = val.o_nonfinite == 0 && val.max_abs_err <= val.threshold && val.lse_bad == 0;
+    if (!val.passed && val.first_bad.empty() && !(val.max_abs_err <= val.threshold))
+      val.first_bad = "max abs err " + fmt(val.max_abs_err) + " exceeds " + fmt(val.threshold);
+  }
+  return val;
+}
+
+Validation worst(const Validation& a, const Validation& b) {
+  if (!a.done) return b;
+  if (!b.done) return a;
+  Validation w = a;
+  w.max_abs_err = std::max(a.max_abs_err, b.max_abs_err);
+  w.rel_l2_err = std::max(a.rel_l2_err, b.rel_l2_err);
+  w.lse_max_abs_err = std::max(a.lse_max_abs_err, b.lse_max_abs_err);
+  w.o_bad = std::max(a.o_bad, b.o_bad);
+  w.o_nonfinite = std::max(a.o_nonfinite, b.o_nonfinite);
+  w.lse_bad = std::max(a.lse_bad, b.lse_bad);
+  w.passed = a.passed && b.passed;
+  if (w.first_bad.empty()) w.first_bad = b.first_bad;
+  return w;
+}
+
+}  // namespace fcapp

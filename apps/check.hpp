@@ -1,0 +1,58 @@
+// Validation of one result of the flashcore tool against the library's fp64 oracle
+// (reference::run_host_fp64), with the bounds of src/core/tolerance.hpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flashcore/flashcore.hpp"
+
+namespace fcapp {
+
+/// Element (index in elements, not bytes) of a tensor of the given dtype, as double.
+double load_element(flashcore::DType dt, const unsigned char* buf, std::int64_t idx);
+/// Stores v rounded to the dtype.
+void store_element(flashcore::DType dt, unsigned char* buf, std::int64_t idx, double v);
+/// v rounded to the dtype and back.
+double round_to(flashcore::DType dt, double v);
+
+/// The exact answer for one problem and its inputs, computed once per invocation.
+struct Oracle {
+  std::vector<double> o;    // with the problem's o strides (span elements)
+  std::vector<double> lse;  // contiguous (B, Hq, Lq)
+  bool have_naive = false;
+  double naive_err = 0;     // max abs error of the naive same-precision computation vs o
+};
+
+/// Runs the fp64 oracle; when naive is true also the naive same-precision computation
+/// (P rounded to the input dtype before P·V, output rounded), for the kernel bound.
+Oracle compute_oracle(const flashcore::Problem& p, const void* q, const void* k, const void* v, bool naive);
+
+struct Validation {
+  bool done = false;
+  std::string bound;        // "reference" or "kernel"
+  std::string bound_text;   // readable description of the bound, with its numbers
+  double max_abs_err = 0;   // over O; +inf when an element is NaN/inf
+  double rel_l2_err = 0;    // ||O - ref|| / ||ref||
+  double lse_max_abs_err = 0;
+  double naive_err = -1;    // kernel bound only
+  double threshold = -1;    // kernel bound only: 2 * naive_err + floor
+  long long o_bad = 0;      // elements beyond the bound (reference bound) or non-finite
+  long long o_nonfinite = 0;
+  long long lse_bad = 0;
+  bool have_lse = false;
+  bool passed = false;
+  std::string first_bad;   // description of the first failing element, if any
+};
+
+/// Compares O (problem's o strides) and LSE (may be null) with the oracle. Backends whose name
+/// starts with "reference" get tolerance::reference_bound; others the kernel bound
+/// max_abs_err <= 2 * naive_err + floor (tolerance::kernel_bound: floor 1e-4 fp16, 1e-3 bf16,
+/// 1e-5 fp32) and tolerance::kernel_lse_ok for LSE.
+Validation compare(const flashcore::Problem& p, const Oracle& ref, const unsigned char* o, const float* lse,
+                   const std::string& backend);
+
+/// Worst of two validations of the same problem (e.g. the first and the last call).
+Validation worst(const Validation& a, const Validation& b);
+
+}  // namespace fcapp
