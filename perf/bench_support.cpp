@@ -1,0 +1,516 @@
+// Support code of flashcore_bench (see bench_support.hpp).
+#include "bench_support.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/numeric.hpp"
+
+#if defined(FLASHCORE_HAVE_CUDA_RUNTIME)
+#include <cuda_runtime_api.h>
+#endif
+
+namespace fcbench {
+
+using flashcore::DType;
+
+std::string shape_name(const Shape& s) {
+  return "B" + std::to_string(s.b) + "_H" + std::to_string(s.h) + "_L" + std::to_string(s.l) + "_D" +
+         std::to_string(s.d);
+}
+
+std::string bench_name(const std::string& backend, const Case& c) {
+  return "attn/" + backend + "/" + flashcore::to_string(c.dtype) + "/" + (c.causal ? "causal" : "full") + "/" +
+         shape_name(c.shape);
+}
+
+flashcore::Problem make_problem(const Case& c) {
+  const Shape& s = c.shape;
+  return flashcore::Problem::make(s.b, s.h, s.h, s.l, s.l, s.d, c.dtype, c.causal);
+}
+
+double problem_bytes(const flashcore::Problem& p) {
+  const double es = flashcore::dtype_size(p.dtype);
+  const double q = double(p.batch) * p.seqlen_q * p.heads_q * p.head_dim;
+  const double kv = double(p.batch) * p.seqlen_k * p.heads_kv * p.head_dim;
+  return es * (2 * q + 2 * kv);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flags
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, const std::string& seps) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : s) {
+    if (seps.find(ch) != std::string::npos) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (ch != ' ') {
+      cur += ch;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+bool parse_double(const std::string& s, double* out) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end != '\0' || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_int(const std::string& s, int* out) {
+  char* end = nullptr;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (end == s.c_str() || *end != '\0' || v < -1000000000L || v > 1000000000L) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+}  // namespace
+
+void print_usage(const char* argv0) {
+  std::printf(
+      "usage: %s [own flags] [Google Benchmark flags]\n"
+      "Own flags (parsed first):\n"
+      "  --backends=a,b,-c     only these backends; '-name' excludes one (default: all registered)\n"
+      "  --shapes=B,H,L,D;...  shapes instead of the built-in GPU and host lists\n"
+      "  --dtypes=fp16,bf16    dtypes (default: fp16,bf16 on the GPU list; a subset of fp32,fp16,bf16 on\n"
+      "                        the host list)\n"
+      "  --causal=0|1|both     full, causal or both (default both)\n"
+      "  --device-only         only device backends on the GPU list\n"
+      "  --host-only           only host backends on the host list\n"
+      "  --quick               fewer repetitions, shorter measurements\n"
+      "  --no-check            skip the output check (poisoned output, fp64 check of sampled rows)\n"
+      "  --timing=auto|graph|launches\n"
+      "                        device timing: CUDA graph of N calls with fallback to back-to-back\n"
+      "                        launches (auto), graph only (a capture failure is an error), launches only\n"
+      "  --replay-ms=X         a timed replay (N calls) lasts at least X ms (default 1)\n"
+      "  --rep-ms=X            GPU time per repetition, several replays (default 10, quick 5)\n"
+      "  --reps=N              repetitions per benchmark (default device 10 / host 5; quick 5 / 3)\n"
+      "  --host-min-time=S     seconds per host repetition (default 0.2, quick 0.05)\n"
+      "  --max-seconds=S       benchmarks that would start after S seconds are skipped (reported as\n"
+      "                        errors), so the run ends in time with complete output (default: no limit)\n"
+      "Names: attn/<backend>/<dtype>/<causal|full>/B<b>_H<h>_L<l>_D<d>; --benchmark_filter=REGEX selects\n"
+      "among them, --benchmark_list_tests=true lists them, --benchmark_out=F --benchmark_out_format=json\n"
+      "writes JSON. Reported time is per call (median over repetitions).\n",
+      argv0);
+}
+
+bool parse_flags(int* argc, char** argv, Config* cfg) {
+  int out = 1;
+  std::string own;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* flag, std::string* v) {
+      const std::string f = std::string(flag) + "=";
+      if (!starts_with(a, f)) return false;
+      *v = a.substr(f.size());
+      return true;
+    };
+    std::string v;
+    bool mine = true;
+    if (a == "--help" || a == "-h") {
+      print_usage(argv[0]);
+      std::exit(0);
+    } else if (value("--backends", &v)) {
+      cfg->backends_only.clear();
+      cfg->backends_skip.clear();
+      for (const std::string& n : split(v, ",")) {
+        if (n[0] == '-' || n[0] == '!') {
+          if (n.size() > 1) cfg->backends_skip.push_back(n.substr(1));
+        } else if (n != "all") {
+          cfg->backends_only.push_back(n);
+        }
+      }
+    } else if (value("--shapes", &v)) {
+      cfg->shapes.clear();
+      for (const std::string& one : split(v, ";/")) {
+        const std::vector<std::string> f = split(one, ",x");
+        Shape s;
+        if (f.size() != 4 || !parse_int(f[0], &s.b) || !parse_int(f[1], &s.h) || !parse_int(f[2], &s.l) ||
+            !parse_int(f[3], &s.d) || s.b < 1 || s.h < 1 || s.l < 1 || s.d < 1) {
+          std::fprintf(stderr, "flashcore_bench: bad shape '%s' in --shapes (want B,H,L,D;B,H,L,D...)\n",
+                       one.c_str());
+          return false;
+        }
+        cfg->shapes.push_back(s);
+      }
+    } else if (value("--dtypes", &v)) {
+      cfg->dtypes.clear();
+      for (const std::string& n : split(v, ",")) {
+        try {
+          cfg->dtypes.push_back(flashcore::parse_dtype(n));
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "flashcore_bench: --dtypes: %s\n", e.what());
+          return false;
+        }
+      }
+    } else if (value("--causal", &v)) {
+      if (v == "0" || v == "full" || v == "false" || v == "no") {
+        cfg->causal = 0;
+      } else if (v == "1" || v == "causal" || v == "true" || v == "yes") {
+        cfg->causal = 1;
+      } else if (v == "both" || v == "-1") {
+        cfg->causal = -1;
+      } else {
+        std::fprintf(stderr, "flashcore_bench: --causal=%s: want 0, 1 or both\n", v.c_str());
+        return false;
+      }
+    } else if (a == "--device-only") {
+      cfg->device = true;
+      cfg->host = false;
+    } else if (a == "--host-only") {
+      cfg->device = false;
+      cfg->host = true;
+    } else if (a == "--quick") {
+      cfg->quick = true;
+    } else if (a == "--no-check") {
+      cfg->check = false;
+    } else if (value("--timing", &v)) {
+      if (v != "auto" && v != "graph" && v != "launches") {
+        std::fprintf(stderr, "flashcore_bench: --timing=%s: want auto, graph or launches\n", v.c_str());
+        return false;
+      }
+      cfg->timing = v;
+    } else if (value("--replay-ms", &v)) {
+      if (!parse_double(v, &cfg->replay_ms) || cfg->replay_ms <= 0) {
+        std::fprintf(stderr, "flashcore_bench: bad --replay-ms=%s\n", v.c_str());
+        return false;
+      }
+    } else if (value("--rep-ms", &v)) {
+      if (!parse_double(v, &cfg->rep_ms) || cfg->rep_ms <= 0) {
+        std::fprintf(stderr, "flashcore_bench: bad --rep-ms=%s\n", v.c_str());
+        return false;
+      }
+    } else if (value("--reps", &v)) {
+      if (!parse_int(v, &cfg->reps) || cfg->reps < 1) {
+        std::fprintf(stderr, "flashcore_bench: bad --reps=%s\n", v.c_str());
+        return false;
+      }
+    } else if (value("--max-seconds", &v)) {
+      if (!parse_double(v, &cfg->max_seconds) || cfg->max_seconds < 0) {
+        std::fprintf(stderr, "flashcore_bench: bad --max-seconds=%s\n", v.c_str());
+        return false;
+      }
+    } else if (value("--host-min-time", &v)) {
+      if (!parse_double(v, &cfg->host_min_time) || cfg->host_min_time <= 0) {
+        std::fprintf(stderr, "flashcore_bench: bad --host-min-time=%s\n", v.c_str());
+        return false;
+      }
+    } else {
+      mine = false;
+    }
+    if (mine) {
+      own += (own.empty() ? "" : " ") + a;
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  *argc = out;
+  argv[out] = nullptr;
+  cfg->args = own;
+  return true;
+}
+
+namespace {
+std::chrono::steady_clock::time_point g_start = std::chrono::steady_clock::now();
+}
+
+void start_clock() { g_start = std::chrono::steady_clock::now(); }
+
+std::string out_of_time(const Config& cfg) {
+  if (cfg.max_seconds <= 0) return {};
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - g_start).count();
+  if (s < cfg.max_seconds) return {};
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "skipped: the --max-seconds=%g budget of this run was used up", cfg.max_seconds);
+  return buf;
+}
+
+bool backend_selected(const Config& cfg, const std::string& name) {
+  if (std::find(cfg.backends_skip.begin(), cfg.backends_skip.end(), name) != cfg.backends_skip.end()) return false;
+  if (cfg.backends_only.empty()) return true;
+  return std::find(cfg.backends_only.begin(), cfg.backends_only.end(), name) != cfg.backends_only.end();
+}
+
+std::vector<Shape> gpu_shapes() {
+  return {{1, 8, 512, 64},    {1, 8, 1024, 64},   {1, 8, 2048, 64},     {4, 16, 1024, 64},  {16, 16, 512, 64},
+          {2, 16, 4096, 64},  {2, 16, 4096, 128}, {1, 16, 16384, 128}, {8, 32, 2048, 128}};
+}
+
+std::vector<Shape> host_shapes() { return {{1, 8, 128, 64}, {1, 8, 512, 64}, {1, 8, 1024, 64}, {4, 8, 64, 128}}; }
+
+std::vector<DType> host_dtypes(const Shape& s) {
+  // fp32 everywhere (the reference's native precision); fp16 and bf16 on the smaller shapes,
+  // where the conversion cost shows most.
+  if (s.l >= 1024) return {DType::F32, DType::F16};
+  return {DType::F32, DType::F16, DType::BF16};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+inline std::uint64_t splitmix64(std::uint64_t* state) {
+  std::uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in (0, 1], 24 random bits.
+inline float unit(std::uint64_t* st) { return (static_cast<float>(splitmix64(st) >> 40) + 1.0f) * (1.0f / 16777216.0f); }
+
+inline void store(DType dt, unsigned char* base, std::int64_t i, float x) {
+  switch (dt) {
+    case DType::F32: std::memcpy(base + 4 * i, &x, 4); break;
+    case DType::F16: {
+      const std::uint16_t h = flashcore::numeric::float_to_half(x);
+      std::memcpy(base + 2 * i, &h, 2);
+      break;
+    }
+    case DType::BF16: {
+      const std::uint16_t h = flashcore::numeric::float_to_bf16(x);
+      std::memcpy(base + 2 * i, &h, 2);
+      break;
+    }
+  }
+}
+
+// kind 0: normal(0, 1) (Box-Muller), kind 1: uniform(-1, 1).
+void fill_tensor(std::vector<unsigned char>* buf, DType dt, std::int64_t n, int kind, std::uint64_t seed) {
+  buf->assign(static_cast<std::size_t>(n) * flashcore::dtype_size(dt), 0);
+  constexpr std::int64_t kChunk = 1 << 16;
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+  unsigned hw = std::thread::hardware_concurrency();
+  const int nthreads = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>({hw ? hw : 1, 32, chunks})));
+  auto work = [&](int t) {
+    for (std::int64_t c = t; c < chunks; c += nthreads) {
+      std::uint64_t st = seed ^ (0xD1B54A32D192ED03ull * static_cast<std::uint64_t>(c + 1));
+      splitmix64(&st);
+      const std::int64_t begin = c * kChunk, end = std::min(n, begin + kChunk);
+      for (std::int64_t i = begin; i < end; i += 2) {
+        float x0, x1;
+        if (kind == 0) {
+          const float r = std::sqrt(-2.0f * std::log(unit(&st)));
+          const float a = 6.2831853f * unit(&st);
+          x0 = r * std::cos(a);
+          x1 = r * std::sin(a);
+        } else {
+          x0 = 2.0f * unit(&st) - 1.0f;
+          x1 = 2.0f * unit(&st) - 1.0f;
+        }
+        store(dt, buf->data(), i, x0);
+        if (i + 1 < end) store(dt, buf->data(), i + 1, x1);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < nthreads; ++t) threads.emplace_back(work, t);
+  work(0);
+  for (auto& th : threads) th.join();
+}
+
+}  // namespace
+
+std::uint64_t case_seed(const Shape& s, DType dt) {
+  std::uint64_t st = 0x5EEDF1A5C0DEull;
+  std::uint64_t h = 0;
+  for (std::uint64_t v : {std::uint64_t(s.b), std::uint64_t(s.h), std::uint64_t(s.l), std::uint64_t(s.d),
+                          std::uint64_t(static_cast<int>(dt))}) {
+    st ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h = splitmix64(&st);
+  }
+  return h;
+}
+
+void fill_inputs(HostInputs* in, const Shape& s, DType dt, std::uint64_t seed) {
+  in->shape = s;
+  in->dtype = dt;
+  const std::int64_t n = std::int64_t(s.b) * s.l * s.h * s.d;
+  fill_tensor(&in->q, dt, n, 0, seed ^ 0x1111111111111111ull);
+  fill_tensor(&in->k, dt, n, 0, seed ^ 0x2222222222222222ull);
+  fill_tensor(&in->v, dt, n, 1, seed ^ 0x3333333333333333ull);
+}
+
+float load(DType dt, const void* base, std::int64_t i) {
+  const unsigned char* b = static_cast<const unsigned char*>(base);
+  switch (dt) {
+    case DType::F32: {
+      float f;
+      std::memcpy(&f, b + 4 * i, 4);
+      return f;
+    }
+    case DType::F16: {
+      std::uint16_t h;
+      std::memcpy(&h, b + 2 * i, 2);
+      return flashcore::numeric::half_to_float(h);
+    }
+    case DType::BF16: {
+      std::uint16_t h;
+      std::memcpy(&h, b + 2 * i, 2);
+      return flashcore::numeric::bf16_to_float(h);
+    }
+  }
+  return NAN;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output check
+// ---------------------------------------------------------------------------------------------
+
+std::int64_t count_nonfinite(DType dt, const void* o, std::int64_t count) {
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < count; ++i)
+    if (!std::isfinite(load(dt, o, i))) ++bad;
+  return bad;
+}
+
+CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, const void* o, int rows) {
+  CheckResult r;
+  const std::int64_t count = std::int64_t(p.batch) * p.seqlen_q * p.heads_q * p.head_dim;
+  const std::int64_t bad = count_nonfinite(p.dtype, o, count);
+  if (bad > 0) {
+    r.ok = false;
+    r.message = "output check: " + std::to_string(bad) + " of " + std::to_string(count) +
+                " output elements are not finite (poisoned output not written, or NaN/Inf computed)";
+    return r;
+  }
+  // Bounds against fp64 from the same rounded inputs: a correct kernel that rounds P to the input
+  // precision before P.V and rounds O stays within (half an ulp of P) * max|V| + (half an ulp of
+  // O) * |O|, with |V| <= 1; twice that as margin. This catches broken kernels, not 1-ulp drifts
+  // (the tests check accuracy).
+  double atol = 0, rtol = 0;
+  switch (p.dtype) {
+    case DType::F32: atol = 2e-4, rtol = 1e-3; break;  // room for TF32-style tuned kernels
+    case DType::F16: atol = 1e-3, rtol = 4e-3; break;
+    case DType::BF16: atol = 8e-3, rtol = 1.6e-2; break;
+  }
+  const double scale = p.effective_scale();
+  std::uint64_t st = 0xC0FFEEull ^ static_cast<std::uint64_t>(count);
+  std::vector<double> s(static_cast<std::size_t>(p.seqlen_k));
+  std::vector<double> acc(static_cast<std::size_t>(p.head_dim));
+  double worst = 0;  // largest error / allowed
+  std::string worst_where;
+  const int group = p.heads_q / p.heads_kv;
+  for (int row = 0; row < rows; ++row) {
+    int b, h, i;
+    if (row == 0) {
+      b = 0, h = 0, i = 0;
+    } else if (row == 1) {
+      b = p.batch - 1, h = p.heads_q - 1, i = p.seqlen_q - 1;
+    } else {
+      b = static_cast<int>(splitmix64(&st) % static_cast<std::uint64_t>(p.batch));
+      h = static_cast<int>(splitmix64(&st) % static_cast<std::uint64_t>(p.heads_q));
+      i = static_cast<int>(splitmix64(&st) % static_cast<std::uint64_t>(p.seqlen_q));
+    }
+    const int hk = h / group;
+    int last = p.seqlen_k - 1;
+    if (p.causal) last = std::min(last, i + p.seqlen_k - p.seqlen_q);
+    const std::int64_t qo = b * p.q.batch + i * p.q.seq + h * p.q.head;
+    double m = -INFINITY;
+    for (int j = 0; j <= last; ++j) {
+      const std::int64_t ko = b * p.k.batch + j * p.k.seq + hk * p.k.head;
+      double dot = 0;
+      for (int d = 0; d < p.head_dim; ++d)
+        dot += double(load(p.dtype, in.q.data(), qo + d)) * double(load(p.dtype, in.k.data(), ko + d));
+      s[j] = scale * dot;
+      m = std::max(m, s[j]);
+    }
+    std::fill(acc.begin(), acc.end(), 0.0);
+    double l = 0;
+    for (int j = 0; j <= last; ++j) {
+      const double pj = std::exp(s[j] - m);
+      l += pj;
+      const std::int64_t vo = b * p.v.batch + j * p.v.seq + hk * p.v.head;
+      for (int d = 0; d < p.head_dim; ++d) acc[d] += pj * double(load(p.dtype, in.v.data(), vo + d));
+    }
+    const std::int64_t oo = b * p.o.batch + i * p.o.seq + h * p.o.head;
+    for (int d = 0; d < p.head_dim; ++d) {
+      const double ref = last >= 0 ? acc[d] / l : 0.0;
+      const double got = load(p.dtype, o, oo + d);
+      const double ratio = std::fabs(got - ref) / (atol + rtol * std::fabs(ref));
+      if (!(ratio <= worst)) {  // NaN-safe
+        worst = std::isnan(ratio) ? INFINITY : ratio;
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "b=%d h=%d row=%d d=%d: got %.6g, fp64 %.6g", b, h, i, d, got, ref);
+        worst_where = buf;
+      }
+    }
+  }
+  char buf[400];
+  std::snprintf(buf, sizeof buf, "%d sampled rows vs fp64: worst error %.3g x the bound (atol %.1e, rtol %.1e) at %s",
+                rows, worst, atol, rtol, worst_where.c_str());
+  r.ok = worst <= 1.0;
+  r.message = r.ok ? buf : std::string("output check failed: ") + buf;
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Environment
+// ---------------------------------------------------------------------------------------------
+
+DeviceSummary current_device() {
+  DeviceSummary d;
+  const std::vector<flashcore::DeviceInfo> devs = flashcore::cuda_devices(&d.why);
+  if (devs.empty()) {
+    if (d.why.empty()) d.why = "no CUDA device";
+    return d;
+  }
+  int index = 0;
+#if defined(FLASHCORE_HAVE_CUDA_RUNTIME)
+  if (cudaGetDevice(&index) != cudaSuccess) {
+    cudaGetLastError();
+    index = 0;
+  }
+#endif
+  d.info = devs.front();
+  for (const auto& x : devs)
+    if (x.index == index) d.info = x;
+  d.have = true;
+  return d;
+}
+
+std::string host_cpu_name() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (starts_with(line, "model name")) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string n = line.substr(colon + 1);
+        n.erase(0, n.find_first_not_of(" \t"));
+        return n;
+      }
+    }
+  }
+  return "unknown CPU";
+}
+
+std::string kokkos_line() {
+  std::istringstream is(flashcore::build_info());
+  std::string line;
+  while (std::getline(is, line))
+    if (starts_with(line, "Kokkos ") && line.find("reference") == std::string::npos) return line;
+  return "unknown";
+}
+
+}  // namespace fcbench
