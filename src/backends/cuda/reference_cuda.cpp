@@ -1,6 +1,10 @@
 // The portable Kokkos reference instantiated for Kokkos::Cuda: "reference-cuda".
 // Device memory in, device memory out; runs on the caller's stream and does not synchronize.
 // Compiled only when Kokkos has its CUDA backend (then the C++ compiler is nvcc_wrapper).
+#include <mutex>
+#include <utility>
+#include <vector>
+
 #include "backends/reference/reference.hpp"
 #include "backends/reference/reference_api.hpp"
 #include "core/internal.hpp"
@@ -8,6 +12,28 @@
 namespace flashcore::reference {
 
 namespace {
+
+// One Kokkos::Cuda instance per CUDA stream, made on first use: constructing one allocates and
+// clears device memory (Kokkos 3.4), too costly per call and not allowed inside graph capture.
+// The instances are released by a Kokkos finalize hook, before Kokkos shuts down.
+Kokkos::Cuda instance_for(cudaStream_t stream) {
+  static std::mutex mutex;
+  static std::vector<std::pair<cudaStream_t, Kokkos::Cuda>> instances;
+  static bool hook_pushed = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& [s, exec] : instances)
+    if (s == stream) return exec;
+  if (!hook_pushed) {
+    Kokkos::push_finalize_hook([] {
+      std::lock_guard<std::mutex> lock(mutex);
+      instances.clear();
+      hook_pushed = false;
+    });
+    hook_pushed = true;
+  }
+  instances.emplace_back(stream, Kokkos::Cuda(stream));
+  return instances.back().second;
+}
 
 class CudaReference final : public Backend {
  public:
@@ -27,7 +53,7 @@ class CudaReference final : public Backend {
   void run(const Query& q, const Options& opts) const override {
     // An execution space instance on the caller's stream; nullptr is CUDA's default stream (not
     // Kokkos' own default instance), so the ordering is the one a CUDA user expects.
-    Kokkos::Cuda exec(static_cast<cudaStream_t>(opts.stream));
+    const Kokkos::Cuda exec = instance_for(static_cast<cudaStream_t>(opts.stream));
     launch_for_dtype(exec, *q.problem, *q.tensors);
     const cudaError_t err = cudaPeekAtLastError();
     if (err != cudaSuccess) throw Error("backend", std::string("reference-cuda: launch failed: ") + cudaGetErrorString(err));
