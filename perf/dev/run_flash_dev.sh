@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One device call: correctness, determinism, timing, sweep, torch SDPA comparison, sanitizers.
+# Usage (repo root, on the GPU machine): perf/dev/run_flash_dev.sh [steps...]
+#   steps: check time sweep torch probe ncu ncutorch memcheck racecheck synccheck (default: check time torch)
+# Binary: .gpu-dev/flash_dev (built on the CPU machine, see NOTES.md) or built here if missing.
+# Logs go to $OUT (or ./.gpu-dev/out).
+set -u
+OUT=${OUT:-.gpu-dev/out}
+mkdir -p "$OUT"
+BIN=.gpu-dev/flash_dev
+if [ ! -x "$BIN" ]; then
+  mkdir -p .gpu-dev
+  nvcc -std=c++17 -O3 --expt-relaxed-constexpr -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
+    -o "$BIN" perf/dev/flash_dev.cu src/backends/cuda/flash_fwd.cu || exit 1
+fi
+steps=${*:-check time torch}
+"$BIN" decline 2>&1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv 2>&1
+for s in $steps; do
+  case $s in
+    check)    timeout 150 "$BIN" check > "$OUT/check.log" 2>&1; echo "check rc=$?"; grep -c PASS "$OUT/check.log"; grep -E "FAIL|UNSUPP|error|failure" "$OUT/check.log" | head -20 ;;
+    time)     timeout 150 "$BIN" time > "$OUT/time.log" 2>&1; echo "time rc=$?" ;;
+    probe)    timeout 100 "$BIN" probe > "$OUT/probe.log" 2>&1; echo "probe rc=$?"; cat "$OUT/probe.log" ;;
+    ncu)      NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1); uname -r
+              timeout 120 $NCU --clock-control none --launch-skip 2 --launch-count 1 --section SpeedOfLight --section LaunchStats \
+                --section Occupancy --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+                "$BIN" one > "$OUT/ncu.log" 2>&1; echo "ncu rc=$?" ;;
+    ncutorch) NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+              timeout 120 $NCU --clock-control none --kernel-name regex:"fmha|flash|cudnn|attn|attention" --launch-count 6 \
+                --section SpeedOfLight --section LaunchStats --section Occupancy python3 perf/dev/torch_sdpa_time.py --once > "$OUT/ncutorch.log" 2>&1
+              echo "ncutorch rc=$?" ;;
+    sweep)    timeout 170 "$BIN" sweep > "$OUT/sweep.log" 2>&1; echo "sweep rc=$?" ;;
+    torch)    PYTHONUNBUFFERED=1 timeout 120 python3 perf/dev/torch_sdpa_time.py > "$OUT/torch.log" 2>&1; echo "torch rc=$?" ;;
+    memcheck|racecheck|synccheck) t=$s
+                timeout 90 compute-sanitizer --tool $t "$BIN" sanitize > "$OUT/san.tmp" 2>&1; echo "sanitize $t rc=$?"; tail -3 "$OUT/san.tmp"; cat "$OUT/san.tmp" >> "$OUT/sanitize.log"; rm -f "$OUT/san.tmp" ;;
+  esac
+done
