@@ -18,56 +18,6 @@ using flashcore::Problem;
 using flashcore::Strides;
 namespace num = flashcore::numeric;
 
-double load_element(DType dt, const unsigned char* buf, std::int64_t idx) {
-  switch (dt) {
-    case DType::F32: {
-      float f;
-      std::memcpy(&f, buf + idx * 4, 4);
-      return f;
-    }
-    case DType::F16: {
-      std::uint16_t h;
-      std::memcpy(&h, buf + idx * 2, 2);
-      return num::half_to_float(h);
-    }
-    case DType::BF16: {
-      std::uint16_t h;
-      std::memcpy(&h, buf + idx * 2, 2);
-      return num::bf16_to_float(h);
-    }
-  }
-  return 0;
-}
-
-void store_element(DType dt, unsigned char* buf, std::int64_t idx, double v) {
-  switch (dt) {
-    case DType::F32: {
-      const float f = static_cast<float>(v);
-      std::memcpy(buf + idx * 4, &f, 4);
-      break;
-    }
-    case DType::F16: {
-      const std::uint16_t h = num::float_to_half(static_cast<float>(v));
-      std::memcpy(buf + idx * 2, &h, 2);
-      break;
-    }
-    case DType::BF16: {
-      const std::uint16_t h = num::float_to_bf16(static_cast<float>(v));
-      std::memcpy(buf + idx * 2, &h, 2);
-      break;
-    }
-  }
-}
-
-double round_to(DType dt, double v) {
-  switch (dt) {
-    case DType::F32: return static_cast<float>(v);
-    case DType::F16: return num::half_to_float(num::float_to_half(static_cast<float>(v)));
-    case DType::BF16: return num::bf16_to_float(num::float_to_bf16(static_cast<float>(v)));
-  }
-  return v;
-}
-
 namespace {
 
 std::int64_t offset(const Strides& s, int b, int i, int h, int d) {

@@ -5,16 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "core/elements.hpp"
 #include "flashcore/flashcore.hpp"
 
 namespace fcapp {
 
-/// Element (index in elements, not bytes) of a tensor of the given dtype, as double.
-double load_element(flashcore::DType dt, const unsigned char* buf, std::int64_t idx);
-/// Stores v rounded to the dtype.
-void store_element(flashcore::DType dt, unsigned char* buf, std::int64_t idx, double v);
-/// v rounded to the dtype and back.
-double round_to(flashcore::DType dt, double v);
+using flashcore::numeric::load_element;
+using flashcore::numeric::round_to;
+using flashcore::numeric::store_element;
 
 /// The exact answer for one problem and its inputs, computed once per invocation.
 struct Oracle {

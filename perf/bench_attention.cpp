@@ -110,19 +110,7 @@ bool host_supports(const std::string& backend, const Case& c, std::string* why) 
   t.k = k.data();
   t.v = v.data();
   t.o = o.data();
-  flashcore::Options opts;
-  opts.backend = backend;
-  opts.location = flashcore::MemoryLocation::Host;
-  try {
-    const flashcore::Report r = flashcore::explain(p, t, opts);
-    if (r.chosen == backend) return true;
-    for (const auto& d : r.decisions)
-      if (d.backend == backend) *why = d.reason;
-    if (why->empty()) *why = "declined (no reason given)";
-  } catch (const std::exception& e) {
-    *why = e.what();
-  }
-  return false;
+  return backend_accepts(backend, p, t, flashcore::MemoryLocation::Host, why);
 }
 
 // ---------------------------------------------------------------------------------------------

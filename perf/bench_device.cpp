@@ -374,19 +374,7 @@ bool device_supports(const std::string& backend, const Case& c, std::string* why
   t.k = b + bytes;
   t.v = b + 2 * bytes;
   t.o = b + 3 * bytes;
-  flashcore::Options o;
-  o.backend = backend;
-  o.location = flashcore::MemoryLocation::Device;
-  try {
-    const flashcore::Report r = flashcore::explain(p, t, o);
-    if (r.chosen == backend) return true;
-    for (const auto& d : r.decisions)
-      if (d.backend == backend) *why = d.reason;
-    if (why->empty()) *why = "declined (no reason given)";
-  } catch (const std::exception& e) {
-    *why = e.what();
-  }
-  return false;
+  return backend_accepts(backend, p, t, flashcore::MemoryLocation::Device, why);
 }
 
 void device_benchmark(benchmark::State& st, const std::string& backend, const Case& c, const Config& cfg,

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "core/numeric.hpp"
+#include "core/elements.hpp"
 
 #if defined(FLASHCORE_HAVE_CUDA_RUNTIME)
 #include <cuda_runtime_api.h>
@@ -352,25 +352,24 @@ void fill_inputs(HostInputs* in, const Shape& s, DType dt, std::uint64_t seed) {
 }
 
 float load(DType dt, const void* base, std::int64_t i) {
-  const unsigned char* b = static_cast<const unsigned char*>(base);
-  switch (dt) {
-    case DType::F32: {
-      float f;
-      std::memcpy(&f, b + 4 * i, 4);
-      return f;
-    }
-    case DType::F16: {
-      std::uint16_t h;
-      std::memcpy(&h, b + 2 * i, 2);
-      return flashcore::numeric::half_to_float(h);
-    }
-    case DType::BF16: {
-      std::uint16_t h;
-      std::memcpy(&h, b + 2 * i, 2);
-      return flashcore::numeric::bf16_to_float(h);
-    }
+  return static_cast<float>(flashcore::numeric::load_element(dt, base, i));
+}
+
+bool backend_accepts(const std::string& backend, const flashcore::Problem& p, const flashcore::Tensors& t,
+                     flashcore::MemoryLocation location, std::string* why) {
+  flashcore::Options opts;
+  opts.backend = backend;
+  opts.location = location;
+  try {
+    const flashcore::Report r = flashcore::explain(p, t, opts);
+    if (r.chosen == backend) return true;
+    for (const auto& d : r.decisions)
+      if (d.backend == backend) *why = d.reason;
+    if (why->empty()) *why = "declined (no reason given)";
+  } catch (const std::exception& e) {
+    *why = e.what();
   }
-  return NAN;
+  return false;
 }
 
 // ---------------------------------------------------------------------------------------------

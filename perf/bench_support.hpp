@@ -78,6 +78,9 @@ std::uint64_t case_seed(const Shape& s, flashcore::DType dt);
 
 /// Element of a storage buffer as float.
 float load(flashcore::DType dt, const void* base, std::int64_t index);
+/// Whether `backend` accepts the problem on these buffers; *why gets its reason when not.
+bool backend_accepts(const std::string& backend, const flashcore::Problem& p, const flashcore::Tensors& t,
+                     flashcore::MemoryLocation location, std::string* why);
 /// Fills a buffer with a NaN pattern (0xFF bytes are NaN in fp32, fp16 and bf16).
 constexpr unsigned char kPoisonByte = 0xFF;
 

@@ -50,32 +50,27 @@ TEST_P(Acceptance, MatchesOracle) { check_case(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Reference, Acceptance, ::testing::ValuesIn(acceptance_set()),
                          [](const auto& info) { return info.param.name(); });
 
-Case shape(int b, int hq, int hkv, int lq, int lk, int d, DType dt, bool causal, Layout layout = Layout::BSHD) {
-  Case c;
-  c.batch = b, c.heads_q = hq, c.heads_kv = hkv, c.seqlen_q = lq, c.seqlen_k = lk, c.head_dim = d;
-  c.dtype = dt, c.causal = causal, c.layout = layout;
-  return c;
-}
+using fctest::make_case;
 
 std::vector<Case> corner_set() {
   std::vector<Case> out;
   for (bool causal : {false, true}) {
-    out.push_back(shape(1, 2, 2, 1, 1, 64, DType::F16, causal));      // L = 1
-    out.push_back(shape(1, 2, 2, 1, 300, 64, DType::F16, causal));    // one query row, many keys
-    out.push_back(shape(1, 2, 2, 300, 1, 64, DType::F16, causal));    // one key: causal masks all but the last row
-    out.push_back(shape(2, 3, 3, 77, 77, 64, DType::F16, causal));    // odd length
-    out.push_back(shape(1, 2, 2, 113, 203, 64, DType::F16, causal));  // Lq < Lk
-    out.push_back(shape(1, 2, 2, 203, 113, 64, DType::F16, causal));  // Lq > Lk: fully masked rows
-    out.push_back(shape(1, 8, 1, 65, 97, 64, DType::F16, causal));    // MQA
-    out.push_back(shape(2, 8, 2, 64, 64, 64, DType::BF16, causal));   // GQA 4:1
-    out.push_back(shape(1, 16, 2, 50, 70, 64, DType::F16, causal));   // GQA 8:1
-    for (int d : {1, 8, 32, 80, 96, 128, 256}) out.push_back(shape(1, 2, 1, 33, 45, d, DType::F16, causal));
+    out.push_back(make_case(1, 2, 2, 1, 1, 64, DType::F16, causal));      // L = 1
+    out.push_back(make_case(1, 2, 2, 1, 300, 64, DType::F16, causal));    // one query row, many keys
+    out.push_back(make_case(1, 2, 2, 300, 1, 64, DType::F16, causal));    // one key: causal masks all but the last row
+    out.push_back(make_case(2, 3, 3, 77, 77, 64, DType::F16, causal));    // odd length
+    out.push_back(make_case(1, 2, 2, 113, 203, 64, DType::F16, causal));  // Lq < Lk
+    out.push_back(make_case(1, 2, 2, 203, 113, 64, DType::F16, causal));  // Lq > Lk: fully masked rows
+    out.push_back(make_case(1, 8, 1, 65, 97, 64, DType::F16, causal));    // MQA
+    out.push_back(make_case(2, 8, 2, 64, 64, 64, DType::BF16, causal));   // GQA 4:1
+    out.push_back(make_case(1, 16, 2, 50, 70, 64, DType::F16, causal));   // GQA 8:1
+    for (int d : {1, 8, 32, 80, 96, 128, 256}) out.push_back(make_case(1, 2, 1, 33, 45, d, DType::F16, causal));
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
-      out.push_back(shape(2, 4, 2, 70, 70, 64, dt, causal, Layout::BSHD));
-      out.push_back(shape(2, 4, 2, 70, 90, 64, dt, causal, Layout::BHSD));
-      out.push_back(shape(2, 4, 4, 31, 29, 48, dt, causal, Layout::Padded));
+      out.push_back(make_case(2, 4, 2, 70, 70, 64, dt, causal, Layout::BSHD));
+      out.push_back(make_case(2, 4, 2, 70, 90, 64, dt, causal, Layout::BHSD));
+      out.push_back(make_case(2, 4, 4, 31, 29, 48, dt, causal, Layout::Padded));
     }
-    out.push_back(shape(1, 2, 2, 40, 300, 64, DType::F32, causal));  // more keys than one chunk
+    out.push_back(make_case(1, 2, 2, 40, 300, 64, DType::F32, causal));  // more keys than one chunk
   }
   return out;
 }
@@ -89,7 +84,7 @@ INSTANTIATE_TEST_SUITE_P(Reference, Corners, ::testing::ValuesIn(corner_set()),
 
 TEST(Reference, FullyMaskedRowsAreZeroWithMinusInfLse) {
   // Lq > Lk with causal: rows i < Lq - Lk see no key.
-  Case c = shape(1, 2, 1, 9, 4, 16, DType::F32, true);
+  Case c = make_case(1, 2, 1, 9, 4, 16, DType::F32, true);
   fctest::HostData d = fctest::make_data(c, fctest::run_seed());
   flashcore::run(d.problem, d.tensors(), {});
   for (int h = 0; h < 2; ++h)
@@ -111,14 +106,14 @@ TEST(Reference, FullyMaskedRowsAreZeroWithMinusInfLse) {
 TEST(Reference, LargeScoresStayStable) {
   // Scores of magnitude ~100: a softmax without the max subtraction would overflow.
   for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
-    Case c = shape(1, 2, 2, 37, 129, 64, dt, false);
+    Case c = make_case(1, 2, 2, 37, 129, 64, dt, false);
     c.q_gain = 12.0;
     check_case(c, 2);
   }
 }
 
 TEST(Reference, ExplicitScale) {
-  Case c = shape(1, 2, 2, 20, 30, 32, DType::F32, true);
+  Case c = make_case(1, 2, 2, 20, 30, 32, DType::F32, true);
   fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 3);
   d.problem.scale = 0.37f;
   flashcore::run(d.problem, d.tensors(), {});
@@ -128,7 +123,7 @@ TEST(Reference, ExplicitScale) {
 }
 
 TEST(Reference, WithoutLse) {
-  Case c = shape(1, 2, 2, 20, 30, 32, DType::F16, false);
+  Case c = make_case(1, 2, 2, 20, 30, 32, DType::F16, false);
   c.lse = false;
   check_case(c, 4);
 }
@@ -137,7 +132,7 @@ TEST(Reference, Fp64ModeMatchesOracleClosely) {
   // The fp64 oracle mode of the Kokkos reference (used by `flashcore run --validate`) agrees with
   // the independent oracle to rounding of double arithmetic.
   for (bool causal : {false, true}) {
-    Case c = shape(2, 4, 2, 45, 61, 40, DType::BF16, causal, Layout::BHSD);
+    Case c = make_case(2, 4, 2, 45, 61, 40, DType::BF16, causal, Layout::BHSD);
     fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 5);
     const flashcore::Problem& p = d.problem;
     std::vector<double> o(flashcore::span_elements(p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim),

@@ -157,12 +157,7 @@ bool check_on_device(const std::string& backend, const Case& c, std::uint64_t sa
   return true;
 }
 
-Case shape(int b, int hq, int hkv, int lq, int lk, int d, DType dt, bool causal, Layout layout = Layout::BSHD) {
-  Case c;
-  c.batch = b, c.heads_q = hq, c.heads_kv = hkv, c.seqlen_q = lq, c.seqlen_k = lk, c.head_dim = d;
-  c.dtype = dt, c.causal = causal, c.layout = layout;
-  return c;
-}
+using fctest::make_case;
 
 // The CPU acceptance set and corners, plus the tuned-kernel matrix of the tuned-kernel issue.
 std::vector<Case> gpu_cases() {
@@ -170,19 +165,19 @@ std::vector<Case> gpu_cases() {
   const int acceptance[][4] = {{1, 8, 512, 64}, {1, 8, 128, 64}, {2, 4, 256, 64}, {1, 8, 1024, 64}, {4, 8, 64, 128}};
   for (bool causal : {false, true}) {
     for (auto& s : acceptance)
-      for (DType dt : {DType::F16, DType::BF16}) out.push_back(shape(s[0], s[1], s[1], s[2], s[2], s[3], dt, causal));
-    out.push_back(shape(1, 2, 2, 1, 1, 64, DType::F16, causal));
-    out.push_back(shape(1, 2, 2, 203, 113, 64, DType::F16, causal, Layout::BHSD));
-    out.push_back(shape(1, 8, 1, 65, 97, 64, DType::F32, causal));
-    for (int d : {32, 80, 96, 256}) out.push_back(shape(1, 2, 1, 33, 45, d, DType::F16, causal));
-    out.push_back(shape(2, 4, 4, 31, 29, 48, DType::BF16, causal, Layout::Padded));
+      for (DType dt : {DType::F16, DType::BF16}) out.push_back(make_case(s[0], s[1], s[1], s[2], s[2], s[3], dt, causal));
+    out.push_back(make_case(1, 2, 2, 1, 1, 64, DType::F16, causal));
+    out.push_back(make_case(1, 2, 2, 203, 113, 64, DType::F16, causal, Layout::BHSD));
+    out.push_back(make_case(1, 8, 1, 65, 97, 64, DType::F32, causal));
+    for (int d : {32, 80, 96, 256}) out.push_back(make_case(1, 2, 1, 33, 45, d, DType::F16, causal));
+    out.push_back(make_case(2, 4, 4, 31, 29, 48, DType::BF16, causal, Layout::Padded));
     // head dims 64/128 x fp16/bf16 x GQA x odd lengths
     const int lens[][2] = {{1, 1}, {17, 17}, {77, 77}, {113, 203}, {203, 113}, {1000, 1000}, {4097, 4097}, {1, 333}};
     for (int d : {64, 128})
       for (DType dt : {DType::F16, DType::BF16})
         for (auto& l : lens) {
           const bool big = l[0] > 2000;
-          out.push_back(shape(big ? 1 : 2, big ? 2 : 6, big ? 1 : 2, l[0], l[1], d, dt, causal,
+          out.push_back(make_case(big ? 1 : 2, big ? 2 : 6, big ? 1 : 2, l[0], l[1], d, dt, causal,
                               (l[0] == 77 ? Layout::Padded : l[0] == 113 ? Layout::BHSD : Layout::BSHD)));
         }
   }
@@ -252,8 +247,8 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
   REQUIRE_DEVICE();
   for (const auto& backend : device_backends())
     for (bool causal : {false, true}) {
-      check_on_device(backend, shape(1, 4, 4, 4096, 4096, 128, DType::F16, causal), 300, 61);
-      check_on_device(backend, shape(1, 4, 2, 3000, 5000, 64, DType::BF16, causal), 301, 61);
+      check_on_device(backend, make_case(1, 4, 4, 4096, 4096, 128, DType::F16, causal), 300, 61);
+      check_on_device(backend, make_case(1, 4, 2, 3000, 5000, 64, DType::BF16, causal), 301, 61);
     }
 }
 
@@ -266,7 +261,7 @@ TEST(Gpu, TunedMatchesDeviceReferenceEverywhere) {
     GTEST_SKIP() << "reference-cuda not built (Kokkos without CUDA)";
   for (DType dt : {DType::F16, DType::BF16})
     for (bool causal : {false, true}) {
-      const Case c = shape(2, 16, 16, 4096, 4096, 128, dt, causal);
+      const Case c = make_case(2, 16, 16, 4096, 4096, 128, dt, causal);
       SCOPED_TRACE(c.name());
       fctest::HostData h = fctest::make_data(c, fctest::run_seed() + 400);
       DeviceData d;
@@ -317,7 +312,7 @@ TEST(Gpu, TunedKernelsAreDeterministic) {
   REQUIRE_DEVICE();
   for (const auto& backend : device_backends()) {
     for (bool causal : {false, true}) {
-      const Case c = shape(1, 8, 2, 777, 1333, 128, DType::BF16, causal);
+      const Case c = make_case(1, 8, 2, 777, 1333, 128, DType::BF16, causal);
       fctest::HostData h = fctest::make_data(c, fctest::run_seed() + 500);
       DeviceData d;
       upload(h, d);
@@ -348,7 +343,7 @@ TEST(Gpu, TunedKernelsAreDeterministic) {
 
 TEST(Gpu, AutomaticChoiceForDeviceData) {
   REQUIRE_DEVICE();
-  const Case c = shape(1, 8, 8, 512, 512, 64, DType::F16, false);
+  const Case c = make_case(1, 8, 8, 512, 512, 64, DType::F16, false);
   fctest::HostData h = fctest::make_data(c, 1);
   DeviceData d;
   upload(h, d);

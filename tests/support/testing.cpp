@@ -8,7 +8,7 @@
 #include <random>
 #include <sstream>
 
-#include "core/numeric.hpp"
+#include "core/elements.hpp"
 #include "core/tolerance.hpp"
 
 namespace fctest {
@@ -22,6 +22,14 @@ std::string Case::name() const {
      << head_dim << "_" << flashcore::to_string(dtype) << (causal ? "_causal" : "")
      << (layout == Layout::BHSD ? "_bhsd" : layout == Layout::Padded ? "_padded" : "");
   return os.str();
+}
+
+Case make_case(int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k, int head_dim, DType dtype, bool causal,
+               Layout layout) {
+  Case c;
+  c.batch = batch, c.heads_q = heads_q, c.heads_kv = heads_kv, c.seqlen_q = seqlen_q, c.seqlen_k = seqlen_k;
+  c.head_dim = head_dim, c.dtype = dtype, c.causal = causal, c.layout = layout;
+  return c;
 }
 
 std::uint64_t run_seed() {
@@ -57,37 +65,14 @@ Problem make_problem(const Case& c) {
 namespace {
 
 void store(DType dt, std::vector<unsigned char>& buf, std::int64_t idx, double v) {
-  switch (dt) {
-    case DType::F32: {
-      float f = static_cast<float>(v);
-      std::memcpy(buf.data() + idx * 4, &f, 4);
-      break;
-    }
-    case DType::F16: {
-      std::uint16_t h = num::float_to_half(static_cast<float>(v));
-      std::memcpy(buf.data() + idx * 2, &h, 2);
-      break;
-    }
-    case DType::BF16: {
-      std::uint16_t h = num::float_to_bf16(static_cast<float>(v));
-      std::memcpy(buf.data() + idx * 2, &h, 2);
-      break;
-    }
-  }
+  num::store_element(dt, buf.data(), idx, v);
 }
 
 std::int64_t offset(const Strides& s, int b, int i, int h, int d) {
   return b * s.batch + static_cast<std::int64_t>(i) * s.seq + h * s.head + d;
 }
 
-double round_to(DType dt, double v) {
-  switch (dt) {
-    case DType::F32: return static_cast<float>(v);
-    case DType::F16: return num::half_to_float(num::float_to_half(static_cast<float>(v)));
-    case DType::BF16: return num::bf16_to_float(num::float_to_bf16(static_cast<float>(v)));
-  }
-  return v;
-}
+using num::round_to;
 
 template <class Fill>
 void fill_tensor(const Problem& p, std::vector<unsigned char>& buf, const Strides& s, int seq, int heads, Fill fill) {
@@ -165,25 +150,7 @@ OracleOut attention(const HostData& data, bool same_precision, int row_stride) {
 }  // namespace
 
 double element(const Problem& p, const std::vector<unsigned char>& buf, const Strides& s, int b, int i, int h, int d) {
-  const std::int64_t idx = offset(s, b, i, h, d);
-  switch (p.dtype) {
-    case DType::F32: {
-      float f;
-      std::memcpy(&f, buf.data() + idx * 4, 4);
-      return f;
-    }
-    case DType::F16: {
-      std::uint16_t x;
-      std::memcpy(&x, buf.data() + idx * 2, 2);
-      return num::half_to_float(x);
-    }
-    case DType::BF16: {
-      std::uint16_t x;
-      std::memcpy(&x, buf.data() + idx * 2, 2);
-      return num::bf16_to_float(x);
-    }
-  }
-  return 0;
+  return num::load_element(p.dtype, buf.data(), offset(s, b, i, h, d));
 }
 
 void HostData::poison_outputs() {

@@ -27,6 +27,9 @@ struct Case {
   double q_gain = 1.0;  // multiplies Q: large values make the softmax peaked (stability test)
   std::string name() const;
 };
+/// A case from its shape (the tests' shorthand).
+Case make_case(int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k, int head_dim, DType dtype, bool causal,
+               Layout layout = Layout::BSHD);
 /// GoogleTest prints parameters with this (instead of a byte dump).
 inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name(); }
 

@@ -1,0 +1,49 @@
+// Host-side access to single elements of a tensor of any FlashCore dtype, as double, and rounding
+// of a value to a dtype. For tools and tests (validation, input generation), not for kernels.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/numeric.hpp"
+#include "flashcore/flashcore.hpp"
+
+namespace flashcore::numeric {
+
+/// Element idx (in elements) of a buffer of dtype dt.
+inline double load_element(DType dt, const void* buf, std::int64_t idx) {
+  const unsigned char* b = static_cast<const unsigned char*>(buf);
+  if (dt == DType::F32) {
+    float f;
+    std::memcpy(&f, b + idx * 4, 4);
+    return f;
+  }
+  std::uint16_t h;
+  std::memcpy(&h, b + idx * 2, 2);
+  return dt == DType::F16 ? half_to_float(h) : bf16_to_float(h);
+}
+
+/// Stores v, rounded to nearest even in dt, as element idx.
+inline void store_element(DType dt, void* buf, std::int64_t idx, double v) {
+  unsigned char* b = static_cast<unsigned char*>(buf);
+  const float f = static_cast<float>(v);
+  if (dt == DType::F32) {
+    std::memcpy(b + idx * 4, &f, 4);
+    return;
+  }
+  const std::uint16_t h = dt == DType::F16 ? float_to_half(f) : float_to_bf16(f);
+  std::memcpy(b + idx * 2, &h, 2);
+}
+
+/// v rounded to dt (through fp32, as a kernel writing dt from an fp32 accumulator does).
+inline double round_to(DType dt, double v) {
+  const float f = static_cast<float>(v);
+  switch (dt) {
+    case DType::F32: return f;
+    case DType::F16: return half_to_float(float_to_half(f));
+    case DType::BF16: return bf16_to_float(float_to_bf16(f));
+  }
+  return v;
+}
+
+}  // namespace flashcore::numeric
