@@ -5,6 +5,7 @@
 //                       same-precision CPU computation; poisoned outputs; determinism (3 runs, bitwise)
 //   flash_dev time      CUDA-graph timing (20 calls per graph, median of replays) of the perf shapes
 //   flash_dev sweep     launch-config sweep (block_m, stages, split) on the small shapes
+//   flash_dev sweep-mid launch-config sweep of D=64 problems between the main job and the large ones
 //   flash_dev sanitize  a few small cases once each (for compute-sanitizer)
 //   flash_dev decline   prints the decline reasons for some unsupported problems
 #include <cuda_bf16.h>
@@ -446,6 +447,21 @@ int main(int argc, char** argv) {
                  c.ov.stages, c.ov.kv_tiles_per_split);
         time_case(c.s, causal, false, RunCfg{c.v, c.ov, name}, rng, "SWEEP");
       }
+  } else if (mode == "sweep-mid") {
+    // D=64 between the main job and the large problems: 8k-130k rows (the launch table's middle rows).
+    const FlashVariant AW = FlashVariant::AllWarps, WS = FlashVariant::WarpSpecialized;
+    const Shape shapes[] = {{1, 8, 1024, 64}, {1, 8, 2048, 64}, {16, 16, 512, 64}, {2, 16, 4096, 64}};
+    const struct { FlashVariant v; FlashFwdLaunchOverride ov; } cfgs[] = {
+        {AW, {32, 4, 2, -1}}, {WS, {32, 4, 2, -1}}, {WS, {32, 2, 2, -1}}, {AW, {32, 2, 2, -1}},
+        {AW, {64, 2, 2, -1}}, {AW, {64, 1, 3, -1}}, {WS, {64, 1, 3, -1}}, {AW, {128, 1, 3, -1}},
+    };
+    for (const Shape& s : shapes)
+      for (const auto& c : cfgs)
+        for (int causal = 0; causal < 2; ++causal) {
+          char name[96];
+          snprintf(name, sizeof name, "%s bm%d g%d s%d", variant_name(c.v), c.ov.block_m, c.ov.kv_groups, c.ov.stages);
+          time_case(s, causal, false, RunCfg{c.v, c.ov, name}, rng, "SWEEP");
+        }
   } else if (mode == "probe") {
     // Where does the main job's time go? Vary the key length (tiles per block) and the head count
     // (blocks) around (1, 8, 512, 64), default launch table.

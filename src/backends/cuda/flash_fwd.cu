@@ -34,7 +34,9 @@ struct LaunchRow {
 constexpr long long kAnyRows = 1ll << 62;
 constexpr LaunchRow kLaunchTable[] = {
     // D   rows <=     block_m  G  stages split  Auto
-    {64, 1ll << 14, 32, 4, 2, true, FlashVariant::AllWarps},   // (1,8,512,64): 8.9 us, H200
+    {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps},          // (1,8,512,64): 8.9 us, H200
+    {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized},   // (1,8,1024,64): 16.5 us (AW 26.5)
+    {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized},   // (1,8,2048,64): 43.2 us (AW 93.1)
     {64, kAnyRows, 64, 1, 3, true, FlashVariant::AllWarps},    // (4,16,1024,64): 89.7 us (bm128: 105)
     {128, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps},
     {128, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps},  // (2,16,4096,128): 270 TF/s, H200
