@@ -274,9 +274,10 @@ TEST(Gpu, TunedMatchesDeviceReferenceEverywhere) {
       const std::vector<unsigned char> ref_o = h.o;
       const fctest::OracleOut sampled = fctest::oracle(h, 509);
       const double naive = fctest::naive_error(h, sampled, 509);
-      // Both sides err: the kernel within its bound (measured on sampled rows), the reference
-      // within the reference bound, whose relative part (half an ulp of |O|) matters on rows the
-      // sample misses, e.g. early causal rows averaging few keys with |O| near 1.
+      // Both sides err against the exact result: the kernel within its bound (measured on sampled
+      // rows) plus its own output rounding (half an ulp of |O|, which the sample may not reach:
+      // early causal rows average few keys and have |O| near 1), the reference within the
+      // reference bound (half an ulp of |O| plus atol). Two correct outputs may differ by one ulp.
       const double kernel_abs = flashcore::tolerance::kernel_bound(dt, naive).atol;
       const auto ref_bound = flashcore::tolerance::reference_bound(dt);
       for (const auto& backend : names) {
@@ -297,12 +298,12 @@ TEST(Gpu, TunedMatchesDeviceReferenceEverywhere) {
                 const double a = fctest::element(p, h.o, p.o, b, i, hh, x);
                 const double r = fctest::element(p, ref_o, p.o, b, i, hh, x);
                 const double err = std::fabs(a - r);
-                const double bound = kernel_abs + ref_bound.atol + ref_bound.rtol * std::fabs(r);
+                const double bound = kernel_abs + ref_bound.atol + 2 * ref_bound.rtol * std::fabs(r);
                 if (!(err <= bound)) ++bad;
                 if (!(err <= worst)) worst = std::isnan(err) ? INFINITY : err;
               }
         std::printf("[gpu] %-22s vs reference-cuda %-36s max_abs %.3e bound %.3e + %.3e|ref|\n", backend.c_str(),
-                    c.name().c_str(), worst, kernel_abs + ref_bound.atol, ref_bound.rtol);
+                    c.name().c_str(), worst, kernel_abs + ref_bound.atol, 2 * ref_bound.rtol);
         EXPECT_EQ(bad, 0) << backend << ": " << bad << " elements beyond the bound; max abs difference " << worst;
       }
     }
