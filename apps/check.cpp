@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "backends/reference/reference_api.hpp"
+#include "core/naive_attention.hpp"
 #include "core/numeric.hpp"
 #include "core/tolerance.hpp"
 
@@ -25,59 +26,20 @@ std::int64_t offset(const Strides& s, int b, int i, int h, int d) {
 }
 
 // Max abs error against the oracle of a naive computation in the input precision: scores and
-// softmax in fp64, the unnormalised probabilities rounded to the dtype before P·V, the output
-// rounded to the dtype. Plain loops, independent of the library's kernels.
+// softmax in fp64, the probabilities rounded to the dtype before P·V, the output rounded to the
+// dtype (flashcore::naive::attention, plain loops independent of the library's kernels).
 double naive_same_precision_error(const Problem& p, const void* qv, const void* kv, const void* vv,
                                   const std::vector<double>& ref_o) {
-  const auto* qb = static_cast<const unsigned char*>(qv);
-  const auto* kb = static_cast<const unsigned char*>(kv);
-  const auto* vb = static_cast<const unsigned char*>(vv);
-  const int D = p.head_dim;
-  const int group = p.heads_q / p.heads_kv;
-  const double scale = p.effective_scale();
-  // K and V of one (b, kv head) converted once to contiguous doubles.
-  std::vector<double> kd(static_cast<std::size_t>(p.seqlen_k) * D), vd(kd.size());
-  std::vector<double> s(p.seqlen_k), acc(D), qrow(D);
+  const flashcore::naive::Result n = flashcore::naive::attention(p, qv, kv, vv, /*same_precision=*/true);
   double worst = 0;
   for (int b = 0; b < p.batch; ++b)
-    for (int hk = 0; hk < p.heads_kv; ++hk) {
-      for (int j = 0; j < p.seqlen_k; ++j)
-        for (int d = 0; d < D; ++d) {
-          kd[static_cast<std::size_t>(j) * D + d] = load_element(p.dtype, kb, offset(p.k, b, j, hk, d));
-          vd[static_cast<std::size_t>(j) * D + d] = load_element(p.dtype, vb, offset(p.v, b, j, hk, d));
+    for (int i = 0; i < p.seqlen_q; ++i)
+      for (int h = 0; h < p.heads_q; ++h)
+        for (int d = 0; d < p.head_dim; ++d) {
+          const double got = n.o[((static_cast<std::size_t>(b) * p.seqlen_q + i) * p.heads_q + h) * p.head_dim + d];
+          const double err = std::fabs(got - ref_o[offset(p.o, b, i, h, d)]);
+          if (!(err <= worst)) worst = err;
         }
-      for (int h = hk * group; h < (hk + 1) * group; ++h)
-        for (int i = 0; i < p.seqlen_q; ++i) {
-          long long visible = p.seqlen_k;
-          if (p.causal)
-            visible = std::min<long long>(p.seqlen_k, std::max<long long>(0, 1LL + i + p.seqlen_k - p.seqlen_q));
-          std::fill(acc.begin(), acc.end(), 0.0);
-          if (visible > 0) {
-            for (int d = 0; d < D; ++d) qrow[d] = load_element(p.dtype, qb, offset(p.q, b, i, h, d));
-            double mx = -std::numeric_limits<double>::infinity();
-            for (long long j = 0; j < visible; ++j) {
-              double dot = 0;
-              const double* kr = &kd[static_cast<std::size_t>(j) * D];
-              for (int d = 0; d < D; ++d) dot += qrow[d] * kr[d];
-              s[j] = dot * scale;
-              mx = std::max(mx, s[j]);
-            }
-            double sum = 0;
-            for (long long j = 0; j < visible; ++j) {
-              const double e = std::exp(s[j] - mx);
-              sum += e;
-              const double pj = round_to(p.dtype, e);
-              const double* vr = &vd[static_cast<std::size_t>(j) * D];
-              for (int d = 0; d < D; ++d) acc[d] += pj * vr[d];
-            }
-            for (int d = 0; d < D; ++d) acc[d] = round_to(p.dtype, acc[d] / sum);
-          }
-          for (int d = 0; d < D; ++d) {
-            const double err = std::fabs(acc[d] - ref_o[offset(p.o, b, i, h, d)]);
-            if (!(err <= worst)) worst = err;
-          }
-        }
-    }
   return worst;
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/elements.hpp"
+#include "core/naive_attention.hpp"
 #include "core/tolerance.hpp"
 
 namespace fctest {
@@ -82,69 +83,11 @@ void fill_tensor(const Problem& p, std::vector<unsigned char>& buf, const Stride
         for (int d = 0; d < p.head_dim; ++d) store(p.dtype, buf, offset(s, b, i, h, d), fill());
 }
 
-// The shared computation of both oracles; same_precision rounds P and O to the input type.
+// Both oracles are flashcore::naive::attention (plain loops, no Kokkos).
 OracleOut attention(const HostData& data, bool same_precision, int row_stride) {
-  const Problem& p = data.problem;
-  const double scale = p.effective_scale();
-  const int group = p.heads_q / p.heads_kv;
-  OracleOut out;
-  out.o.assign(static_cast<std::size_t>(p.batch) * p.seqlen_q * p.heads_q * p.head_dim, 0.0);
-  out.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0);
-  // Inputs converted once to contiguous (b, h, s, d) doubles.
-  auto to_double = [&](const std::vector<unsigned char>& buf, const Strides& st, int seq, int heads) {
-    std::vector<double> x(static_cast<std::size_t>(p.batch) * heads * seq * p.head_dim);
-    for (int b = 0; b < p.batch; ++b)
-      for (int h = 0; h < heads; ++h)
-        for (int i = 0; i < seq; ++i)
-          for (int d = 0; d < p.head_dim; ++d)
-            x[((static_cast<std::size_t>(b) * heads + h) * seq + i) * p.head_dim + d] = element(p, buf, st, b, i, h, d);
-    return x;
-  };
-  const std::vector<double> qd = to_double(data.q, p.q, p.seqlen_q, p.heads_q);
-  const std::vector<double> kd = to_double(data.k, p.k, p.seqlen_k, p.heads_kv);
-  const std::vector<double> vd = to_double(data.v, p.v, p.seqlen_k, p.heads_kv);
-  std::vector<double> s(p.seqlen_k), acc(p.head_dim);
-  for (int b = 0; b < p.batch; ++b)
-    for (int h = 0; h < p.heads_q; ++h)
-      for (int i = 0; i < p.seqlen_q; ++i) {
-        const int hk = h / group;
-        if (row_stride > 1 && i % row_stride != 0 && i != p.seqlen_q - 1) {
-          const std::size_t lse_idx = (static_cast<std::size_t>(b) * p.heads_q + h) * p.seqlen_q + i;
-          out.lse[lse_idx] = std::numeric_limits<double>::quiet_NaN();
-          double* o = &out.o[((static_cast<std::size_t>(b) * p.seqlen_q + i) * p.heads_q + h) * p.head_dim];
-          std::fill(o, o + p.head_dim, std::numeric_limits<double>::quiet_NaN());
-          continue;
-        }
-        long long visible = p.seqlen_k;
-        if (p.causal) visible = std::min<long long>(p.seqlen_k, std::max<long long>(0, i + p.seqlen_k - p.seqlen_q + 1));
-        const std::size_t lse_idx = (static_cast<std::size_t>(b) * p.heads_q + h) * p.seqlen_q + i;
-        double* o = &out.o[((static_cast<std::size_t>(b) * p.seqlen_q + i) * p.heads_q + h) * p.head_dim];
-        if (visible == 0) {
-          out.lse[lse_idx] = -std::numeric_limits<double>::infinity();
-          continue;  // O stays 0
-        }
-        double mx = -std::numeric_limits<double>::infinity();
-        const double* qrow = &qd[((static_cast<std::size_t>(b) * p.heads_q + h) * p.seqlen_q + i) * p.head_dim];
-        const double* kbase = &kd[(static_cast<std::size_t>(b) * p.heads_kv + hk) * p.seqlen_k * p.head_dim];
-        const double* vbase = &vd[(static_cast<std::size_t>(b) * p.heads_kv + hk) * p.seqlen_k * p.head_dim];
-        for (int j = 0; j < visible; ++j) {
-          double dot = 0;
-          for (int d = 0; d < p.head_dim; ++d) dot += qrow[d] * kbase[static_cast<std::size_t>(j) * p.head_dim + d];
-          s[j] = dot * scale;
-          mx = std::max(mx, s[j]);
-        }
-        double sum = 0;
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int j = 0; j < visible; ++j) {
-          const double e = std::exp(s[j] - mx);
-          sum += e;
-          const double pj = same_precision ? round_to(p.dtype, e) : e;
-          for (int d = 0; d < p.head_dim; ++d) acc[d] += pj * vbase[static_cast<std::size_t>(j) * p.head_dim + d];
-        }
-        for (int d = 0; d < p.head_dim; ++d) o[d] = same_precision ? round_to(p.dtype, acc[d] / sum) : acc[d] / sum;
-        out.lse[lse_idx] = mx + std::log(sum);
-      }
-  return out;
+  flashcore::naive::Result r =
+      flashcore::naive::attention(data.problem, data.q.data(), data.k.data(), data.v.data(), same_precision, row_stride);
+  return {std::move(r.o), std::move(r.lse)};
 }
 
 }  // namespace
