@@ -852,6 +852,10 @@ struct Runtime {
   bool started = false;
   void start() {
     if (!started) {
+      // Kokkos' OpenMP backend prints a warning on stdout when thread binding is unset, which
+      // would break --json; the tool sets Kokkos' recommended binding unless the user chose one.
+      setenv("OMP_PROC_BIND", "spread", /*overwrite=*/0);
+      setenv("OMP_PLACES", "threads", /*overwrite=*/0);
       flashcore::initialize();
       started = true;
     }

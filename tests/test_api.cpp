@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "flashcore/flashcore.h"
 #include "flashcore/kokkos.hpp"
@@ -174,4 +175,59 @@ TEST(KokkosViews, MismatchedExtentsNameTheTensor) {
     EXPECT_EQ(e.field(), "v");
     EXPECT_NE(std::string(e.what()).find("extent 1 is 9"), std::string::npos) << e.what();
   }
+}
+
+TEST(Registry, ConcurrentHostCallsAreCorrect) {
+  // Kokkos' host backend takes launches from one thread at a time; FlashCore serializes them.
+  fctest::Case c = fctest::make_case(1, 4, 2, 33, 47, 32, DType::F32, true);
+  std::vector<fctest::HostData> data;
+  for (int t = 0; t < 4; ++t) data.push_back(fctest::make_data(c, fctest::run_seed() + 30 + t));
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(data.size());
+  for (std::size_t t = 0; t < data.size(); ++t)
+    threads.emplace_back([&, t] {
+      try {
+        for (int rep = 0; rep < 20; ++rep) flashcore::run(data[t].problem, data[t].tensors());
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (std::size_t t = 0; t < data.size(); ++t) {
+    EXPECT_EQ(errors[t], "") << "thread " << t;
+    const fctest::Errors e = fctest::compare(data[t], fctest::oracle(data[t]));
+    EXPECT_EQ(e.bad, 0) << e.first_bad;
+  }
+}
+
+namespace {
+// A backend that asks the registry from inside supports(): must not deadlock.
+struct ReentrantBackend : flashcore::Backend {
+  std::string name() const override { return "test-reentrant"; }
+  int priority() const override { return 0; }
+  flashcore::MemoryLocation location() const override { return flashcore::MemoryLocation::Host; }
+  std::string description() const override { return "test backend calling the registry"; }
+  flashcore::Support supports(const flashcore::Query&) const override {
+    return flashcore::Support::no("registry has " + std::to_string(flashcore::backends().size()) + " backends");
+  }
+  void run(const flashcore::Query&, const flashcore::Options&) const override {}
+};
+}  // namespace
+
+TEST(Registry, SupportsMayCallTheRegistry) {
+  static bool registered = false;
+  if (!registered) {
+    flashcore::register_backend(std::make_unique<ReentrantBackend>());
+    registered = true;
+  }
+  fctest::Case c;
+  fctest::HostData d = fctest::make_data(c, 5);
+  flashcore::Options opts;
+  opts.backend = "test-reentrant";
+  const flashcore::Report r = flashcore::explain(d.problem, d.tensors(), opts);
+  EXPECT_EQ(r.chosen, "");
+  bool found = false;
+  for (const auto& dec : r.decisions)
+    if (dec.backend == "test-reentrant") found = dec.reason.find("registry has") != std::string::npos;
+  EXPECT_TRUE(found);
 }

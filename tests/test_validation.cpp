@@ -24,6 +24,8 @@ struct BadCase {
 std::vector<BadCase> bad_cases() {
   return {
       {"batch0", [](Problem& p, auto&) { p.batch = 0; }, "batch", "batch 0"},
+      {"span_too_large", [](Problem& p, auto&) { p.q.batch = std::int64_t(1) << 40; p.batch = 1 << 29; }, "q.batch", "more than 2^60 elements"},
+      {"batch_huge", [](Problem& p, auto&) { p.batch = 2000000000; }, "batch", "batch 2000000000"},
       {"heads_q_negative", [](Problem& p, auto&) { p.heads_q = -2; }, "heads_q", "heads_q -2"},
       {"heads_kv0", [](Problem& p, auto&) { p.heads_kv = 0; }, "heads_kv", "heads_kv 0"},
       {"heads_not_multiple", [](Problem& p, auto&) { p.heads_kv = 3; }, "heads_kv", "heads_q 4 is not a multiple of heads_kv 3"},

@@ -143,14 +143,17 @@ class Backend {
   /// One line describing the backend (execution space, device, ...).
   virtual std::string description() const = 0;
   virtual Support supports(const Query& q) const = 0;
+  /// Whether automatic selection may pick this backend; variants that exist to be forced by name
+  /// (and benchmarked) return false.
+  virtual bool automatic() const { return true; }
   virtual void run(const Query& q, const Options& opts) const = 0;
 };
 
 /// One backend's answer, as reported by explain() and last_report().
 struct Decision {
   std::string backend;
-  bool ok = false;
-  std::string reason;
+  bool ok = false;      // true only for the backend that was asked and accepted
+  std::string reason;   // why not (or "chosen")
 };
 
 /// The result of selecting a backend: which one runs, and why the others did not.

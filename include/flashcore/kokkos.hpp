@@ -3,8 +3,9 @@
 //   flashcore::run(q, k, v, o);            // rank-4 Views indexed (batch, seq, head, dim)
 //   flashcore::run(q, k, v, o, lse, opts); // lse: rank-3 View (batch, heads_q, seqlen_q), contiguous
 //
-// Views may have any layout or strides (LayoutRight, LayoutLeft, LayoutStride, subviews of a
-// (B,H,S,D) allocation...) as long as the dim index has stride 1, and may live in any memory
+// Views may have any layout whose dim index has stride 1 (LayoutRight, LayoutStride, subviews or
+// LayoutStride views of a (B,H,S,D) allocation...; not LayoutLeft, whose first index is the
+// contiguous one), and may live in any memory
 // space FlashCore has a backend for (host spaces; CudaSpace when built with CUDA).
 // Element types: float (fp32), Kokkos::Experimental::half_t (fp16), Kokkos::Experimental::bhalf_t
 // (bf16, Kokkos >= 3.6), or std::uint16_t holding fp16/bf16 bits with ViewOptions::dtype set.
@@ -150,6 +151,8 @@ Report run(const QV& q, const KV& k, const VV& v, const OV& o, const LseView& ls
   const MemoryLocation loc = location_of<QV>();
   if (location_of<KV>() != loc || location_of<VV>() != loc || location_of<OV>() != loc)
     throw Error("o", "tensors: Q, K, V and O Views must live in the same kind of memory");
+  if (lse.data() != nullptr && location_of<LseView>() != loc)
+    throw Error("lse", "lse: the LSE View must live in the same kind of memory as Q, K, V and O");
   if (call.location == MemoryLocation::Auto) call.location = loc;
   return flashcore::run(p, t, call);
 }

@@ -112,17 +112,23 @@ void validate_strides(const char* name, const Strides& s, int batch, int seq, in
     if (d.stride > kMaxStride) fail(field, "stride " + str(d.stride) + " exceeds 2^40 elements");
   }
   // Non-overlap: order the dimensions that have more than one element by stride; each stride
-  // must step over everything the smaller dimensions span.
+  // must step over everything the smaller dimensions span. Spans are computed in 128 bits and
+  // must stay below 2^60 elements, so every byte offset fits in 64 bits.
   std::sort(dims.begin(), dims.end(), [](const Dim& a, const Dim& b) { return a.stride < b.stride; });
-  std::int64_t spanned = head_dim;  // elements covered by the dimensions so far
+  const __int128 kMaxSpan = static_cast<__int128>(1) << 60;
+  __int128 spanned = head_dim;  // elements covered by the dimensions so far
   for (const Dim& d : dims) {
     if (d.extent <= 1) continue;
     if (d.stride < spanned) {
       fail(std::string(name) + "." + d.what,
-           "stride " + str(d.stride) + " makes elements of " + name + " overlap (needs >= " + str(spanned) +
+           "stride " + str(d.stride) + " makes elements of " + name + " overlap (needs >= " +
+               str(static_cast<long long>(spanned)) +
                " for this shape; strides left at 0 mean they were never set: use set_contiguous_bshd())");
     }
-    spanned = d.stride * (d.extent - 1) + spanned;
+    spanned += static_cast<__int128>(d.stride) * (d.extent - 1);
+    if (spanned > kMaxSpan)
+      fail(std::string(name) + "." + d.what, "stride " + str(d.stride) + " with extent " + str(d.extent) + " makes " +
+                                                 name + " span more than 2^60 elements");
   }
 }
 
@@ -130,9 +136,10 @@ void validate_strides(const char* name, const Strides& s, int batch, int seq, in
 
 void validate(const Problem& p) {
   const int kMaxLen = 1 << 30;
-  if (p.batch < 1) fail("batch", "batch " + str(p.batch) + " must be >= 1");
-  if (p.heads_q < 1) fail("heads_q", "heads_q " + str(p.heads_q) + " must be >= 1");
-  if (p.heads_kv < 1) fail("heads_kv", "heads_kv " + str(p.heads_kv) + " must be >= 1");
+  if (p.batch < 1 || p.batch > kMaxLen) fail("batch", "batch " + str(p.batch) + " must be in [1, 2^30]");
+  if (p.heads_q < 1 || p.heads_q > kMaxLen) fail("heads_q", "heads_q " + str(p.heads_q) + " must be in [1, 2^30]");
+  if (p.heads_kv < 1 || p.heads_kv > kMaxLen)
+    fail("heads_kv", "heads_kv " + str(p.heads_kv) + " must be in [1, 2^30]");
   if (p.heads_q % p.heads_kv != 0)
     fail("heads_kv", "heads_q " + str(p.heads_q) + " is not a multiple of heads_kv " + str(p.heads_kv));
   if (p.seqlen_q < 1 || p.seqlen_q > kMaxLen)
@@ -148,6 +155,9 @@ void validate(const Problem& p) {
   validate_strides("k", p.k, p.batch, p.seqlen_k, p.heads_kv, p.head_dim);
   validate_strides("v", p.v, p.batch, p.seqlen_k, p.heads_kv, p.head_dim);
   validate_strides("o", p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
+  const __int128 lse_elems = static_cast<__int128>(p.batch) * p.heads_q * p.seqlen_q;
+  if (lse_elems > (static_cast<__int128>(1) << 60))
+    fail("seqlen_q", "batch*heads_q*seqlen_q = " + str(static_cast<long long>(lse_elems)) + " rows exceed 2^60");
 }
 
 }  // namespace flashcore

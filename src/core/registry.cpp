@@ -71,32 +71,36 @@ Selection select(const Problem& p, const Tensors& t, const Options& opts) {
     sel.report.how = "forced by FLASHCORE_BACKEND";
   }
 
-  Registry& reg = registry();
-  std::lock_guard<std::mutex> lock(reg.mutex);
-  if (!forced.empty()) {
-    auto it = std::find_if(reg.backends.begin(), reg.backends.end(),
-                           [&](const auto& b) { return b->name() == forced; });
-    if (it == reg.backends.end()) {
-      std::string names;
-      for (const auto& b : reg.backends) names += (names.empty() ? "" : ", ") + b->name();
-      throw Error("backend", "backend '" + forced + "' (" + sel.report.how + ") is not registered; registered: " + names);
-    }
+  // Backends are never removed: take the list under the lock, then ask them without it (a
+  // backend's supports() may itself call into the registry).
+  std::vector<const Backend*> list;
+  {
+    Registry& reg = registry();
+    std::lock_guard<std::mutex> lock(reg.mutex);
+    for (const auto& b : reg.backends) list.push_back(b.get());
   }
-  for (const auto& b : reg.backends) {
+  if (!forced.empty() &&
+      std::none_of(list.begin(), list.end(), [&](const Backend* b) { return b->name() == forced; })) {
+    std::string names;
+    for (const Backend* b : list) names += (names.empty() ? "" : ", ") + b->name();
+    throw Error("backend", "backend '" + forced + "' (" + sel.report.how + ") is not registered; registered: " + names);
+  }
+  for (const Backend* b : list) {
     Decision d{b->name(), false, {}};
     if (!forced.empty() && b->name() != forced) {
       d.reason = "not selected (" + sel.report.how + ")";
+    } else if (forced.empty() && !b->automatic()) {
+      d.reason = "runs only when forced by name (Options::backend or FLASHCORE_BACKEND)";
     } else if (b->location() != q.location) {
       d.reason = std::string("reads ") + to_string(b->location()) + " memory; the data is in " + to_string(q.location) +
                  " memory";
     } else if (sel.backend != nullptr) {
-      d.ok = true;
-      d.reason = "can run it; a higher-priority backend was chosen";
+      d.reason = "not asked: " + sel.backend->name() + " comes first";
     } else {
       Support s = b->supports(q);
       d.ok = s.ok;
       d.reason = s.ok ? "chosen" : s.reason;
-      if (s.ok) sel.backend = b.get();
+      if (s.ok) sel.backend = b;
     }
     sel.report.decisions.push_back(d);
   }

@@ -35,6 +35,10 @@ class FlashBackend final : public Backend {
   FlashBackend(std::string name, int priority, FlashVariant variant, std::string what)
       : name_(std::move(name)), priority_(priority), variant_(variant), what_(std::move(what)) {}
 
+  // The fixed-variant backends exist to be forced and benchmarked; "cuda-flash" (Auto) is the
+  // one automatic selection uses.
+  bool automatic() const override { return variant_ == FlashVariant::Auto; }
+
   std::string name() const override { return name_; }
   int priority() const override { return priority_; }
   MemoryLocation location() const override { return MemoryLocation::Device; }

@@ -1,5 +1,6 @@
 // The Kokkos reference instantiated for the default host execution space (OpenMP or Serial),
 // and the host-side Kokkos runtime helpers (initialize/finalize, configuration report).
+#include <mutex>
 #include <sstream>
 
 #include "backends/reference/reference.hpp"
@@ -10,6 +11,29 @@ namespace flashcore::reference {
 namespace {
 
 using HostExec = Kokkos::DefaultHostExecutionSpace;
+
+// Runs launch(exec) to completion on a host execution space. Host launches are serialized, and
+// a thread on which the default host space cannot launch (Kokkos 3.x OpenMP: any thread but the
+// one that initialized Kokkos) uses Kokkos::Serial instead.
+template <class Launch>
+void on_host(const char* who, Launch&& launch) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (kc::default_host_space_usable_here()) {
+    HostExec exec;
+    launch(exec);
+    exec.fence();
+    return;
+  }
+#if defined(KOKKOS_ENABLE_SERIAL)
+  Kokkos::Serial exec;
+  launch(exec);
+  exec.fence();
+#else
+  throw Error("backend", std::string(who) + ": Kokkos' " + HostExec::name() +
+                             " backend accepts work only from the thread that initialized Kokkos");
+#endif
+}
 
 class HostReference final : public Backend {
  public:
@@ -25,9 +49,7 @@ class HostReference final : public Backend {
     return why.empty() ? Support::yes() : Support::no(why);
   }
   void run(const Query& q, const Options&) const override {
-    HostExec exec;
-    launch_for_dtype(exec, *q.problem, *q.tensors);
-    exec.fence();
+    on_host("reference-host", [&](const auto& exec) { launch_for_dtype(exec, *q.problem, *q.tensors); });
   }
 };
 
@@ -40,9 +62,7 @@ void run_host_fp64(const Problem& p, const void* q, const void* k, const void* v
   if (q == nullptr || k == nullptr || v == nullptr || o == nullptr) throw Error("tensors", "tensors: null pointer");
   const std::string why = common_limits(p);
   if (!why.empty()) throw Error("backend", "fp64 reference: " + why);
-  HostExec exec;
-  launch_fp64_for_dtype(exec, p, q, k, v, o, lse);
-  exec.fence();
+  on_host("fp64 reference", [&](const auto& exec) { launch_fp64_for_dtype(exec, p, q, k, v, o, lse); });
 }
 
 std::string kokkos_configuration() {

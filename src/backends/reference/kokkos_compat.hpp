@@ -41,6 +41,15 @@ inline std::string version_string() {
          std::to_string(KOKKOS_VERSION % 100);
 }
 
+// Whether the default host execution space accepts a launch from the calling thread. Kokkos 3.x's
+// OpenMP backend does so only on the thread that initialized Kokkos, outside parallel regions.
+inline bool default_host_space_usable_here() {
+#if defined(KOKKOS_ENABLE_OPENMP) && KOKKOS_VERSION < 40000
+  if (std::is_same<Kokkos::DefaultHostExecutionSpace, Kokkos::OpenMP>::value) return !Kokkos::OpenMP::in_parallel();
+#endif
+  return true;
+}
+
 // True when an execution space runs on the host (Serial, OpenMP, Threads).
 template <class ExecSpace>
 constexpr bool is_host_space() {
