@@ -18,7 +18,6 @@ using flashcore::numeric::store_element;
 struct Oracle {
   std::vector<double> o;    // with the problem's o strides (span elements)
   std::vector<double> lse;  // contiguous (B, Hq, Lq)
-  bool have_naive = false;
   double naive_err = 0;     // max abs error of the naive same-precision computation vs o
 };
 

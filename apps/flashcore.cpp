@@ -304,7 +304,6 @@ struct HostData {
   std::vector<float> lse;  // empty: no LSE
   bool from_files = false;
 
-  std::size_t o_bytes() const { return o.size(); }
   void poison() {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const std::int64_t n = static_cast<std::int64_t>(o.size()) / flashcore::dtype_size(p.dtype);
@@ -457,7 +456,7 @@ void fill_random(const Problem& p, std::vector<unsigned char>& buf, const Stride
           double x = draw();
           while (round_to(p.dtype, x) == 0.0) x = draw();
           store_element(p.dtype, buf.data(),
-                        b * s.batch + static_cast<std::int64_t>(i) * s.seq + h * s.head + dd, x);
+                        flashcore::element_offset(s, b, i, h, dd), x);
         }
 }
 
@@ -580,7 +579,6 @@ struct Outcome {
   flashcore::Report report;
   std::string location = "host";
   std::string device = "host";
-  std::string backend_description;
   // Automatic selection on a machine with a CUDA device that ended on the host: why the device
   // backends declined.
   bool have_device_report = false;
@@ -918,7 +916,6 @@ int cmd_run(const std::vector<std::string>& args, bool main_job, Runtime& rt) {
   if (loc == flashcore::MemoryLocation::Device) run_device(a, d, opts, out);
 #endif
   if (loc != flashcore::MemoryLocation::Device) run_host(a, d, opts, out);
-  out.backend_description = description_of(out.report.chosen);
 
   Validation val;
   if (a.validate) {

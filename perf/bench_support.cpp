@@ -422,12 +422,11 @@ CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, cons
       i = static_cast<int>(splitmix64(&st) % static_cast<std::uint64_t>(p.seqlen_q));
     }
     const int hk = h / group;
-    int last = p.seqlen_k - 1;
-    if (p.causal) last = std::min(last, i + p.seqlen_k - p.seqlen_q);
-    const std::int64_t qo = b * p.q.batch + i * p.q.seq + h * p.q.head;
+    const int last = flashcore::numeric::visible_keys(i, p.seqlen_q, p.seqlen_k, p.causal) - 1;
+    const std::int64_t qo = flashcore::element_offset(p.q, b, i, h, 0);
     double m = -INFINITY;
     for (int j = 0; j <= last; ++j) {
-      const std::int64_t ko = b * p.k.batch + j * p.k.seq + hk * p.k.head;
+      const std::int64_t ko = flashcore::element_offset(p.k, b, j, hk, 0);
       double dot = 0;
       for (int d = 0; d < p.head_dim; ++d)
         dot += double(load(p.dtype, in.q.data(), qo + d)) * double(load(p.dtype, in.k.data(), ko + d));
@@ -439,10 +438,10 @@ CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, cons
     for (int j = 0; j <= last; ++j) {
       const double pj = std::exp(s[j] - m);
       l += pj;
-      const std::int64_t vo = b * p.v.batch + j * p.v.seq + hk * p.v.head;
+      const std::int64_t vo = flashcore::element_offset(p.v, b, j, hk, 0);
       for (int d = 0; d < p.head_dim; ++d) acc[d] += pj * double(load(p.dtype, in.v.data(), vo + d));
     }
-    const std::int64_t oo = b * p.o.batch + i * p.o.seq + h * p.o.head;
+    const std::int64_t oo = flashcore::element_offset(p.o, b, i, h, 0);
     for (int d = 0; d < p.head_dim; ++d) {
       const double ref = last >= 0 ? acc[d] / l : 0.0;
       const double got = load(p.dtype, o, oo + d);

@@ -77,6 +77,10 @@ struct Problem {
 
 /// Number of elements a tensor with these strides spans (max offset + 1).
 std::int64_t span_elements(const Strides& s, int batch, int seq, int heads, int head_dim);
+/// Offset in elements of element (b, i, h, d) of a tensor with these strides.
+inline std::int64_t element_offset(const Strides& s, int b, int i, int h, int d) {
+  return b * s.batch + static_cast<std::int64_t>(i) * s.seq + h * s.head + d;
+}
 
 /// Every error FlashCore reports is of this type. field() names the offending descriptor field
 /// or option ("" when none applies); what() is a readable sentence naming the field and value.

@@ -24,8 +24,8 @@ Result attention(const Problem& p, const void* q, const void* k, const void* v, 
       for (int h = 0; h < heads; ++h)
         for (int i = 0; i < seq; ++i)
           for (int d = 0; d < D; ++d)
-            x[((static_cast<std::size_t>(b) * heads + h) * seq + i) * D + d] = numeric::load_element(
-                p.dtype, buf, b * st.batch + static_cast<std::int64_t>(i) * st.seq + h * st.head + d);
+            x[((static_cast<std::size_t>(b) * heads + h) * seq + i) * D + d] =
+                numeric::load_element(p.dtype, buf, element_offset(st, b, i, h, d));
     return x;
   };
   const std::vector<double> qd = to_double(q, p.q, p.seqlen_q, p.heads_q);
@@ -44,8 +44,7 @@ Result attention(const Problem& p, const void* q, const void* k, const void* v, 
           std::fill(o, o + D, nan);
           continue;
         }
-        long long visible = p.seqlen_k;  // bottom-right aligned causal mask
-        if (p.causal) visible = std::min<long long>(p.seqlen_k, std::max<long long>(0, 1LL + i + p.seqlen_k - p.seqlen_q));
+        const long long visible = numeric::visible_keys(i, p.seqlen_q, p.seqlen_k, p.causal);
         if (visible == 0) {
           lse = -std::numeric_limits<double>::infinity();
           continue;  // O stays 0

@@ -75,6 +75,14 @@ FC_HOST_DEVICE inline std::uint16_t float_to_bf16(float f) {
   return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
+/// Keys query row i sees: all seqlen_k, or with the bottom-right aligned causal mask those with
+/// j <= i + seqlen_k - seqlen_q (0 when the row sees none).
+FC_HOST_DEVICE inline int visible_keys(int i, int seqlen_q, int seqlen_k, bool causal) {
+  if (!causal) return seqlen_k;
+  const long long last = static_cast<long long>(i) + seqlen_k - seqlen_q;  // last visible key
+  return last < 0 ? 0 : (last >= seqlen_k ? seqlen_k : static_cast<int>(last + 1));
+}
+
 // Element access by storage type. The reference kernel is templated on these tags.
 struct F32Elem {
   using storage = float;

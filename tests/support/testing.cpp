@@ -69,10 +69,6 @@ void store(DType dt, std::vector<unsigned char>& buf, std::int64_t idx, double v
   num::store_element(dt, buf.data(), idx, v);
 }
 
-std::int64_t offset(const Strides& s, int b, int i, int h, int d) {
-  return b * s.batch + static_cast<std::int64_t>(i) * s.seq + h * s.head + d;
-}
-
 using num::round_to;
 
 template <class Fill>
@@ -80,7 +76,7 @@ void fill_tensor(const Problem& p, std::vector<unsigned char>& buf, const Stride
   for (int b = 0; b < p.batch; ++b)
     for (int i = 0; i < seq; ++i)
       for (int h = 0; h < heads; ++h)
-        for (int d = 0; d < p.head_dim; ++d) store(p.dtype, buf, offset(s, b, i, h, d), fill());
+        for (int d = 0; d < p.head_dim; ++d) store(p.dtype, buf, flashcore::element_offset(s, b, i, h, d), fill());
 }
 
 // Both oracles are flashcore::naive::attention (plain loops, no Kokkos).
@@ -93,7 +89,7 @@ OracleOut attention(const HostData& data, bool same_precision, int row_stride) {
 }  // namespace
 
 double element(const Problem& p, const std::vector<unsigned char>& buf, const Strides& s, int b, int i, int h, int d) {
-  return num::load_element(p.dtype, buf.data(), offset(s, b, i, h, d));
+  return num::load_element(p.dtype, buf.data(), flashcore::element_offset(s, b, i, h, d));
 }
 
 void HostData::poison_outputs() {
@@ -102,7 +98,7 @@ void HostData::poison_outputs() {
     for (int i = 0; i < p.seqlen_q; ++i)
       for (int h = 0; h < p.heads_q; ++h)
         for (int d = 0; d < p.head_dim; ++d)
-          store(p.dtype, o, offset(p.o, b, i, h, d), std::numeric_limits<double>::quiet_NaN());
+          store(p.dtype, o, flashcore::element_offset(p.o, b, i, h, d), std::numeric_limits<double>::quiet_NaN());
   std::fill(lse.begin(), lse.end(), std::numeric_limits<float>::quiet_NaN());
 }
 

@@ -25,20 +25,6 @@
 
 namespace flashcore::reference {
 
-/// Plain parameters of one reference launch (pointers into ExecSpace-accessible memory).
-template <class In, class Out>
-struct Params {
-  const typename In::storage* q;
-  const typename In::storage* k;
-  const typename In::storage* v;
-  typename Out::storage* o;
-  typename Out::storage* lse;  // may be null; only float or double (Out is then F32Elem or F64Elem)
-  int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
-  Strides sq, sk, sv, so;
-  double scale;
-  bool causal;
-};
-
 template <class ExecSpace, class In, class Out, class LseT, class Acc>
 struct AttentionRowFunctor {
   using team_member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -82,9 +68,7 @@ struct AttentionRowFunctor {
     });
     team.team_barrier();
 
-    // Number of visible keys (may be <= 0 with causal masking when seqlen_q > seqlen_k).
-    const std::int64_t last = causal ? static_cast<std::int64_t>(i) + seqlen_k - seqlen_q : seqlen_k - 1;
-    const int n_keys = last < 0 ? 0 : (last >= seqlen_k ? seqlen_k : static_cast<int>(last + 1));
+    const int n_keys = numeric::visible_keys(i, seqlen_q, seqlen_k, causal);  // 0 for fully masked rows
 
     Acc m = kc::neg_inf<Acc>();
     Acc l = Acc(0);
@@ -155,27 +139,37 @@ void launch(const ExecSpace& exec, const typename In::storage* q, const typename
 
 namespace flashcore::reference {
 
+/// Calls launch<ExecSpace, In, Out, LseT, Acc> with the element tag In of the problem's dtype.
+template <class ExecSpace, class OutOf, class LseT, class Acc>
+void dispatch_dtype(const ExecSpace& exec, const Problem& p, const void* q, const void* k, const void* v, void* o,
+                    LseT* lse) {
+  auto go = [&](auto in_tag) {
+    using In = decltype(in_tag);
+    using Out = typename OutOf::template type<In>;
+    using S = typename In::storage;
+    launch<ExecSpace, In, Out, LseT, Acc>(exec, static_cast<const S*>(q), static_cast<const S*>(k),
+                                          static_cast<const S*>(v), static_cast<typename Out::storage*>(o), lse, p);
+  };
+  switch (p.dtype) {
+    case DType::F32: go(numeric::F32Elem{}); break;
+    case DType::F16: go(numeric::F16Elem{}); break;
+    case DType::BF16: go(numeric::BF16Elem{}); break;
+  }
+}
+
+struct OutSameAsIn {
+  template <class In>
+  using type = In;
+};
+struct OutF64 {
+  template <class In>
+  using type = numeric::F64Elem;
+};
+
 /// Enqueues the fp32-accumulating reference for the problem's dtype on `exec`.
 template <class ExecSpace>
 void launch_for_dtype(const ExecSpace& exec, const Problem& p, const Tensors& t) {
-  using namespace numeric;
-  switch (p.dtype) {
-    case DType::F32:
-      launch<ExecSpace, F32Elem, F32Elem, float, float>(exec, static_cast<const float*>(t.q),
-                                                        static_cast<const float*>(t.k), static_cast<const float*>(t.v),
-                                                        static_cast<float*>(t.o), t.lse, p);
-      break;
-    case DType::F16:
-      launch<ExecSpace, F16Elem, F16Elem, float, float>(
-          exec, static_cast<const std::uint16_t*>(t.q), static_cast<const std::uint16_t*>(t.k),
-          static_cast<const std::uint16_t*>(t.v), static_cast<std::uint16_t*>(t.o), t.lse, p);
-      break;
-    case DType::BF16:
-      launch<ExecSpace, BF16Elem, BF16Elem, float, float>(
-          exec, static_cast<const std::uint16_t*>(t.q), static_cast<const std::uint16_t*>(t.k),
-          static_cast<const std::uint16_t*>(t.v), static_cast<std::uint16_t*>(t.o), t.lse, p);
-      break;
-  }
+  dispatch_dtype<ExecSpace, OutSameAsIn, float, float>(exec, p, t.q, t.k, t.v, t.o, t.lse);
 }
 
 /// Enqueues the fp64 oracle mode on `exec`: fp64 accumulation, O and LSE written as double
@@ -183,24 +177,7 @@ void launch_for_dtype(const ExecSpace& exec, const Problem& p, const Tensors& t)
 template <class ExecSpace>
 void launch_fp64_for_dtype(const ExecSpace& exec, const Problem& p, const void* q, const void* k, const void* v,
                            double* o, double* lse) {
-  using namespace numeric;
-  switch (p.dtype) {
-    case DType::F32:
-      launch<ExecSpace, F32Elem, F64Elem, double, double>(exec, static_cast<const float*>(q),
-                                                          static_cast<const float*>(k), static_cast<const float*>(v),
-                                                          o, lse, p);
-      break;
-    case DType::F16:
-      launch<ExecSpace, F16Elem, F64Elem, double, double>(exec, static_cast<const std::uint16_t*>(q),
-                                                          static_cast<const std::uint16_t*>(k),
-                                                          static_cast<const std::uint16_t*>(v), o, lse, p);
-      break;
-    case DType::BF16:
-      launch<ExecSpace, BF16Elem, F64Elem, double, double>(exec, static_cast<const std::uint16_t*>(q),
-                                                           static_cast<const std::uint16_t*>(k),
-                                                           static_cast<const std::uint16_t*>(v), o, lse, p);
-      break;
-  }
+  dispatch_dtype<ExecSpace, OutF64, double, double>(exec, p, q, k, v, o, lse);
 }
 
 /// Why the reference cannot run a problem on any execution space, or "" when it can.
