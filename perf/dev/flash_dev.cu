@@ -257,6 +257,7 @@ static void check_case(const Case& c, std::mt19937& rng, bool sanitize_mode) {
       {FlashVariant::AllWarps, {0, 0, 0, 1}, "allwarps-split1"},
       {FlashVariant::WarpSpecialized, {0, 0, 0, 1}, "warpspec-split1"},
       {FlashVariant::AllWarps, {128, 1, 0, -1}, "allwarps-bm128-g1"},
+      {FlashVariant::AllWarps, {128, 1, 3, -1}, "allwarps-bm128-g1-s3"},  // wide-warp kernel, 3-stage ring
       {FlashVariant::WarpSpecialized, {32, 2, 4, 2}, "warpspec-bm32-g2-s4-split2"},
       {FlashVariant::AllWarps, {16, 4, 2, 3}, "allwarps-bm16-g4-s2-split3"},
       {FlashVariant::AllWarps, {16, 8, 3, -1}, "allwarps-bm16-g8-s3"},
@@ -427,6 +428,27 @@ int main(int argc, char** argv) {
           for (FlashVariant v : {FlashVariant::Auto, FlashVariant::AllWarps, FlashVariant::WarpSpecialized})
             time_case(s, causal, bf, RunCfg{v, {}, variant_name(v)}, rng, "TIME");
         }
+  } else if (mode == "time-big") {
+    // The large shapes (fp16) with the launch table (Auto), the main job, and wide-warp stage variants
+    // (AllWarps bm128 g1 no-split = wide-warp kernel since v6). Same binary layout old/new: A/B in one run.
+    const Shape shapes[] = {{1, 8, 512, 64}, {4, 16, 1024, 64}, {2, 16, 4096, 64}, {2, 16, 4096, 128}, {1, 16, 16384, 128}};
+    for (const Shape& s : shapes)
+      for (int causal = 0; causal < 2; ++causal)
+        time_case(s, causal, false, RunCfg{FlashVariant::Auto, {}, "auto"}, rng, "BIG");
+    time_case({2, 16, 4096, 128}, false, true, RunCfg{FlashVariant::Auto, {}, "auto"}, rng, "BIG");
+    time_case({2, 16, 4096, 64}, false, true, RunCfg{FlashVariant::Auto, {}, "auto"}, rng, "BIG");
+    const FlashVariant AW = FlashVariant::AllWarps;
+    const struct { Shape s; FlashFwdLaunchOverride ov; } cfgs[] = {
+        {{4, 16, 1024, 64}, {128, 1, 2, -1}}, {{4, 16, 1024, 64}, {128, 1, 4, -1}},
+        {{2, 16, 4096, 64}, {128, 1, 2, -1}}, {{2, 16, 4096, 64}, {128, 1, 4, -1}},
+        {{2, 16, 4096, 128}, {128, 1, 3, -1}},
+    };
+    for (const auto& c : cfgs)
+      for (int causal = 0; causal < 2; ++causal) {
+        char name[96];
+        snprintf(name, sizeof name, "allwarps bm%d g%d s%d", c.ov.block_m, c.ov.kv_groups, c.ov.stages);
+        time_case(c.s, causal, false, RunCfg{AW, c.ov, name}, rng, "BIGCFG");
+      }
   } else if (mode == "sweep") {
     struct SweepCfg { Shape s; FlashVariant v; FlashFwdLaunchOverride ov; };
     const FlashVariant AW = FlashVariant::AllWarps, WS = FlashVariant::WarpSpecialized;

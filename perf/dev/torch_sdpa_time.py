@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 SHAPES = [(1, 8, 512, 64), (4, 16, 1024, 64), (2, 16, 4096, 128), (1, 16, 16384, 128)]
+BIG_SHAPES = [(1, 8, 512, 64), (4, 16, 1024, 64), (2, 16, 4096, 64), (2, 16, 4096, 128), (1, 16, 16384, 128)]
 BACKENDS = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
 CALLS = 20
 
@@ -52,12 +53,16 @@ def main():
         return once()
     print("device:", torch.cuda.get_device_name(0), "torch", torch.__version__, "cudnn", torch.backends.cudnn.version())
     only_small = "--small" in sys.argv
-    for (B, H, L, D) in SHAPES:
+    big = "--big" in sys.argv  # flash_dev time-big's shapes, fp16 (+ bf16 for two), both backends
+    shapes = BIG_SHAPES if big else SHAPES
+    for (B, H, L, D) in shapes:
         if only_small and L > 512:
             continue
         for dtype in (torch.float16, torch.bfloat16):
             for causal in (False, True):
                 if L == 16384 and dtype == torch.bfloat16:
+                    continue
+                if big and dtype == torch.bfloat16 and (L < 4096 or causal):
                     continue
                 q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=dtype) for _ in range(3))
                 flops = 4.0 * B * H * L * L * D * (0.5 if causal else 1.0)

@@ -37,17 +37,21 @@ constexpr LaunchRow kLaunchTable[] = {
     {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps},          // (1,8,512,64): 8.9 us, H200
     {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized},   // (1,8,1024,64): 16.5 us (AW 26.5)
     {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized},   // (1,8,2048,64): 43.2 us (AW 93.1)
-    {64, kAnyRows, 64, 1, 3, true, FlashVariant::AllWarps},    // (4,16,1024,64): 89.7 us (bm128: 105)
+    {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps},   // wide: (4,16,1024,64) 64.1 us (16-row bm64: 89.3)
     {128, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps},
-    {128, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps},  // (2,16,4096,128): 270 TF/s, H200
+    {128, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps},  // wide: (2,16,4096,128) 318 TF/s (16-row: 269)
 };
+// AllWarps with block_m 128, one KV group and no split-KV runs the wide-warp kernel (4 warps x 32 query
+// rows, flash_fwd_wide_kernel); every other configuration runs the 16-row kernel.
 using detail::kMaxSplits;
 
 struct LaunchPlan {
   int block_m = 64, kv_groups = 1, stages = 2, tiles_per_split = 1 << 30, max_splits = 1, n_mblocks = 1;
   FlashVariant variant = FlashVariant::AllWarps;
+  bool wide = false;  // wide-warp kernel (32 rows per warp)
   size_t smem = 0;
   int threads() const {
+    if (wide) return 32 * detail::kWideWarps;
     return 32 * ((block_m / detail::kWarpRows) * kv_groups + (variant == FlashVariant::WarpSpecialized ? 1 : 0));
   }
 };
@@ -118,6 +122,8 @@ LaunchPlan plan_launch(const FlashFwdParams& p, int num_sms, size_t smem_optin, 
     plan.max_splits = (max_tiles + tps - 1) / tps;
     if (plan.max_splits <= 1) plan.tiles_per_split = 1 << 30, plan.max_splits = 1;
   }
+  plan.wide = plan.variant == FlashVariant::AllWarps && plan.kv_groups == 1 && plan.block_m == detail::kWideBlockM &&
+              plan.max_splits == 1;
   return plan;
 }
 
@@ -180,9 +186,11 @@ DeviceInfo device_info(int device) {
   return d;
 }
 
-template <int D, typename Elem, bool kWS>
+// kKind: 0 AllWarps, 1 WarpSpecialized, 2 wide-warp kernel.
+template <int D, typename Elem, int kKind>
 cudaError_t launch(const KernelArgs& args, const LaunchPlan& plan, int device, cudaStream_t stream) {
-  auto kernel = detail::flash_fwd_kernel<D, Elem, kWS>;
+  void (*kernel)(KernelArgs) = kKind == 2 ? detail::flash_fwd_wide_kernel<D, Elem>
+                                          : detail::flash_fwd_kernel<D, Elem, kKind == 1>;
   // Raise the dynamic shared memory limit once per (kernel, device) to the largest size seen.
   static std::mutex m;
   static std::map<int, size_t> raised;
@@ -202,8 +210,9 @@ cudaError_t launch(const KernelArgs& args, const LaunchPlan& plan, int device, c
 
 template <int D, typename Elem>
 cudaError_t launch_variant(const KernelArgs& args, const LaunchPlan& plan, int device, cudaStream_t stream) {
-  return plan.variant == FlashVariant::WarpSpecialized ? launch<D, Elem, true>(args, plan, device, stream)
-                                                       : launch<D, Elem, false>(args, plan, device, stream);
+  if (plan.wide) return launch<D, Elem, 2>(args, plan, device, stream);
+  return plan.variant == FlashVariant::WarpSpecialized ? launch<D, Elem, 1>(args, plan, device, stream)
+                                                       : launch<D, Elem, 0>(args, plan, device, stream);
 }
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }

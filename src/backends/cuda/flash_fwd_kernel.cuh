@@ -710,4 +710,295 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   if (tid == 0) *counter = 0;  // ready for the next launch
 }
 
+
+// ------------------------------------------------------------------------------------------------
+// Wide-warp kernel (large problems): every warp owns 32 query rows (two m16 tiles) that share each
+// K and V fragment read from shared memory, halving the ldmatrix traffic per MMA (16 rows per warp
+// re-read the whole K/V tile for every 16 rows: 16 FLOP per byte of ldmatrix; here 32, or 25.6 for
+// D=128 where Q is re-read from shared memory because 2x(Q, O, S) fragments do not fit registers).
+// Fixed shape: 4 warps x 32 rows = 128 rows per block, one K/V tile ring (`stages` deep, slot s holds
+// K and V of the same tile), AllWarps loads, one __syncthreads per tile, no KV groups, no split-KV,
+// no S(i+1) prefetch (two blocks per SM = 2 warps per scheduler hide the softmax instead).
+// ------------------------------------------------------------------------------------------------
+constexpr int kWideWarpRows = 32;
+constexpr int kWideWarps = 4;
+constexpr int kWideBlockM = kWideWarpRows * kWideWarps;  // 128
+
+// Per-lane ldmatrix offsets of the wide kernel, 4 registers for Q, K and V: with sw = lane & 7 and the
+// half-chunk bit h, ((2c + h) ^ sw) << 4 = ((h ^ (sw & 1)) << 4) + ((c << 5) ^ ((sw & 6) << 4)), so the
+// row part and h go into one base per operand and the chunk term x(c) is one XOR (registers are short).
+struct WideOffsets {
+  uint32_t q, k, v;  // row offset + half-chunk term (Q: row lane&15, h lane>>4; K, V as in LaneOffsets)
+  uint32_t x0;       // (lane & 6) << 4
+  __device__ __forceinline__ uint32_t x(int c) const { return x0 ^ (uint32_t(c) << 5); }
+};
+template <int D>
+__device__ __forceinline__ WideOffsets wide_offsets(int lane) {
+  WideOffsets o;
+  const int sw = lane & 7;
+  const int krow = (lane & 7) + ((lane >> 4) << 3), kchk = (lane >> 3) & 1;
+  const int vrow = (lane & 7) + (((lane >> 3) & 1) << 3), vchk = lane >> 4;
+  const int qrow = lane & 15, qchk = lane >> 4;
+  o.q = 2 * qrow * D + ((qchk ^ (sw & 1)) << 4);
+  o.k = 2 * krow * D + ((kchk ^ (sw & 1)) << 4);
+  o.v = 2 * vrow * D + ((vchk ^ (sw & 1)) << 4);
+  o.x0 = (sw & 6) << 4;
+  return o;
+}
+
+template <int D>
+struct WideState {
+  static constexpr bool kQRegs = D <= 64;         // Q A-fragments kept in registers (D=64 only)
+  uint32_t q[2][kQRegs ? D / 16 : 1][4];
+  float o[2][D / 8][4];
+  float row_max[2][2];  // [m tile][rows g, g+8]
+  float row_sum[2][2];
+};
+
+// One 64-key tile for a 32-row warp: S = Q·Kᵀ (both m tiles share each K fragment), mask, online
+// softmax, O += P·V (both m tiles share each V fragment). D=128 walks the tile as two 32-key halves, one
+// softmax update each, in a loop that is NOT unrolled: unrolled (or as one 64-key step) ptxas issues both
+// halves' Q·Kᵀ together (S 64 + O 128 + prefetched fragments) and spills.
+template <int D, typename Elem, bool kMask>
+__device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, uint32_t sK, uint32_t sV,
+                                          const WideOffsets& lo, const KernelArgs& a, int row_lo, int key0,
+                                          int lane) {
+  using Cfg = TileConfig<D>;
+  using Ops = ElemOps<Elem>;
+  constexpr bool kQRegs = WideState<D>::kQRegs;
+  constexpr int kSub = D > 64 ? 2 : 1;          // softmax updates per 64-key tile
+  constexpr int kSubKeys = kBlockN / kSub;      // keys per update
+  constexpr int kST = kSubKeys / 8;             // n8 score tiles per update
+  const int g = lane >> 2, t = lane & 3;
+  const float sl2 = a.scale_log2;
+#pragma unroll 1
+  for (int sub = 0; sub < kSub; ++sub) {
+    float s[2][kST][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int i = 0; i < kST; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kQKSteps; ++kk) {
+      uint32_t qa[2][4];
+      if constexpr (kQRegs) {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) qa[mt][e] = st.q[mt][kk][e];
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) ldmatrix_x4(qa[mt], sQw + lo.q + lo.x(kk & 3) + (kk >> 2) * 128 + mt * 16 * D * 2);
+      }
+      const uint32_t base = sK + lo.k + lo.x(kk & 3) + (kk >> 2) * 128 + sub * kSubKeys * D * 2;
+#pragma unroll
+      for (int np = 0; np < kST / 2; ++np) {
+        uint32_t b[4];
+        ldmatrix_x4(b, base + np * 16 * D * 2);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          Ops::mma(s[mt][2 * np], qa[mt], b[0], b[1]);
+          Ops::mma(s[mt][2 * np + 1], qa[mt], b[2], b[3]);
+        }
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+      if constexpr (kMask) {  // thread holds columns key0 + sub·kSubKeys + 8i + 2t + {0,1} of rows g, g+8
+        const int seqlen_k = a.p.seqlen_k, diag = seqlen_k - a.p.seqlen_q;
+        const int r0 = row_lo + 16 * mt + g;
+        const int lim0 = a.p.causal ? min(seqlen_k - 1, r0 + diag) : seqlen_k - 1;
+        const int lim1 = a.p.causal ? min(seqlen_k - 1, r0 + 8 + diag) : seqlen_k - 1;
+#pragma unroll
+        for (int i = 0; i < kST; ++i) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int col = key0 + sub * kSubKeys + 8 * i + 2 * t + e;
+            if (col > lim0) s[mt][i][e] = -INFINITY;
+            if (col > lim1) s[mt][i][2 + e] = -INFINITY;
+          }
+        }
+      }
+      float mx[2] = {st.row_max[mt][0], st.row_max[mt][1]};
+#pragma unroll
+      for (int i = 0; i < kST; ++i) {
+        mx[0] = fmaxf(mx[0], fmaxf(s[mt][i][0], s[mt][i][1]));
+        mx[1] = fmaxf(mx[1], fmaxf(s[mt][i][2], s[mt][i][3]));
+      }
+      float ms[2], alpha[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        ms[r] = (mx[r] == -INFINITY) ? 0.f : mx[r] * sl2;  // all-masked row so far: exp2(-inf - 0) = 0
+        alpha[r] = fast_exp2(st.row_max[mt][r] * sl2 - ms[r]);
+        st.row_max[mt][r] = mx[r];
+      }
+      float sum[2] = {0.f, 0.f};
+#pragma unroll
+      for (int i = 0; i < kST; ++i) {
+        s[mt][i][0] = fast_exp2(fmaf(s[mt][i][0], sl2, -ms[0]));
+        s[mt][i][1] = fast_exp2(fmaf(s[mt][i][1], sl2, -ms[0]));
+        s[mt][i][2] = fast_exp2(fmaf(s[mt][i][2], sl2, -ms[1]));
+        s[mt][i][3] = fast_exp2(fmaf(s[mt][i][3], sl2, -ms[1]));
+        sum[0] += s[mt][i][0] + s[mt][i][1];
+        sum[1] += s[mt][i][2] + s[mt][i][3];
+      }
+      st.row_sum[mt][0] = st.row_sum[mt][0] * alpha[0] + sum[0];
+      st.row_sum[mt][1] = st.row_sum[mt][1] * alpha[1] + sum[1];
+#pragma unroll
+      for (int j = 0; j < Cfg::kOTiles; ++j) {
+        st.o[mt][j][0] *= alpha[0]; st.o[mt][j][1] *= alpha[0];
+        st.o[mt][j][2] *= alpha[1]; st.o[mt][j][3] *= alpha[1];
+      }
+    }
+    // O += P·V: P C-fragments are the A-fragments (see softmax_pv_tile); each V fragment feeds both m tiles.
+#pragma unroll
+    for (int kk = 0; kk < kST / 2; ++kk) {
+      uint32_t pa[2][4];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        pa[mt][0] = Ops::pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[mt][1] = Ops::pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[mt][2] = Ops::pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[mt][3] = Ops::pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < Cfg::kOTiles / 2; ++dp) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, sV + lo.v + lo.x(dp & 3) + (dp >> 2) * 128 + (sub * kST / 2 + kk) * 16 * D * 2);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          Ops::mma(st.o[mt][2 * dp], pa[mt], b[0], b[1]);
+          Ops::mma(st.o[mt][2 * dp + 1], pa[mt], b[2], b[3]);
+        }
+      }
+    }
+  }
+}
+
+template <int D, typename Elem>
+__global__ void __launch_bounds__(32 * kWideWarps, 2)
+flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
+  using Cfg = TileConfig<D>;
+  using Ops = ElemOps<Elem>;
+  constexpr int kThreads = 32 * kWideWarps;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  Elem* sQ = reinterpret_cast<Elem*>(smem_raw);
+  Elem* sRing = sQ + kWideBlockM * D;
+
+  const FlashFwdParams& p = a.p;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int stages = a.stages;
+  const int mblock = a.n_mblocks - 1 - (int)blockIdx.x;  // heavy (causal) query blocks first
+  const int h = blockIdx.y, b = blockIdx.z, hk = h / a.kv_group;
+  const int m0 = mblock * kWideBlockM;
+  const int diag = p.seqlen_k - p.seqlen_q;  // causal: row i sees keys j <= i + diag
+  int n_end = p.seqlen_k;
+  if (p.causal) n_end = min(n_end, m0 + kWideBlockM + diag);
+  const int n_tiles = n_end > 0 ? (n_end + kBlockN - 1) / kBlockN : 0;  // tiles the block loads
+  const int row_lo = m0 + warp * kWideWarpRows;  // this warp's first query row
+  // This warp computes tiles [0, w_tiles); tiles before w_full need no mask.
+  int w_end = p.seqlen_k;
+  if (p.causal) w_end = min(w_end, row_lo + kWideWarpRows + diag);
+  const int w_tiles = min(n_tiles, w_end > 0 ? (w_end + kBlockN - 1) / kBlockN : 0);
+  int w_full = p.seqlen_k / kBlockN;
+  if (p.causal) w_full = min(w_full, max(0, row_lo + diag + 1) / kBlockN);
+
+  const Elem* gQ = static_cast<const Elem*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
+  const Elem* gK = static_cast<const Elem*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
+  const Elem* gV = static_cast<const Elem*>(p.v) + b * p.v_batch_stride + hk * p.v_head_stride;
+  const uint32_t ring = smem_u32(sRing);
+  auto fill = [&](int t, int slot) {
+    if (t < n_tiles) {
+      Elem* k = sRing + slot * 2 * Cfg::kTileElems;
+      load_tile_async<D>(k, gK, p.k_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, tid, kThreads);
+      load_tile_async<D>(k + Cfg::kTileElems, gV, p.v_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, tid, kThreads);
+    }
+  };
+  // Prologue: Q + tile 0 (group 0), tiles 1..stages-2 (one group each; empty groups keep the count).
+  load_tile_async<D>(sQ, gQ, p.q_seq_stride, m0, kWideBlockM, p.seqlen_q, tid, kThreads);
+  for (int i = 0; i < stages - 1; ++i) {
+    fill(i, i);
+    cp_async_commit();
+  }
+
+  WideState<D> st;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+    for (int j = 0; j < Cfg::kOTiles; ++j) st.o[mt][j][0] = st.o[mt][j][1] = st.o[mt][j][2] = st.o[mt][j][3] = 0.f;
+    st.row_max[mt][0] = st.row_max[mt][1] = -INFINITY;
+    st.row_sum[mt][0] = st.row_sum[mt][1] = 0.f;
+  }
+  // Q A-fragments: x4 = rows 0-7 / 8-15 of the m tile at chunk 2kk, then at chunk 2kk+1 (as load_q_fragments).
+  const WideOffsets lo = wide_offsets<D>(lane);
+  const uint32_t sQw = smem_u32(sQ) + warp * kWideWarpRows * D * 2;
+
+  int slot = 0;
+  for (int i = 0; i < n_tiles; ++i) {
+    cp_async_wait_dyn(stages - 2);  // tile i landed (this thread's copies)...
+    __syncthreads();                // ...and everyone's; everyone is done with tile i-1
+    fill(i + stages - 1, slot == 0 ? stages - 1 : slot - 1);
+    cp_async_commit();
+    if constexpr (WideState<D>::kQRegs) {
+      if (i == 0) {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < Cfg::kQKSteps; ++kk)
+            ldmatrix_x4(st.q[mt][kk], sQw + lo.q + lo.x(kk & 3) + (kk >> 2) * 128 + mt * 16 * D * 2);
+      }
+    }
+    const uint32_t sK = ring + slot * 4 * Cfg::kTileElems, sV = sK + 2 * Cfg::kTileElems;
+    if (i < w_full)
+      wide_tile<D, Elem, false>(st, sQw, sK, sV, lo, a, row_lo, i * kBlockN, lane);
+    else if (i < w_tiles)
+      wide_tile<D, Elem, true>(st, sQw, sK, sV, lo, a, row_lo, i * kBlockN, lane);
+    slot = (slot + 1 == stages) ? 0 : slot + 1;
+  }
+  cp_async_wait<0>();  // nothing of this thread in flight (only empty groups can remain)
+  if (n_tiles == 0) __syncthreads();  // Q copies of all threads landed before the staging below
+
+  // ---- epilogue: O / l -> this warp's own 32 rows of the Q tile -> 16-byte stores; LSE.
+  const int g = lane >> 2, t = lane & 3;
+  constexpr float kLn2 = 0.6931471805599453f;
+  Elem* sO = sQ;
+  __syncwarp();  // all lanes' ldmatrix reads of these rows are done
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+    float inv[2], lse2[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = st.row_sum[mt][r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      inv[r] = l > 0.f ? 1.f / l : 0.f;  // l == 0 <=> the row saw no key: O = 0, LSE = -inf
+      lse2[r] = l > 0.f ? st.row_max[mt][r] * a.scale_log2 + __log2f(l) : -INFINITY;
+    }
+    const int lr0 = warp * kWideWarpRows + 16 * mt + g;
+#pragma unroll
+    for (int j = 0; j < Cfg::kOTiles; ++j) {
+      *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0, j) + 2 * t) = Ops::pack(st.o[mt][j][0] * inv[0], st.o[mt][j][1] * inv[0]);
+      *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0 + 8, j) + 2 * t) = Ops::pack(st.o[mt][j][2] * inv[1], st.o[mt][j][3] * inv[1]);
+    }
+    const int row0 = row_lo + 16 * mt + g, row1 = row0 + 8;
+    if (p.lse != nullptr && t == 0) {
+      float* lse = p.lse + ((long long)b * p.heads_q + h) * p.seqlen_q;
+      if (row0 < p.seqlen_q) lse[row0] = lse2[0] * kLn2;
+      if (row1 < p.seqlen_q) lse[row1] = lse2[1] * kLn2;
+    }
+  }
+  __syncwarp();
+  Elem* gO = static_cast<Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+#pragma unroll
+  for (int c = lane; c < kWideWarpRows * Cfg::kChunks; c += 32) {
+    const int r = c / Cfg::kChunks, ch = c % Cfg::kChunks;
+    const int row = row_lo + r;
+    if (row < p.seqlen_q)
+      *reinterpret_cast<uint4*>(gO + row * p.o_seq_stride + ch * 8) =
+          *reinterpret_cast<const uint4*>(sO + swz<D>(warp * kWideWarpRows + r, ch));
+  }
+}
+
 }  // namespace flashcore::cuda::detail
