@@ -249,6 +249,10 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
     for (bool causal : {false, true}) {
       check_on_device(backend, make_case(1, 4, 4, 4096, 4096, 128, DType::F16, causal), 300, 61);
       check_on_device(backend, make_case(1, 4, 2, 3000, 5000, 64, DType::BF16, causal), 301, 61);
+      // More than 16384 query rows: the launch table's large-problem rows (the wide-warp kernel),
+      // with odd lengths, GQA and non-contiguous layouts.
+      check_on_device(backend, make_case(2, 12, 3, 1000, 1337, 64, DType::F16, causal, Layout::Padded), 302, 37);
+      check_on_device(backend, make_case(2, 12, 4, 1337, 999, 128, DType::BF16, causal, Layout::BHSD), 303, 37);
     }
 }
 
