@@ -161,20 +161,8 @@ TEST(Reference, RandomShapesProperty) {
   // Seeded random problems over the whole descriptor space: shapes, GQA groups, dtypes, layouts,
   // causal, head dims. Each is checked against the oracle with the dtype's bound.
   std::mt19937_64 rng(fctest::run_seed() + 6);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int n = 0; n < 40; ++n) {
-    Case c;
-    c.batch = pick(1, 3);
-    c.heads_kv = pick(1, 3);
-    c.heads_q = c.heads_kv * pick(1, 4);
-    c.seqlen_q = pick(1, 150);
-    c.seqlen_k = pick(1, 150);
-    const int dims[] = {1, 3, 16, 24, 64, 72, 128, 160, 256};
-    c.head_dim = dims[pick(0, 8)];
-    c.dtype = static_cast<DType>(pick(0, 2));
-    c.causal = pick(0, 1) == 1;
-    c.layout = static_cast<Layout>(pick(0, 2));
-    c.q_gain = pick(0, 3) == 0 ? 4.0 : 1.0;
+    const Case c = fctest::random_case(rng, 150, {1, 3, 16, 24, 64, 72, 128, 160, 256});
     check_case(c, 100 + n);
   }
 }

@@ -33,6 +33,22 @@ Case make_case(int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k,
   return c;
 }
 
+Case random_case(std::mt19937_64& rng, int max_len, const std::vector<int>& dims, DType min_dtype) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Case c;
+  c.batch = pick(1, 3);
+  c.heads_kv = pick(1, 3);
+  c.heads_q = c.heads_kv * pick(1, 4);
+  c.seqlen_q = pick(1, max_len);
+  c.seqlen_k = pick(1, max_len);
+  c.head_dim = dims[pick(0, static_cast<int>(dims.size()) - 1)];
+  c.dtype = static_cast<DType>(pick(static_cast<int>(min_dtype), static_cast<int>(DType::BF16)));
+  c.causal = pick(0, 1) == 1;
+  c.layout = static_cast<Layout>(pick(0, 2));
+  c.q_gain = pick(0, 3) == 0 ? 4.0 : 1.0;
+  return c;
+}
+
 std::uint64_t run_seed() {
   static const std::uint64_t seed = [] {
     std::uint64_t s;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <ostream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct Case {
 /// A case from its shape (the tests' shorthand).
 Case make_case(int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k, int head_dim, DType dtype, bool causal,
                Layout layout = Layout::BSHD);
+/// A random case for property tests: batch 1-3, heads_kv 1-3 with groups 1-4, lengths
+/// 1..max_len each, a head dim from `dims`, a dtype in [min_dtype, bf16], random causal flag,
+/// layout, and a peaked softmax (Q x 4) one time in four.
+Case random_case(std::mt19937_64& rng, int max_len, const std::vector<int>& dims, DType min_dtype = DType::F32);
 /// GoogleTest prints parameters with this (instead of a byte dump).
 inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name(); }
 
