@@ -7,6 +7,9 @@
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // Listing the tests (CTest's discovery) must print only test names: no Kokkos, no seed.
+  if (GTEST_FLAG_GET(list_tests)) return RUN_ALL_TESTS();
+  fctest::set_openmp_binding_defaults();
   Kokkos::initialize(argc, argv);
   fctest::run_seed();  // print the seed up front
   const int rc = RUN_ALL_TESTS();

@@ -8,6 +8,9 @@
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // Listing the tests (CTest's discovery) must print only test names: no CUDA, no Kokkos.
+  if (GTEST_FLAG_GET(list_tests)) return RUN_ALL_TESTS();
+  fctest::set_openmp_binding_defaults();
   std::string why;
   const bool device = !flashcore::cuda_devices(&why).empty();
 #if defined(KOKKOS_ENABLE_CUDA)

@@ -49,6 +49,11 @@ Case random_case(std::mt19937_64& rng, int max_len, const std::vector<int>& dims
   return c;
 }
 
+void set_openmp_binding_defaults() {
+  setenv("OMP_PROC_BIND", "spread", 0);
+  setenv("OMP_PLACES", "threads", 0);
+}
+
 std::uint64_t run_seed() {
   static const std::uint64_t seed = [] {
     std::uint64_t s;

@@ -38,6 +38,10 @@ Case random_case(std::mt19937_64& rng, int max_len, const std::vector<int>& dims
 /// GoogleTest prints parameters with this (instead of a byte dump).
 inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name(); }
 
+/// Sets OMP_PROC_BIND=spread and OMP_PLACES=threads unless set: Kokkos' recommended binding,
+/// without which its OpenMP backend prints a warning on stdout.
+void set_openmp_binding_defaults();
+
 /// The seed of this test run: FLASHCORE_TEST_SEED if set, else fresh from random_device.
 /// Printed once so a failure can be replayed.
 std::uint64_t run_seed();
