@@ -12,7 +12,8 @@ namespace flashcore::detail {
 /// Where a pointer lives, asked of the CUDA runtime; Host when the build has no CUDA or the
 /// runtime does not know the pointer. Implemented in src/backends/cuda/runtime.cpp, or in
 /// src/core/no_cuda.cpp for builds without the CUDA toolkit.
-MemoryLocation pointer_location(const void* p);
+/// *device (when not null) gets the CUDA device of device memory, -1 otherwise.
+MemoryLocation pointer_location(const void* p, int* device = nullptr);
 
 /// The current CUDA device, or false with *why set.
 bool current_cuda_device(DeviceInfo* out, std::string* why);

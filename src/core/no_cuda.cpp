@@ -10,7 +10,10 @@ std::vector<DeviceInfo> cuda_devices(std::string* why) {
 
 namespace detail {
 
-MemoryLocation pointer_location(const void*) { return MemoryLocation::Host; }
+MemoryLocation pointer_location(const void*, int* device) {
+  if (device != nullptr) *device = -1;
+  return MemoryLocation::Host;
+}
 
 bool current_cuda_device(DeviceInfo*, std::string* why) {
   if (why != nullptr) *why = "this build of FlashCore has no CUDA support";

@@ -34,15 +34,24 @@ Registry& registry() {
 
 MemoryLocation resolve_location(const Tensors& t, MemoryLocation requested) {
   if (requested != MemoryLocation::Auto) return requested;
-  const MemoryLocation q = detail::pointer_location(t.q);
+  int q_device = -1;
+  const MemoryLocation q = detail::pointer_location(t.q, &q_device);
   const std::pair<const char*, const void*> others[] = {{"k", t.k}, {"v", t.v}, {"o", t.o}, {"lse", t.lse}};
   for (const auto& [name, ptr] : others) {
     if (ptr == nullptr) continue;
-    const MemoryLocation l = detail::pointer_location(ptr);
+    int device = -1;
+    const MemoryLocation l = detail::pointer_location(ptr, &device);
     if (l != q)
       throw Error(name, std::string("tensors are in different memories: q is in ") + to_string(q) + " memory, " +
                             name + " in " + to_string(l) + " memory");
+    if (device != q_device)
+      throw Error(name, std::string("tensors are on different devices: q on CUDA device ") + std::to_string(q_device) +
+                            ", " + name + " on device " + std::to_string(device));
   }
+  DeviceInfo current;
+  if (q == MemoryLocation::Device && detail::current_cuda_device(&current, nullptr) && current.index != q_device)
+    throw Error("q", "q: the tensors are on CUDA device " + std::to_string(q_device) + " but the current device is " +
+                         std::to_string(current.index) + " (call cudaSetDevice first)");
   return q;
 }
 

@@ -59,7 +59,8 @@ std::vector<DeviceInfo> cuda_devices(std::string* why) {
 
 namespace detail {
 
-MemoryLocation pointer_location(const void* p) {
+MemoryLocation pointer_location(const void* p, int* device) {
+  if (device != nullptr) *device = -1;
   if (p == nullptr) return MemoryLocation::Host;
   static const bool have_device = device_count(nullptr) > 0;
   if (!have_device) return MemoryLocation::Host;
@@ -69,8 +70,9 @@ MemoryLocation pointer_location(const void* p) {
     return MemoryLocation::Host;
   }
   // Managed memory is reachable from both; the device backends are the natural consumers.
-  return (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) ? MemoryLocation::Device
-                                                                                   : MemoryLocation::Host;
+  const bool on_device = attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+  if (on_device && device != nullptr) *device = attr.device;
+  return on_device ? MemoryLocation::Device : MemoryLocation::Host;
 }
 
 bool current_cuda_device(DeviceInfo* out, std::string* why) {
