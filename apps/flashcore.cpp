@@ -881,10 +881,12 @@ int cmd_run(const std::vector<std::string>& args, bool main_job, Runtime& rt) {
   Outcome out;
   // Where the data goes: a forced backend (--backend or FLASHCORE_BACKEND) decides by the memory
   // it reads; automatically, device memory when a device backend accepts the problem.
-  std::string forced = a.backend, forced_by = "--backend";
-  if (const char* env = std::getenv("FLASHCORE_BACKEND"); forced.empty() && env != nullptr && *env != '\0') {
-    forced = env;
-    forced_by = "FLASHCORE_BACKEND";
+  std::string forced_by;
+  std::string forced;
+  try {
+    forced = flashcore::forced_backend(opts, &forced_by);
+  } catch (const flashcore::Error& e) {
+    throw UsageError(e.what());
   }
   flashcore::MemoryLocation loc = flashcore::MemoryLocation::Host;
   std::string no_device_why;
@@ -895,14 +897,8 @@ int cmd_run(const std::vector<std::string>& args, bool main_job, Runtime& rt) {
   no_device_why = "this build has no CUDA runtime";
 #endif
   if (!forced.empty()) {
-    const std::vector<flashcore::BackendInfo> all = flashcore::backends();
-    std::string names;
-    for (const auto& b : all) {
-      names += (names.empty() ? "" : ", ") + b.name;
+    for (const auto& b : flashcore::backends())
       if (b.name == forced) loc = b.location;
-    }
-    if (std::none_of(all.begin(), all.end(), [&](const auto& b) { return b.name == forced; }))
-      throw UsageError("backend '" + forced + "' (" + forced_by + ") is not registered; registered: " + names);
     if (loc == flashcore::MemoryLocation::Device && !have_device)
       throw RunError("backend '" + forced + "' (" + forced_by + ") reads device memory, but there is no CUDA device: " +
                      no_device_why);

@@ -184,6 +184,12 @@ std::vector<std::string> backend_descriptions();
 /// Registers a backend (the library registers its own; applications may add theirs).
 void register_backend(std::unique_ptr<Backend> backend);
 
+/// The backend a call with these options is forced to: Options::backend, else the environment
+/// variable FLASHCORE_BACKEND, else "" (automatic). *how says which ("forced by Options::backend",
+/// "forced by FLASHCORE_BACKEND", "automatic"). Throws Error (field "backend") naming the
+/// registered backends when the name is not one of them.
+std::string forced_backend(const Options& opts, std::string* how = nullptr);
+
 /// Which backend would run this call, and why the others decline; does no work.
 Report explain(const Problem& p, const Tensors& t, const Options& opts = {});
 

@@ -71,15 +71,7 @@ Selection select(const Problem& p, const Tensors& t, const Options& opts) {
   q.location = resolve_location(t, opts.location);
   q.want_lse = t.lse != nullptr;
 
-  std::string forced = opts.backend;
-  sel.report.how = "automatic";
-  if (!forced.empty()) {
-    sel.report.how = "forced by Options::backend";
-  } else if (const char* env = std::getenv("FLASHCORE_BACKEND"); env != nullptr && *env != '\0') {
-    forced = env;
-    sel.report.how = "forced by FLASHCORE_BACKEND";
-  }
-
+  const std::string forced = forced_backend(opts, &sel.report.how);
   // Backends are never removed: take the list under the lock, then ask them without it (a
   // backend's supports() may itself call into the registry).
   std::vector<const Backend*> list;
@@ -87,12 +79,6 @@ Selection select(const Problem& p, const Tensors& t, const Options& opts) {
     Registry& reg = registry();
     std::lock_guard<std::mutex> lock(reg.mutex);
     for (const auto& b : reg.backends) list.push_back(b.get());
-  }
-  if (!forced.empty() &&
-      std::none_of(list.begin(), list.end(), [&](const Backend* b) { return b->name() == forced; })) {
-    std::string names;
-    for (const Backend* b : list) names += (names.empty() ? "" : ", ") + b->name();
-    throw Error("backend", "backend '" + forced + "' (" + sel.report.how + ") is not registered; registered: " + names);
   }
   for (const Backend* b : list) {
     Decision d{b->name(), false, {}};
@@ -130,6 +116,25 @@ std::vector<std::string> backend_names() {
   std::vector<std::string> names;
   for (const BackendInfo& b : backends()) names.push_back(b.name);
   return names;
+}
+
+std::string forced_backend(const Options& opts, std::string* how) {
+  std::string name = opts.backend, by = "automatic";
+  if (!name.empty()) {
+    by = "forced by Options::backend";
+  } else if (const char* env = std::getenv("FLASHCORE_BACKEND"); env != nullptr && *env != '\0') {
+    name = env;
+    by = "forced by FLASHCORE_BACKEND";
+  }
+  if (how != nullptr) *how = by;
+  if (name.empty()) return name;
+  const std::vector<BackendInfo> all = backends();
+  if (std::none_of(all.begin(), all.end(), [&](const BackendInfo& b) { return b.name == name; })) {
+    std::string names;
+    for (const BackendInfo& b : all) names += (names.empty() ? "" : ", ") + b.name;
+    throw Error("backend", "backend '" + name + "' (" + by + ") is not registered; registered: " + names);
+  }
+  return name;
 }
 
 std::vector<BackendInfo> backends() {
