@@ -53,7 +53,7 @@ class FlashBackend final : public Backend {
                          std::to_string(dev.cc_minor) + "; this kernel needs 8.0 or newer");
     if (q.problem->dtype == DType::F32) return Support::no("dtype fp32 is not supported (fp16 and bf16 only)");
     const std::string reason = flash_fwd_unsupported_reason(make_params(*q.problem, *q.tensors), dev.cc_major,
-                                                            dev.cc_minor, dev.smem_optin_per_block);
+                                                            dev.cc_minor, dev.smem_optin_per_block, variant_);
     return reason.empty() ? Support::yes() : Support::no(reason);
   }
 
@@ -81,6 +81,9 @@ std::vector<std::unique_ptr<Backend>> make_flash_backends() {
                                                "tuned kernel, every warp loads and computes"));
   out.push_back(std::make_unique<FlashBackend>("cuda-flash-warpspec", 89, FlashVariant::WarpSpecialized,
                                                "tuned kernel, producer warp(s) load, consumer warps compute"));
+  out.push_back(std::make_unique<FlashBackend>("cuda-flash-hopper", 88, FlashVariant::Hopper,
+                                               "experimental Hopper wgmma kernel (sm_90a, compute capability 9.0); "
+                                               "forced only: not faster than cuda-flash yet"));
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "flash_fwd_hopper.h"
 #include "flash_fwd_kernel.cuh"
 
 namespace flashcore::cuda {
@@ -29,17 +30,19 @@ struct LaunchRow {
   int kv_groups;       // G: compute warps per row warp, each on every G-th key tile (R x G warps)
   int stages;          // K/V ring depth (reduced if the device's shared memory is short)
   bool split_kv;       // split the key range across blocks when the grid would not fill half the GPU
-  FlashVariant variant;  // what Auto runs
+  FlashVariant variant;  // what Auto runs (AllWarps rows become Hopper where that kernel is available)
+  bool hopper;           // Auto runs the Hopper wgmma kernel on compute capability 9.0 (no row yet:
+                         // v7 measured it slower than the wide kernel, perf/dev/NOTES.md)
 };
 constexpr long long kAnyRows = 1ll << 62;
 constexpr LaunchRow kLaunchTable[] = {
-    // D   rows <=     block_m  G  stages split  Auto
-    {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps},          // (1,8,512,64): 8.9 us, H200
-    {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized},   // (1,8,1024,64): 16.5 us (AW 26.5)
-    {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized},   // (1,8,2048,64): 43.2 us (AW 93.1)
-    {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps},   // wide: (4,16,1024,64) 64.1 us (16-row bm64: 89.3)
-    {128, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps},
-    {128, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps},  // wide: (2,16,4096,128) 318 TF/s (16-row: 269)
+    // D   rows <=     block_m  G  stages split  Auto                            Hopper
+    {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps, false},         // (1,8,512,64): 8.9 us, H200
+    {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, false},  // (1,8,1024,64): 16.5 us (AW 26.5)
+    {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, false},  // (1,8,2048,64): 43.2 us (AW 93.1)
+    {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, false},   // wide: (4,16,1024,64) 64.1 us (16-row bm64: 89.3)
+    {128, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, false},
+    {128, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, false},  // wide: (2,16,4096,128) 318 TF/s (16-row: 269)
 };
 // AllWarps with block_m 128, one KV group and no split-KV runs the wide-warp kernel (4 warps x 32 query
 // rows, flash_fwd_wide_kernel); every other configuration runs the 16-row kernel.
@@ -49,6 +52,7 @@ struct LaunchPlan {
   int block_m = 64, kv_groups = 1, stages = 2, tiles_per_split = 1 << 30, max_splits = 1, n_mblocks = 1;
   FlashVariant variant = FlashVariant::AllWarps;
   bool wide = false;  // wide-warp kernel (32 rows per warp)
+  bool hopper = false;  // Hopper wgmma kernel (fixed shape, flash_fwd_hopper.cu)
   size_t smem = 0;
   int threads() const {
     if (wide) return 32 * detail::kWideWarps;
@@ -68,12 +72,38 @@ int tiles_of_mblock(const FlashFwdParams& p, int block_m, int mb) {
   return n_end > 0 ? (n_end + kBlockN - 1) / kBlockN : 0;
 }
 
-LaunchPlan plan_launch(const FlashFwdParams& p, int num_sms, size_t smem_optin, FlashVariant variant) {
+// The Hopper kernel lives in its own translation unit, compiled for sm_90a only.
+#ifdef FLASHCORE_HAVE_HOPPER_KERNELS
+bool hopper_available(int device) { return detail::hopper_kernel_available(device); }
+cudaError_t launch_hopper_kernel(const KernelArgs& args, int device, cudaStream_t stream) {
+  return detail::launch_hopper(args, device, stream);
+}
+size_t hopper_smem(int head_dim) { return detail::hopper_smem_bytes(head_dim); }
+int hopper_rows(int head_dim) { return detail::hopper_block_m(head_dim); }
+#else
+size_t hopper_smem(int) { return 0; }
+int hopper_rows(int) { return 128; }
+bool hopper_available(int) { return false; }
+cudaError_t launch_hopper_kernel(const KernelArgs&, int, cudaStream_t) { return cudaErrorInvalidDeviceFunction; }
+#endif
+
+LaunchPlan plan_launch(const FlashFwdParams& p, int num_sms, size_t smem_optin, FlashVariant variant,
+                       bool hopper_ok) {
   const long long rows = (long long)p.batch * p.heads_q * p.seqlen_q;
   const LaunchRow* row = nullptr;
   for (const LaunchRow& r : kLaunchTable)
     if (r.head_dim == p.head_dim && rows <= r.max_rows) { row = &r; break; }
   LaunchPlan plan;
+  if (variant == FlashVariant::Hopper || (variant == FlashVariant::Auto && row->hopper && hopper_ok &&
+                                          p.launch_override == nullptr)) {
+    plan.hopper = true;
+    plan.variant = FlashVariant::Hopper;
+    plan.block_m = hopper_rows(p.head_dim);
+    plan.kv_groups = 1;
+    plan.smem = hopper_smem(p.head_dim);
+    plan.n_mblocks = (p.seqlen_q + plan.block_m - 1) / plan.block_m;
+    return plan;
+  }
   plan.block_m = row->block_m;
   plan.kv_groups = row->kv_groups;
   plan.stages = row->stages;
@@ -210,6 +240,7 @@ cudaError_t launch(const KernelArgs& args, const LaunchPlan& plan, int device, c
 
 template <int D, typename Elem>
 cudaError_t launch_variant(const KernelArgs& args, const LaunchPlan& plan, int device, cudaStream_t stream) {
+  if (plan.hopper) return launch_hopper_kernel(args, device, stream);
   if (plan.wide) return launch<D, Elem, 2>(args, plan, device, stream);
   return plan.variant == FlashVariant::WarpSpecialized ? launch<D, Elem, 1>(args, plan, device, stream)
                                                        : launch<D, Elem, 0>(args, plan, device, stream);
@@ -220,7 +251,7 @@ bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u
 }  // namespace
 
 std::string flash_fwd_unsupported_reason(const FlashFwdParams& p, int cc_major, int cc_minor,
-                                         size_t smem_optin_per_block) {
+                                         size_t smem_optin_per_block, FlashVariant variant) {
   if (cc_major < 8)
     return "compute capability " + std::to_string(cc_major) + "." + std::to_string(cc_minor) + " < 8.0 (needs mma.sync bf16, cp.async)";
   if (p.head_dim != 64 && p.head_dim != 128) return "head_dim " + std::to_string(p.head_dim) + " not in {64, 128}";
@@ -249,6 +280,22 @@ std::string flash_fwd_unsupported_reason(const FlashFwdParams& p, int cc_major, 
     if (ov->stages && (ov->stages < 2 || ov->stages > detail::kMaxStages)) return "launch_override.stages not in [2, 4]";
     if (ov->kv_groups && (ov->kv_groups < 1 || ov->kv_groups > 8)) return "launch_override.kv_groups not in [1, 8]";
   }
+  if (variant == FlashVariant::Hopper) {
+    if (cc_major != 9 || cc_minor != 0)
+      return "the Hopper kernel needs compute capability 9.0 (wgmma, sm_90a); device has " + std::to_string(cc_major) +
+             "." + std::to_string(cc_minor);
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || !hopper_available(device))
+#ifdef FLASHCORE_HAVE_HOPPER_KERNELS
+      return "the Hopper kernel's sm_90a image does not load on this device";
+#else
+      return "the Hopper kernel was not built (sm_90 is not among the CUDA architectures of this build)";
+#endif
+    const size_t need_h = hopper_smem(p.head_dim);
+    if (need_h > smem_optin_per_block)
+      return "the Hopper kernel needs " + std::to_string(need_h) + " bytes of shared memory per block, device allows " +
+             std::to_string(smem_optin_per_block);
+  }
   const size_t need = smem_bytes(p.head_dim, 16, 1, 2);
   if (need > smem_optin_per_block)
     return "needs " + std::to_string(need) + " bytes of shared memory per block, device allows " + std::to_string(smem_optin_per_block);
@@ -261,9 +308,12 @@ cudaError_t flash_fwd(const FlashFwdParams& p, cudaStream_t stream, FlashVariant
   if (e != cudaSuccess) return e;
   const DeviceInfo dev = device_info(device);
   if (!dev.ok) return cudaErrorInvalidDevice;
-  if (!flash_fwd_unsupported_reason(p, dev.cc_major, dev.cc_minor, dev.smem_optin).empty()) return cudaErrorInvalidValue;
+  if (!flash_fwd_unsupported_reason(p, dev.cc_major, dev.cc_minor, dev.smem_optin, variant).empty())
+    return cudaErrorInvalidValue;
 
-  LaunchPlan plan = plan_launch(p, dev.sms, dev.smem_optin, variant);
+  const bool hopper_ok = dev.cc_major == 9 && dev.cc_minor == 0 && hopper_available(device) &&
+                         hopper_smem(p.head_dim) <= dev.smem_optin;
+  LaunchPlan plan = plan_launch(p, dev.sms, dev.smem_optin, variant, hopper_ok);
   KernelArgs args{};
   args.p = p;
   args.p.launch_override = nullptr;

@@ -30,19 +30,23 @@ struct FlashFwdParams {
   float scale;                // already resolved (e.g. 1/sqrt(head_dim))
   bool causal;                // bottom-right aligned: query i sees key j iff j <= i + seqlen_k - seqlen_q
   bool bf16;                  // false: fp16
-  // Optional: nullptr = launch table. For development and tuning only.
+  // Optional: nullptr = launch table. For development and tuning only. With an override, Auto never
+  // picks the Hopper kernel; the Hopper kernel itself has a fixed shape and ignores it.
   const FlashFwdLaunchOverride* launch_override = nullptr;
 };
 
 // AllWarps: every warp loads its share of each K/V tile (cp.async) and computes.
 // WarpSpecialized: one producer warp fills the K/V ring, the consumer warps only compute.
+// Hopper: the wgmma kernel (flash_fwd_hopper.cu), compute capability 9.0 only, built when sm_90 is
+// among the CUDA architectures.
 // Auto: the launch table's choice (measured, see perf/dev/NOTES.md).
-enum class FlashVariant { Auto, AllWarps, WarpSpecialized };
+enum class FlashVariant { Auto, AllWarps, WarpSpecialized, Hopper };
 
 // nullptr-equivalent (empty string) if this kernel can run the problem on a device of this compute
 // capability with this much opt-in shared memory per block, else a short reason naming the field.
+// `variant` Hopper adds its own conditions (compute capability 9.0, kernel image present).
 std::string flash_fwd_unsupported_reason(const FlashFwdParams& p, int cc_major, int cc_minor,
-                                         size_t smem_optin_per_block);
+                                         size_t smem_optin_per_block, FlashVariant variant = FlashVariant::Auto);
 
 // Launches on `stream` (asynchronous). Returns cudaErrorInvalidValue for an unsupported problem
 // (see flash_fwd_unsupported_reason), else the launch status.
