@@ -1,30 +1,33 @@
 #!/usr/bin/env bash
 # One device call: correctness, determinism, timing, sweep, torch SDPA comparison, sanitizers.
 # Usage (repo root, on the GPU machine): perf/dev/run_flash_dev.sh [steps...]
-#   steps: check time time-big time-big-old sweep sweep-mid torch torch-big probe ncu ncutorch memcheck racecheck synccheck (default: check time torch)
+#   steps: check time time-big ncu-big time-big-old sweep sweep-mid torch torch-big probe ncu ncutorch memcheck racecheck synccheck (default: check time torch)
 # Binary: .gpu-dev/flash_dev (built on the CPU machine, see NOTES.md) or built here if missing.
 # Logs go to $OUT (or ./.gpu-dev/out).
 set -u
 OUT=${OUT:-.gpu-dev/out}
 mkdir -p "$OUT"
-BIN=.gpu-dev/flash_dev
+BIN=${BIN:-.gpu-dev/flash_dev}
 if [ ! -x "$BIN" ]; then
   mkdir -p .gpu-dev
-  nvcc -std=c++17 -O3 --expt-relaxed-constexpr -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
-    -o "$BIN" perf/dev/flash_dev.cu src/backends/cuda/flash_fwd.cu || exit 1
+  bash perf/dev/build_flash_dev.sh || exit 1
 fi
 steps=${*:-check time torch}
 "$BIN" decline 2>&1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv 2>&1
 for s in $steps; do
   case $s in
-    check)    timeout 150 "$BIN" check > "$OUT/check.log" 2>&1; echo "check rc=$?"; grep -c PASS "$OUT/check.log"; grep -E "FAIL|UNSUPP|error|failure" "$OUT/check.log" | head -20 ;;
+    check)    timeout 240 "$BIN" check > "$OUT/check.log" 2>&1; echo "check rc=$?"; grep -c PASS "$OUT/check.log"; grep -E "FAIL|UNSUPP|error|failure" "$OUT/check.log" | head -20 ;;
     time)     timeout 150 "$BIN" time > "$OUT/time.log" 2>&1; echo "time rc=$?" ;;
     probe)    timeout 100 "$BIN" probe > "$OUT/probe.log" 2>&1; echo "probe rc=$?"; cat "$OUT/probe.log" ;;
     ncu)      NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1); uname -r
               timeout 120 $NCU --clock-control none --launch-skip 2 --launch-count 1 --section SpeedOfLight --section LaunchStats \
                 --section Occupancy --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
                 "$BIN" one > "$OUT/ncu.log" 2>&1; echo "ncu rc=$?" ;;
+    ncu-big)  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+              timeout 150 $NCU --clock-control none --kernel-name regex:hopper --launch-skip 1 --launch-count 1 --section SpeedOfLight \
+                --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section Occupancy \
+                "$BIN" one-big > "$OUT/ncu-big.log" 2>&1; echo "ncu-big rc=$?" ;;
     ncutorch) NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
               timeout 120 $NCU --clock-control none --kernel-name regex:"fmha|flash|cudnn|attn|attention" --launch-count 6 \
                 --section SpeedOfLight --section LaunchStats --section Occupancy python3 perf/dev/torch_sdpa_time.py --once > "$OUT/ncutorch.log" 2>&1
