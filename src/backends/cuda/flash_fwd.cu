@@ -13,6 +13,22 @@
 #include "flash_fwd_kernel.cuh"
 
 namespace flashcore::cuda {
+
+namespace detail {
+cudaError_t raise_smem_limit(const void* kernel, int device, size_t bytes) {
+  static std::mutex m;
+  static std::map<std::pair<const void*, int>, size_t> raised;
+  std::lock_guard<std::mutex> lock(m);
+  size_t& cur = raised[{kernel, device}];
+  if (bytes > cur) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e != cudaSuccess) return e;
+    cur = bytes;
+  }
+  return cudaSuccess;
+}
+}  // namespace detail
+
 namespace {
 
 using detail::kBlockN;
@@ -87,15 +103,17 @@ bool hopper_available(int) { return false; }
 cudaError_t launch_hopper_kernel(const KernelArgs&, int, cudaStream_t) { return cudaErrorInvalidDeviceFunction; }
 #endif
 
+// hopper_ok(): may Auto use the Hopper kernel on this device (asked only for a table row that wants it).
+template <typename HopperOk>
 LaunchPlan plan_launch(const FlashFwdParams& p, int num_sms, size_t smem_optin, FlashVariant variant,
-                       bool hopper_ok) {
+                       HopperOk hopper_ok) {
   const long long rows = (long long)p.batch * p.heads_q * p.seqlen_q;
   const LaunchRow* row = nullptr;
   for (const LaunchRow& r : kLaunchTable)
     if (r.head_dim == p.head_dim && rows <= r.max_rows) { row = &r; break; }
   LaunchPlan plan;
-  if (variant == FlashVariant::Hopper || (variant == FlashVariant::Auto && row->hopper && hopper_ok &&
-                                          p.launch_override == nullptr)) {
+  if (variant == FlashVariant::Hopper || (variant == FlashVariant::Auto && row->hopper &&
+                                          p.launch_override == nullptr && hopper_ok())) {
     plan.hopper = true;
     plan.variant = FlashVariant::Hopper;
     plan.block_m = hopper_rows(p.head_dim);
@@ -221,18 +239,8 @@ template <int D, typename Elem, int kKind>
 cudaError_t launch(const KernelArgs& args, const LaunchPlan& plan, int device, cudaStream_t stream) {
   void (*kernel)(KernelArgs) = kKind == 2 ? detail::flash_fwd_wide_kernel<D, Elem>
                                           : detail::flash_fwd_kernel<D, Elem, kKind == 1>;
-  // Raise the dynamic shared memory limit once per (kernel, device) to the largest size seen.
-  static std::mutex m;
-  static std::map<int, size_t> raised;
-  {
-    std::lock_guard<std::mutex> lock(m);
-    size_t& cur = raised[device];
-    if (plan.smem > cur) {
-      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)plan.smem);
-      if (e != cudaSuccess) return e;
-      cur = plan.smem;
-    }
-  }
+  const cudaError_t e = detail::raise_smem_limit(reinterpret_cast<const void*>(kernel), device, plan.smem);
+  if (e != cudaSuccess) return e;
   dim3 grid((unsigned)(plan.n_mblocks * plan.max_splits), (unsigned)args.p.heads_q, (unsigned)args.p.batch);
   kernel<<<grid, plan.threads(), plan.smem, stream>>>(args);
   return cudaGetLastError();
@@ -311,8 +319,9 @@ cudaError_t flash_fwd(const FlashFwdParams& p, cudaStream_t stream, FlashVariant
   if (!flash_fwd_unsupported_reason(p, dev.cc_major, dev.cc_minor, dev.smem_optin, variant).empty())
     return cudaErrorInvalidValue;
 
-  const bool hopper_ok = dev.cc_major == 9 && dev.cc_minor == 0 && hopper_available(device) &&
-                         hopper_smem(p.head_dim) <= dev.smem_optin;
+  auto hopper_ok = [&] {
+    return dev.cc_major == 9 && dev.cc_minor == 0 && hopper_available(device) && hopper_smem(p.head_dim) <= dev.smem_optin;
+  };
   LaunchPlan plan = plan_launch(p, dev.sms, dev.smem_optin, variant, hopper_ok);
   KernelArgs args{};
   args.p = p;

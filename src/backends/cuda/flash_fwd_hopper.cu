@@ -274,56 +274,21 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a) {
   __syncthreads();  // every wgmma of both warpgroups has read Q: its region takes the output staging
 
   // ---- epilogue: O / l -> this warp's 16 rows of the Q region (row-major, swizzled) -> 16-byte stores
-  constexpr float kLn2 = 0.6931471805599453f;
   float inv[2], lse2[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = row_sum[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    inv[r] = l > 0.f ? 1.f / l : 0.f;  // l == 0 <=> the row saw no key: O = 0, LSE = -inf
-    lse2[r] = l > 0.f ? row_max[r] * sl2 + __log2f(l) : -INFINITY;
-  }
+  finish_rows(row_sum, row_max, sl2, inv, lse2);
   Elem* sO = reinterpret_cast<Elem*>(smem_raw);
-  const int lr0 = row_lo - m0 + g;  // block-local row
-#pragma unroll
-  for (int j = 0; j < D / 8; ++j) {
-    *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0, j) + 2 * t) = Ops::pack(o[4 * j + 0] * inv[0], o[4 * j + 1] * inv[0]);
-    *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0 + 8, j) + 2 * t) = Ops::pack(o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
-  }
-  const int row0 = row_lo + g, row1 = row0 + 8;
-  if (p.lse != nullptr && t == 0) {
-    float* lse = p.lse + ((long long)b * p.heads_q + h) * p.seqlen_q;
-    if (row0 < p.seqlen_q) lse[row0] = lse2[0] * kLn2;
-    if (row1 < p.seqlen_q) lse[row1] = lse2[1] * kLn2;
-  }
+  stage_o_rows<D>(sO, row_lo - m0 + g, lane, inv, [&](int j, int e) { return o[4 * j + e]; });
+  write_lse_rows(p, b, h, row_lo + g, lse2, lane);
   __syncwarp();
-  Elem* gO = static_cast<Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
-  constexpr int kChunks = D / 8;
-#pragma unroll
-  for (int c = lane; c < 16 * kChunks; c += 32) {
-    const int r = c / kChunks, ch = c % kChunks;
-    const int row = row_lo + r;
-    if (row < p.seqlen_q)
-      *reinterpret_cast<uint4*>(gO + row * p.o_seq_stride + ch * 8) =
-          *reinterpret_cast<const uint4*>(sO + swz<D>(row_lo - m0 + r, ch));
-  }
+  store_o_rows<D>(p, b, h, sO, row_lo - m0, row_lo, 16, lane);
 }
 
 template <int D, typename Elem>
 cudaError_t launch_typed(const KernelArgs& args, int device, cudaStream_t stream) {
   using Cfg = HopperConfig<D>;
   void (*kernel)(KernelArgs) = flash_fwd_hopper_kernel<D, Elem>;
-  static std::mutex m;
-  static std::map<int, bool> raised;
-  {
-    std::lock_guard<std::mutex> lock(m);
-    if (!raised[device]) {
-      const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Cfg::kSmemBytes);
-      if (e != cudaSuccess) return e;
-      raised[device] = true;
-    }
-  }
+  const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), device, Cfg::kSmemBytes);
+  if (e != cudaSuccess) return e;
   const dim3 grid((unsigned)args.n_mblocks, (unsigned)args.p.heads_q, (unsigned)args.p.batch);
   kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args);
   return cudaGetLastError();

@@ -17,6 +17,9 @@ int hopper_block_m(int head_dim);
 size_t hopper_smem_bytes(int head_dim);
 // True when the kernel's sm_90a image loads on `device` (a compute capability 9.0 GPU).
 bool hopper_kernel_available(int device);
+// Raises `kernel`'s dynamic shared memory limit on `device` to `bytes` once (the largest size asked so
+// far is remembered per kernel and device). Defined in flash_fwd.cu, used by both launchers.
+cudaError_t raise_smem_limit(const void* kernel, int device, size_t bytes);
 // Launch on `stream`; args.n_mblocks counts blocks of hopper_block_m(head_dim) rows. No split-KV.
 cudaError_t launch_hopper(const KernelArgs& args, int device, cudaStream_t stream);
 

@@ -350,6 +350,57 @@ __device__ __forceinline__ void softmax_pv_tile(WarpState<D>& st, float (&s)[kBl
   }
 }
 
+// ------------------------------------------------------------------------------------------------
+// Epilogue pieces shared by every kernel. A warp holds rows g and g+8 (g = lane/4) of a 16-row
+// accumulator tile; row_sum is this thread's partial sum (quad-reduced here), row_max the row max.
+// ------------------------------------------------------------------------------------------------
+// 1/l and the log2-domain LSE of the two rows; l == 0 <=> the row saw no key: O = 0, LSE = -inf.
+__device__ __forceinline__ void finish_rows(const float (&row_sum)[2], const float (&row_max)[2], float scale_log2,
+                                            float (&inv)[2], float (&lse2)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = row_sum[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    inv[r] = l > 0.f ? 1.f / l : 0.f;
+    lse2[r] = l > 0.f ? row_max[r] * scale_log2 + __log2f(l) : -INFINITY;
+  }
+}
+// O·inv of the two rows (o(j, e) = C-fragment register e of n8 column tile j) -> rows lr0, lr0 + 8 of
+// a swizzled [rows x D] smem tile.
+template <int D, typename Elem, typename GetO>
+__device__ __forceinline__ void stage_o_rows(Elem* sO, int lr0, int lane, const float (&inv)[2], GetO o) {
+  const int t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0, j) + 2 * t) = ElemOps<Elem>::pack(o(j, 0) * inv[0], o(j, 1) * inv[0]);
+    *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0 + 8, j) + 2 * t) = ElemOps<Elem>::pack(o(j, 2) * inv[1], o(j, 3) * inv[1]);
+  }
+}
+// LSE (natural log) of query rows row0 and row0 + 8, by the quad leader.
+__device__ __forceinline__ void write_lse_rows(const FlashFwdParams& p, int b, int h, int row0, const float (&lse2)[2],
+                                               int lane) {
+  constexpr float kLn2 = 0.6931471805599453f;
+  if (p.lse == nullptr || (lane & 3) != 0) return;
+  float* lse = p.lse + ((long long)b * p.heads_q + h) * p.seqlen_q;
+  if (row0 < p.seqlen_q) lse[row0] = lse2[0] * kLn2;
+  if (row0 + 8 < p.seqlen_q) lse[row0 + 8] = lse2[1] * kLn2;
+}
+// A warp's `rows` staged rows (smem rows lrow0..) -> global query rows row0.. of (b, h), 16-byte stores.
+template <int D, typename Elem>
+__device__ __forceinline__ void store_o_rows(const FlashFwdParams& p, int b, int h, const Elem* sO, int lrow0, int row0,
+                                             int rows, int lane) {
+  constexpr int kChunks = D / 8;
+  Elem* gO = static_cast<Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+#pragma unroll
+  for (int c = lane; c < rows * kChunks; c += 32) {
+    const int r = c / kChunks, ch = c % kChunks;
+    const int row = row0 + r;
+    if (row < p.seqlen_q)
+      *reinterpret_cast<uint4*>(gO + row * p.o_seq_stride + ch * 8) = *reinterpret_cast<const uint4*>(sO + swz<D>(lrow0 + r, ch));
+  }
+}
+
 // Split-KV merge, run by the last block of a query block: O = Σ w_s O_s with w_s = 2^(lse_s - max)/Σ,
 // in fixed split order (deterministic). Two phases, each with all its loads in flight at once.
 template <int D, typename Elem>
@@ -638,43 +689,17 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   // =============================== epilogue (group-0 warps) ===============================
   const int g = lane >> 2, t = lane & 3;
   float inv[2], lse2[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = st.row_sum[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    // l == 0 <=> the row saw no key: O = 0, LSE = -inf.
-    inv[r] = l > 0.f ? 1.f / l : 0.f;
-    lse2[r] = l > 0.f ? st.row_max[r] * a.scale_log2 + __log2f(l) : -INFINITY;
-  }
+  finish_rows(st.row_sum, st.row_max, a.scale_log2, inv, lse2);
   const int row0 = row_lo + g, row1 = row0 + 8;
-  constexpr float kLn2 = 0.6931471805599453f;
 
   if (n_splits == 1) {
     // O -> smem (this warp's own 16 rows of the Q tile, no longer needed) -> 16-byte stores.
     Elem* sO = sQ;
-    const int lr0 = rw * kWarpRows + g;
     __syncwarp();  // all lanes' ldmatrix reads of these rows are done (formal WAR order for racecheck)
-#pragma unroll
-    for (int j = 0; j < Cfg::kOTiles; ++j) {
-      *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0, j) + 2 * t) = Ops::pack(st.o[j][0] * inv[0], st.o[j][1] * inv[0]);
-      *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0 + 8, j) + 2 * t) = Ops::pack(st.o[j][2] * inv[1], st.o[j][3] * inv[1]);
-    }
+    stage_o_rows<D>(sO, rw * kWarpRows + g, lane, inv, [&](int j, int e) { return st.o[j][e]; });
     __syncwarp();
-    Elem* gO = static_cast<Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
-#pragma unroll
-    for (int c = lane; c < kWarpRows * Cfg::kChunks; c += 32) {
-      const int r = c / Cfg::kChunks, ch = c % Cfg::kChunks;
-      const int row = row_lo + r;
-      if (row < p.seqlen_q)
-        *reinterpret_cast<uint4*>(gO + row * p.o_seq_stride + ch * 8) =
-            *reinterpret_cast<const uint4*>(sO + swz<D>(rw * kWarpRows + r, ch));
-    }
-    if (p.lse != nullptr && t == 0) {
-      float* lse = p.lse + ((long long)b * p.heads_q + h) * p.seqlen_q;
-      if (row0 < p.seqlen_q) lse[row0] = lse2[0] * kLn2;
-      if (row1 < p.seqlen_q) lse[row1] = lse2[1] * kLn2;
-    }
+    store_o_rows<D>(p, b, h, sO, rw * kWarpRows, row_lo, kWarpRows, lane);
+    write_lse_rows(p, b, h, row0, lse2, lane);
     return;
   }
 
@@ -961,44 +986,18 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   if (n_tiles == 0) __syncthreads();  // Q copies of all threads landed before the staging below
 
   // ---- epilogue: O / l -> this warp's own 32 rows of the Q tile -> 16-byte stores; LSE.
-  const int g = lane >> 2, t = lane & 3;
-  constexpr float kLn2 = 0.6931471805599453f;
+  const int g = lane >> 2;
   Elem* sO = sQ;
   __syncwarp();  // all lanes' ldmatrix reads of these rows are done
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) {
     float inv[2], lse2[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float l = st.row_sum[mt][r];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      inv[r] = l > 0.f ? 1.f / l : 0.f;  // l == 0 <=> the row saw no key: O = 0, LSE = -inf
-      lse2[r] = l > 0.f ? st.row_max[mt][r] * a.scale_log2 + __log2f(l) : -INFINITY;
-    }
-    const int lr0 = warp * kWideWarpRows + 16 * mt + g;
-#pragma unroll
-    for (int j = 0; j < Cfg::kOTiles; ++j) {
-      *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0, j) + 2 * t) = Ops::pack(st.o[mt][j][0] * inv[0], st.o[mt][j][1] * inv[0]);
-      *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0 + 8, j) + 2 * t) = Ops::pack(st.o[mt][j][2] * inv[1], st.o[mt][j][3] * inv[1]);
-    }
-    const int row0 = row_lo + 16 * mt + g, row1 = row0 + 8;
-    if (p.lse != nullptr && t == 0) {
-      float* lse = p.lse + ((long long)b * p.heads_q + h) * p.seqlen_q;
-      if (row0 < p.seqlen_q) lse[row0] = lse2[0] * kLn2;
-      if (row1 < p.seqlen_q) lse[row1] = lse2[1] * kLn2;
-    }
+    finish_rows(st.row_sum[mt], st.row_max[mt], a.scale_log2, inv, lse2);
+    stage_o_rows<D>(sO, warp * kWideWarpRows + 16 * mt + g, lane, inv, [&](int j, int e) { return st.o[mt][j][e]; });
+    write_lse_rows(p, b, h, row_lo + 16 * mt + g, lse2, lane);
   }
   __syncwarp();
-  Elem* gO = static_cast<Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
-#pragma unroll
-  for (int c = lane; c < kWideWarpRows * Cfg::kChunks; c += 32) {
-    const int r = c / Cfg::kChunks, ch = c % Cfg::kChunks;
-    const int row = row_lo + r;
-    if (row < p.seqlen_q)
-      *reinterpret_cast<uint4*>(gO + row * p.o_seq_stride + ch * 8) =
-          *reinterpret_cast<const uint4*>(sO + swz<D>(warp * kWideWarpRows + r, ch));
-  }
+  store_o_rows<D>(p, b, h, sO, warp * kWideWarpRows, row_lo, kWideWarpRows, lane);
 }
 
 }  // namespace flashcore::cuda::detail
