@@ -441,9 +441,12 @@ int main(int argc, char** argv) {
     // (AllWarps bm128 g1 no-split = wide-warp kernel since v6). Same binary layout old/new: A/B in one run.
     const Shape shapes[] = {{1, 8, 512, 64}, {4, 16, 1024, 64}, {2, 16, 4096, 64}, {2, 16, 4096, 128}, {1, 16, 16384, 128}};
     for (const Shape& s : shapes)
-      for (int causal = 0; causal < 2; ++causal)
+      for (int causal = 0; causal < 2; ++causal) {
         time_case(s, causal, false, RunCfg{FlashVariant::Auto, {}, "auto"}, rng, "BIG");
+        time_case(s, causal, false, RunCfg{FlashVariant::Hopper, {}, "hopper"}, rng, "BIG");
+      }
     time_case({2, 16, 4096, 128}, false, true, RunCfg{FlashVariant::Auto, {}, "auto"}, rng, "BIG");
+    time_case({2, 16, 4096, 128}, false, true, RunCfg{FlashVariant::Hopper, {}, "hopper"}, rng, "BIG");
     time_case({2, 16, 4096, 64}, false, true, RunCfg{FlashVariant::Auto, {}, "auto"}, rng, "BIG");
     const FlashVariant AW = FlashVariant::AllWarps;
     // v6 launch-table rows (wide-warp mma.sync kernel) for the A/B against Auto (Hopper kernel since v7)
@@ -457,6 +460,16 @@ int main(int argc, char** argv) {
         char name[96];
         snprintf(name, sizeof name, "allwarps bm%d g%d s%d tps%d", c.ov.block_m, c.ov.kv_groups, c.ov.stages, c.ov.kv_tiles_per_split);
         time_case(c.s, causal, false, RunCfg{AW, c.ov, name}, rng, "BIGCFG");
+      }
+  } else if (mode == "hopper-mid") {
+    // Where does the Hopper kernel (no split-KV, 128-row blocks) overtake the launch table's mma.sync rows?
+    const Shape shapes[] = {{1, 8, 1024, 64},  {1, 8, 2048, 64},  {16, 16, 512, 64}, {1, 16, 4096, 64},
+                            {1, 8, 512, 128},  {1, 8, 1024, 128}, {1, 8, 2048, 128}, {2, 16, 1024, 128},
+                            {1, 16, 2048, 128}, {4, 16, 512, 128}};
+    for (const Shape& s : shapes)
+      for (int causal = 0; causal < 2; ++causal) {
+        time_case(s, causal, false, RunCfg{FlashVariant::Auto, {}, "auto"}, rng, "MID");
+        time_case(s, causal, false, RunCfg{FlashVariant::Hopper, {}, "hopper"}, rng, "MID");
       }
   } else if (mode == "sweep") {
     struct SweepCfg { Shape s; FlashVariant v; FlashFwdLaunchOverride ov; };

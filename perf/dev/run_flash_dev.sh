@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: correctness, determinism, timing, sweep, torch SDPA comparison, sanitizers.
 # Usage (repo root, on the GPU machine): perf/dev/run_flash_dev.sh [steps...]
-#   steps: check time time-big ncu-big time-big-old sweep sweep-mid torch torch-big probe ncu ncutorch memcheck racecheck synccheck (default: check time torch)
+#   steps: check time time-big hopper-mid ncu-big time-big-old sweep sweep-mid torch torch-big probe ncu ncutorch memcheck racecheck synccheck (default: check time torch)
 # Binary: .gpu-dev/flash_dev (built on the CPU machine, see NOTES.md) or built here if missing.
 # Logs go to $OUT (or ./.gpu-dev/out).
 set -u
@@ -33,6 +33,7 @@ for s in $steps; do
                 --section SpeedOfLight --section LaunchStats --section Occupancy python3 perf/dev/torch_sdpa_time.py --once > "$OUT/ncutorch.log" 2>&1
               echo "ncutorch rc=$?" ;;
     sweep)    timeout 170 "$BIN" sweep > "$OUT/sweep.log" 2>&1; echo "sweep rc=$?" ;;
+    hopper-mid) timeout 150 "$BIN" hopper-mid > "$OUT/hopper-mid.log" 2>&1; echo "hopper-mid rc=$?"; cat "$OUT/hopper-mid.log" ;;
     sweep-mid) timeout 170 "$BIN" sweep-mid > "$OUT/sweep-mid.log" 2>&1; echo "sweep-mid rc=$?" ;;
     time-big) timeout 120 "$BIN" time-big > "$OUT/time-big.log" 2>&1; echo "time-big rc=$?"; cat "$OUT/time-big.log" ;;
     time-big-old) [ -x .gpu-dev/flash_dev_old ] && { timeout 100 .gpu-dev/flash_dev_old time-big > "$OUT/time-big-old.log" 2>&1; echo "time-big-old rc=$?"; cat "$OUT/time-big-old.log"; } ;;

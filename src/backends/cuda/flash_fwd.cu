@@ -47,18 +47,18 @@ struct LaunchRow {
   int stages;          // K/V ring depth (reduced if the device's shared memory is short)
   bool split_kv;       // split the key range across blocks when the grid would not fill half the GPU
   FlashVariant variant;  // what Auto runs (AllWarps rows become Hopper where that kernel is available)
-  bool hopper;           // Auto runs the Hopper wgmma kernel on compute capability 9.0 (no row yet:
-                         // v7 measured it slower than the wide kernel, perf/dev/NOTES.md)
+  bool hopper;           // Auto runs the Hopper kernel (TMA + wgmma) on compute capability 9.0 when it
+                         // is available and accepts the layout, else the row's mma.sync kernel (v8)
 };
 constexpr long long kAnyRows = 1ll << 62;
 constexpr LaunchRow kLaunchTable[] = {
     // D   rows <=     block_m  G  stages split  Auto                            Hopper
     {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps, false},         // (1,8,512,64): 8.9 us, H200
     {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, false},  // (1,8,1024,64): 16.5 us (AW 26.5)
-    {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, false},  // (1,8,2048,64): 43.2 us (AW 93.1)
-    {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, false},   // wide: (4,16,1024,64) 64.1 us (16-row bm64: 89.3)
-    {128, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, false},
-    {128, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, false},  // wide: (2,16,4096,128) 318 TF/s (16-row: 269)
+    {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, true},   // (1,8,2048,64): Hopper 28.3 us, WS 43.4
+    {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // Hopper (4,16,1024,64) 59.0 us; wide 64.1 us
+    {128, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, true},    // (1,8,2048,128): Hopper 33.4 us, 89.0
+    {128, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},   // Hopper (2,16,4096,128) 528 TF/s; wide 318
 };
 // AllWarps with block_m 128, one KV group and no split-KV runs the wide-warp kernel (4 warps x 32 query
 // rows, flash_fwd_wide_kernel); every other configuration runs the 16-row kernel.
@@ -96,7 +96,9 @@ cudaError_t launch_hopper_kernel(const KernelArgs& args, int device, cudaStream_
 }
 size_t hopper_smem(int head_dim) { return detail::hopper_smem_bytes(head_dim); }
 int hopper_rows(int head_dim) { return detail::hopper_block_m(head_dim); }
+std::string hopper_reason(const FlashFwdParams& p) { return detail::hopper_unsupported_reason(p); }
 #else
+std::string hopper_reason(const FlashFwdParams&) { return "the Hopper kernel was not built"; }
 size_t hopper_smem(int) { return 0; }
 int hopper_rows(int) { return 128; }
 bool hopper_available(int) { return false; }
@@ -303,6 +305,8 @@ std::string flash_fwd_unsupported_reason(const FlashFwdParams& p, int cc_major, 
     if (need_h > smem_optin_per_block)
       return "the Hopper kernel needs " + std::to_string(need_h) + " bytes of shared memory per block, device allows " +
              std::to_string(smem_optin_per_block);
+    std::string why_tma = hopper_reason(p);
+    if (!why_tma.empty()) return why_tma;
   }
   const size_t need = smem_bytes(p.head_dim, 16, 1, 2);
   if (need > smem_optin_per_block)
@@ -320,7 +324,8 @@ cudaError_t flash_fwd(const FlashFwdParams& p, cudaStream_t stream, FlashVariant
     return cudaErrorInvalidValue;
 
   auto hopper_ok = [&] {
-    return dev.cc_major == 9 && dev.cc_minor == 0 && hopper_available(device) && hopper_smem(p.head_dim) <= dev.smem_optin;
+    return dev.cc_major == 9 && dev.cc_minor == 0 && hopper_available(device) && hopper_smem(p.head_dim) <= dev.smem_optin &&
+           hopper_reason(p).empty();
   };
   LaunchPlan plan = plan_launch(p, dev.sms, dev.smem_optin, variant, hopper_ok);
   KernelArgs args{};

@@ -4,12 +4,18 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include <cuda_runtime_api.h>
+
+#include "flash_fwd.h"
 
 namespace flashcore::cuda::detail {
 
 struct KernelArgs;
+
+// Empty if the kernel's TMA tensor maps accept p's pointers and strides, else why not (naming the tensor).
+std::string hopper_unsupported_reason(const FlashFwdParams& p);
 
 // Query rows per block (64 per consumer warpgroup), head_dim 64 or 128.
 int hopper_block_m(int head_dim);
