@@ -24,9 +24,7 @@
 #include "bench_runners.hpp"
 #include "bench_support.hpp"
 
-#ifndef FLASHCORE_GIT_COMMIT
-#define FLASHCORE_GIT_COMMIT "unknown"
-#endif
+#include "flashcore_commit.h"  // FLASHCORE_GIT_COMMIT, generated at build time (perf/write_commit.cmake)
 #ifndef FLASHCORE_PERF_BUILD_TYPE
 #define FLASHCORE_PERF_BUILD_TYPE "unknown"
 #endif
