@@ -63,3 +63,29 @@ TEST(CudaConfig, DeclinesWithReasons) {
                 .find("shared memory"),
             std::string::npos);
 }
+
+#ifdef FLASHCORE_TEST_HOPPER
+#include "backends/cuda/flash_fwd_hopper.h"
+
+// The Hopper kernel reads Q, K, V through TMA tensor maps: layouts TMA cannot describe are declined
+// before any launch, naming the tensor and the stride (the other kernels still run them).
+TEST(CudaConfig, HopperDeclinesLayoutsTmaCannotRead) {
+  using flashcore::cuda::detail::hopper_unsupported_reason;
+  const auto has = [](const std::string& s, const char* what) { return s.find(what) != std::string::npos; };
+  FlashFwdParams zero_seq = params(1, 8, 2, 64, 96, 128, false, false);
+  zero_seq.k_seq_stride = 0;  // every key row the same memory: not a TMA layout
+  const std::string r1 = hopper_unsupported_reason(zero_seq);
+  EXPECT_TRUE(has(r1, "k") && has(r1, "seq_stride") && has(r1, "got 0")) << r1;
+  FlashFwdParams negative_head = params(2, 4, 4, 33, 33, 64, true, true);
+  negative_head.v_head_stride = -64;
+  const std::string r2 = hopper_unsupported_reason(negative_head);
+  EXPECT_TRUE(has(r2, "v") && has(r2, "head_stride") && has(r2, "-64")) << r2;
+  // A stride of an extent-1 dimension is never stepped: batch 1 with batch stride 0 is not declined for it.
+  FlashFwdParams one_batch = params(1, 8, 8, 64, 64, 64, false, false);
+  one_batch.q_batch_stride = one_batch.k_batch_stride = one_batch.v_batch_stride = 0;
+  const std::string r3 = hopper_unsupported_reason(one_batch);
+  EXPECT_FALSE(has(r3, "batch_stride")) << r3;
+  // Without a driver (CPU machine) the remaining reason is the missing encoder, never a crash.
+  EXPECT_TRUE(r3.empty() || has(r3, "cuTensorMapEncodeTiled")) << r3;
+}
+#endif

@@ -37,9 +37,9 @@ struct FlashFwdParams {
 
 // AllWarps: every warp loads its share of each K/V tile (cp.async) and computes.
 // WarpSpecialized: one producer warp fills the K/V ring, the consumer warps only compute.
-// Hopper: the wgmma kernel (flash_fwd_hopper.cu), compute capability 9.0 only, built when sm_90 is
-// among the CUDA architectures.
-// Auto: the launch table's choice (measured, see perf/dev/NOTES.md).
+// Hopper: the TMA + wgmma kernel (flash_fwd_hopper.cu), compute capability 9.0 only, built when sm_90
+// is among the CUDA architectures; Q, K, V strides must be positive multiples of 16 bytes (TMA).
+// Auto: the launch table's choice (measured, see perf/dev/NOTES.md), the Hopper kernel included.
 enum class FlashVariant { Auto, AllWarps, WarpSpecialized, Hopper };
 
 // nullptr-equivalent (empty string) if this kernel can run the problem on a device of this compute

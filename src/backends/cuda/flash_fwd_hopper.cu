@@ -361,48 +361,67 @@ EncodeTiledFn encode_tiled_fn() {  // cuTensorMapEncodeTiled through the runtime
   return fn;
 }
 
-// Map of a [batch][heads][seqlen][D] view (element strides; the D stride is 1), boxes of 64 x box_rows.
-// Empty string on success, else why the tensor cannot be read by TMA.
-std::string encode_map(CUtensorMap* map, const char* name, const void* ptr, bool bf16, int batch, int heads, int seqlen,
-                       int d, long long batch_stride, long long head_stride, long long seq_stride, int box_rows) {
+// A [batch][heads][seqlen][D] view (element strides; the D stride is 1) as TMA sees it: dims innermost
+// first and byte strides of dims 1..3.
+struct TmaView {
+  const char* name;
+  const void* ptr;
+  cuuint64_t dim[4];
+  cuuint64_t stride[3];
+  cuuint32_t box_rows;
+};
+
+// Empty string if TMA can read the view, else why not (naming the tensor, the stride and its value).
+std::string make_view(TmaView* v, const char* name, const void* ptr, int batch, int heads, int seqlen, int d,
+                      long long batch_stride, long long head_stride, long long seq_stride, int box_rows) {
   const std::string who = std::string("the Hopper kernel (TMA) needs ") + name;
   if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return who + " 16-byte aligned";
   const long long strides[3] = {seq_stride, head_stride, batch_stride};
   const int extents[3] = {seqlen, heads, batch};
-  cuuint64_t gdim[4] = {(cuuint64_t)d, (cuuint64_t)seqlen, (cuuint64_t)heads, (cuuint64_t)batch};
-  cuuint64_t gstride[3];
-  const char* sname[3] = {"seq", "head", "batch"};
-  long long span = (long long)d;  // elements spanned by the inner dimensions: stand-in stride of extent-1 dims
+  const char* sname[3] = {"seq_stride", "head_stride", "batch_stride"};
+  *v = TmaView{name, ptr, {(cuuint64_t)d, (cuuint64_t)seqlen, (cuuint64_t)heads, (cuuint64_t)batch}, {}, (cuuint32_t)box_rows};
+  long long span = d;  // elements spanned by the inner dimensions: stand-in stride of extent-1 dims
   for (int i = 0; i < 3; ++i) {
     long long s = strides[i];
     if (extents[i] == 1) s = (span + 7) / 8 * 8;  // never stepped: any valid stride will do
     if (s <= 0 || s % 8 != 0 || s >= (1ll << 37))
-      return who + " " + sname[i] + "_stride a positive multiple of 8 elements (16 bytes), got " + std::to_string(strides[i]);
-    gstride[i] = (cuuint64_t)s * 2;
+      return who + " " + sname[i] + " to be a positive multiple of 8 elements (16 bytes), got " + std::to_string(strides[i]);
+    v->stride[i] = (cuuint64_t)s * 2;
     span = std::max(span, s * extents[i]);
   }
-  EncodeTiledFn enc = encode_tiled_fn();
-  if (enc == nullptr) return "the Hopper kernel needs cuTensorMapEncodeTiled (driver entry point not found)";
-  const cuuint32_t box[4] = {64, (cuuint32_t)box_rows, 1, 1};
-  const cuuint32_t estride[4] = {1, 1, 1, 1};
-  const CUresult r = enc(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
-                         const_cast<void*>(ptr), gdim, gstride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) return who + " a layout cuTensorMapEncodeTiled accepts (error " + std::to_string((int)r) + ")";
   return {};
 }
 
+std::string encode_view(CUtensorMap* map, const TmaView& v, bool bf16) {
+  EncodeTiledFn enc = encode_tiled_fn();
+  if (enc == nullptr) return "the Hopper kernel needs cuTensorMapEncodeTiled (driver entry point not found)";
+  const cuuint32_t box[4] = {64, v.box_rows, 1, 1};
+  const cuuint32_t estride[4] = {1, 1, 1, 1};
+  const CUresult r = enc(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+                         const_cast<void*>(v.ptr), v.dim, v.stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return std::string("the Hopper kernel (TMA) needs ") + v.name + " in a layout cuTensorMapEncodeTiled accepts (error " +
+           std::to_string((int)r) + ")";
+  return {};
+}
+
+// Every layout check first (they need no driver), then the three encodings.
 std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
   const int bm = p.head_dim == 64 ? HopperConfig<64>::kBlockM : HopperConfig<128>::kBlockM;
   const int bn = p.head_dim == 64 ? HopperConfig<64>::kBlockN : HopperConfig<128>::kBlockN;
-  std::string why = encode_map(&m->q, "q", p.q, p.bf16, p.batch, p.heads_q, p.seqlen_q, p.head_dim, p.q_batch_stride,
-                               p.q_head_stride, p.q_seq_stride, bm);
+  TmaView q, k, v;
+  std::string why = make_view(&q, "q", p.q, p.batch, p.heads_q, p.seqlen_q, p.head_dim, p.q_batch_stride,
+                              p.q_head_stride, p.q_seq_stride, bm);
   if (why.empty())
-    why = encode_map(&m->k, "k", p.k, p.bf16, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.k_batch_stride,
-                     p.k_head_stride, p.k_seq_stride, bn);
+    why = make_view(&k, "k", p.k, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.k_batch_stride, p.k_head_stride,
+                    p.k_seq_stride, bn);
   if (why.empty())
-    why = encode_map(&m->v, "v", p.v, p.bf16, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.v_batch_stride,
-                     p.v_head_stride, p.v_seq_stride, bn);
+    why = make_view(&v, "v", p.v, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.v_batch_stride, p.v_head_stride,
+                    p.v_seq_stride, bn);
+  if (why.empty()) why = encode_view(&m->q, q, p.bf16);
+  if (why.empty()) why = encode_view(&m->k, k, p.bf16);
+  if (why.empty()) why = encode_view(&m->v, v, p.bf16);
   return why;
 }
 
