@@ -87,5 +87,13 @@ TEST(CudaConfig, HopperDeclinesLayoutsTmaCannotRead) {
   EXPECT_FALSE(has(r3, "batch_stride")) << r3;
   // Without a driver (CPU machine) the remaining reason is the missing encoder, never a crash.
   EXPECT_TRUE(r3.empty() || has(r3, "cuTensorMapEncodeTiled")) << r3;
+  // The answers are cached per thread for the last problem: asking again, or in another order, gives
+  // each problem its own answer.
+  EXPECT_EQ(hopper_unsupported_reason(zero_seq), r1);
+  EXPECT_EQ(hopper_unsupported_reason(one_batch), r3);
+  EXPECT_EQ(hopper_unsupported_reason(negative_head), r2);
+  FlashFwdParams moved = negative_head;
+  moved.v_head_stride = 64;  // the same problem made valid: no longer declined for the stride
+  EXPECT_FALSE(has(hopper_unsupported_reason(moved), "head_stride"));
 }
 #endif

@@ -76,14 +76,15 @@ std::vector<std::unique_ptr<Backend>> make_flash_backends() {
   std::vector<std::unique_ptr<Backend>> out;
   out.push_back(std::make_unique<FlashBackend>(
       "cuda-flash", 100, FlashVariant::Auto,
-      "tuned mma.sync flash-attention forward (sm_80+), fp16/bf16; faster variant per shape"));
+      "tuned flash-attention forward (sm_80+), fp16/bf16; faster kernel per shape (mma.sync; "
+      "TMA + wgmma on compute capability 9.0 for larger problems)"));
   out.push_back(std::make_unique<FlashBackend>("cuda-flash-allwarps", 90, FlashVariant::AllWarps,
                                                "tuned kernel, every warp loads and computes"));
   out.push_back(std::make_unique<FlashBackend>("cuda-flash-warpspec", 89, FlashVariant::WarpSpecialized,
                                                "tuned kernel, producer warp(s) load, consumer warps compute"));
   out.push_back(std::make_unique<FlashBackend>("cuda-flash-hopper", 88, FlashVariant::Hopper,
-                                               "experimental Hopper wgmma kernel (sm_90a, compute capability 9.0); "
-                                               "forced only: not faster than cuda-flash yet"));
+                                               "Hopper kernel: TMA producer warpgroup, wgmma consumer warpgroups "
+                                               "(sm_90a, compute capability 9.0); cuda-flash runs it where it is faster"));
   return out;
 }
 
