@@ -554,8 +554,23 @@ flashcore::Report device_explain(const Problem& p, bool want_lse, const flashcor
 }
 #endif
 
+/// The library says how a backend was chosen in its own terms ("forced by Options::backend"); the
+/// CLI fills Options::backend only from --backend, so that is what a CLI user is told.
+std::string in_cli_terms(std::string text) {
+  const std::string from = "forced by Options::backend";
+  const std::size_t at = text.find(from);
+  if (at != std::string::npos) text.replace(at, from.size(), "forced by --backend");
+  return text;
+}
+flashcore::Report cli_report(flashcore::Report r) {
+  r.how = in_cli_terms(r.how);
+  for (auto& d : r.decisions) d.reason = in_cli_terms(d.reason);
+  return r;
+}
+
 /// Why no backend runs the problem: the forced backend's reason, or every backend's.
-std::string decline_message(const flashcore::Report& r, const char* where) {
+std::string decline_message(const flashcore::Report& report, const char* where) {
+  const flashcore::Report r = cli_report(report);
   if (r.how != "automatic") {
     for (const auto& dec : r.decisions)
       if (dec.reason.rfind("not selected", 0) != 0)
@@ -716,7 +731,7 @@ void print_text(const RunArgs& a, const HostData& d, const Outcome& out, const V
   else
     os << "inputs    : random, seed " << a.seed << " (Q, K ~ normal(0,1); V ~ uniform(-1,1))\n";
   os << "data      : " << out.location << " memory" << (out.location == "device" ? ", " + out.device : "") << "\n";
-  os << "selection : " << out.report.to_string() << "\n";
+  os << "selection : " << cli_report(out.report).to_string() << "\n";
   os << "            " << description_of(out.report.chosen) << "\n";
   if (out.have_device_report) {
     os << "            (a CUDA device is present, but no device backend accepts the problem:";
@@ -764,8 +779,9 @@ void print_text(const RunArgs& a, const HostData& d, const Outcome& out, const V
 
 void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const Validation& val) {
   const Problem& p = d.p;
+  const flashcore::Report rep = cli_report(out.report);  // in the CLI's terms
   JsonObject j;
-  j.str("backend", out.report.chosen).str("how", out.report.how).str("device", out.device).str("location", out.location);
+  j.str("backend", rep.chosen).str("how", rep.how).str("device", out.device).str("location", out.location);
   j.integer("B", p.batch).integer("Hq", p.heads_q).integer("Hkv", p.heads_kv).integer("Lq", p.seqlen_q);
   j.integer("Lk", p.seqlen_k).integer("D", p.head_dim).str("dtype", flashcore::to_string(p.dtype));
   j.boolean("causal", p.causal).str("layout", to_string(d.layout)).num("scale", p.effective_scale());
@@ -793,8 +809,8 @@ void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const V
     for (const char* k : {"max_abs_err", "rel_l2_err", "lse_max_abs_err", "bound", "passed"}) j.null(k);
   }
   std::string sel = "[";
-  for (std::size_t i = 0; i < out.report.decisions.size(); ++i) {
-    const auto& dec = out.report.decisions[i];
+  for (std::size_t i = 0; i < rep.decisions.size(); ++i) {
+    const auto& dec = rep.decisions[i];
     JsonObject o;
     o.str("backend", dec.backend).boolean("ok", dec.ok).str("reason", dec.reason);
     sel += (i ? ", " : "") + o.render();
@@ -885,8 +901,9 @@ int cmd_run(const std::vector<std::string>& args, bool main_job, Runtime& rt) {
   std::string forced;
   try {
     forced = flashcore::forced_backend(opts, &forced_by);
+    forced_by = in_cli_terms(forced_by);
   } catch (const flashcore::Error& e) {
-    throw UsageError(e.what());
+    throw UsageError(in_cli_terms(e.what()));
   }
   flashcore::MemoryLocation loc = flashcore::MemoryLocation::Host;
   std::string no_device_why;

@@ -188,7 +188,19 @@ elseif(CASE STREQUAL "bad_heads_kv")
   fc_error(2 "heads_kv" run --hq 8 --hkv 3)
 
 elseif(CASE STREQUAL "bad_backend")
-  fc_error(2 "no-such-backend" run -l 8 -d 8 --repeat 1 --backend no-such-backend)
+  fc_error(2 "backend 'no-such-backend' \\(forced by --backend\\) is not registered" run -l 8 -d 8 --repeat 1
+           --backend no-such-backend)
+  # A forced run says how it was forced in the CLI's terms (the flag), in the report and the JSON.
+  fc_run(0 run -l 8 -d 8 --repeat 1 --backend reference-host)
+  fc_expect("${OUT}" "selection : backend: reference-host \\(forced by --backend\\)" "the selection line")
+  if("${OUT}" MATCHES "Options::backend")
+    message(FATAL_ERROR "the report names the library's Options::backend instead of the flag")
+  endif()
+  fc_run(0 run -l 8 -d 8 --repeat 1 --backend reference-host --json)
+  fc_expect("${OUT}" "\"how\": \"forced by --backend\"" "the JSON's how")
+  if("${OUT}" MATCHES "Options::backend")
+    message(FATAL_ERROR "the JSON names the library's Options::backend instead of the flag")
+  endif()
 
 elseif(CASE STREQUAL "npy_truncated")
   fc_good_inputs()
