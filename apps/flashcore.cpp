@@ -554,12 +554,13 @@ flashcore::Report device_explain(const Problem& p, bool want_lse, const flashcor
 }
 #endif
 
-/// The library says how a backend was chosen in its own terms ("forced by Options::backend"); the
-/// CLI fills Options::backend only from --backend, so that is what a CLI user is told.
+/// The library names its own way of forcing a backend ("forced by Options::backend", "runs only when
+/// forced by name (Options::backend or FLASHCORE_BACKEND)"); the CLI fills Options::backend only from
+/// --backend, so that is what a CLI user is told.
 std::string in_cli_terms(std::string text) {
-  const std::string from = "forced by Options::backend";
-  const std::size_t at = text.find(from);
-  if (at != std::string::npos) text.replace(at, from.size(), "forced by --backend");
+  const std::string from = "Options::backend";
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at))
+    text.replace(at, from.size(), "--backend");
   return text;
 }
 flashcore::Report cli_report(flashcore::Report r) {
