@@ -46,10 +46,10 @@ struct HopperConfig {
   static constexpr int kBlockN = 128;                      // keys per K/V tile
   static constexpr int kStages = D == 64 ? 3 : 2;          // K/V ring depth
   static constexpr int kThreads = 128 * (kConsumerWGs + 1);
-  // setmaxnreg moves registers inside the block's launch allocation (168 per thread for 384 threads):
-  // consumers can only grow by what the producer gives back, or setmaxnreg.inc waits forever (a
-  // 32-register producer hung the kernel on the H200).
-  static constexpr int kLaunchRegs = 168;
+  // setmaxnreg moves registers inside the block's launch allocation (the 64K register file over
+  // kThreads, in steps of 8: 168 for 384 threads): consumers can only grow by what the producer gives
+  // back, or setmaxnreg.inc waits forever (a 32-register producer hung the kernel on the H200).
+  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumerWGs <= kLaunchRegs * kThreads,
@@ -65,6 +65,7 @@ struct HopperConfig {
   static constexpr int kPVSteps = kBlockN / 16;            // k16 steps of P·V
   static constexpr int kOAcc = D / 2;                      // O accumulator floats per thread (64 x D / 128)
   static_assert(kQBytes >= uint32_t(kBlockM) * D * 2, "output staging reuses the Q region");
+  static constexpr int kBarEpilogue = 1;                   // named barrier of the consumer threads
 };
 
 struct HopperMaps {  // TMA tensor maps of Q, K, V: dims (D, seqlen, heads, batch), 64 x 128 boxes
@@ -333,7 +334,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     pack_p(s);
   }
   // Both consumer warpgroups are done reading Q (wgmma waits above): its region takes the output staging.
-  named_bar_sync(1, 128 * Cfg::kConsumerWGs);
+  named_bar_sync(Cfg::kBarEpilogue, 128 * Cfg::kConsumerWGs);
 
   // ---- epilogue: O / l -> this warp's 16 rows of the Q region (row-major, swizzled) -> 16-byte stores
   float inv[2], lse2[2];
@@ -409,8 +410,10 @@ std::string encode_view(CUtensorMap* map, const TmaView& v, bool bf16) {
 
 // Every layout check first (they need no driver), then the three encodings.
 std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
-  const int bm = p.head_dim == 64 ? HopperConfig<64>::kBlockM : HopperConfig<128>::kBlockM;
-  const int bn = p.head_dim == 64 ? HopperConfig<64>::kBlockN : HopperConfig<128>::kBlockN;
+  static_assert(HopperConfig<64>::kBlockM == HopperConfig<128>::kBlockM &&
+                    HopperConfig<64>::kBlockN == HopperConfig<128>::kBlockN,
+                "one box shape for both head dims");
+  constexpr int bm = HopperConfig<64>::kBlockM, bn = HopperConfig<64>::kBlockN;
   TmaView q, k, v;
   std::string why = make_view(&q, "q", p.q, p.batch, p.heads_q, p.seqlen_q, p.head_dim, p.q_batch_stride,
                               p.q_head_stride, p.q_seq_stride, bm);
