@@ -1,7 +1,9 @@
 // The dispatch interface (registry, forcing, explain), the C API and the Kokkos View entry point.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "flashcore/flashcore.h"
@@ -175,6 +177,70 @@ TEST(KokkosViews, MismatchedExtentsNameTheTensor) {
     EXPECT_EQ(e.field(), "v");
     EXPECT_NE(std::string(e.what()).find("extent 1 is 9"), std::string::npos) << e.what();
   }
+}
+
+// Every View the entry point cannot take is a flashcore::Error naming the tensor, thrown before any
+// work: the output keeps its poison.
+namespace {
+using HostV4 = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+
+void expect_view_error(const std::function<void()>& call, const std::string& field, const std::string& text,
+                       const HostV4& o) {
+  try {
+    call();
+    ADD_FAILURE() << "no error for " << field << " (" << text << ")";
+  } catch (const flashcore::Error& e) {
+    EXPECT_EQ(e.field(), field) << e.what();
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+  for (std::size_t i = 0; i < o.size(); ++i) ASSERT_TRUE(std::isnan(o.data()[i])) << "o written at " << i;
+}
+}  // namespace
+
+TEST(KokkosViews, UnsupportedViewsAreErrorsNamingTheTensor) {
+  const int B = 1, L = 9, H = 2, D = 16;
+  HostV4 q("q", B, L, H, D), k("k", B, L, H, D), v("v", B, L, H, D), o("o", B, L, H, D);
+  Kokkos::deep_copy(q, 0.5f), Kokkos::deep_copy(k, 0.25f), Kokkos::deep_copy(v, 1.0f);
+  Kokkos::deep_copy(o, std::nanf(""));
+
+  // LayoutLeft: the first index is the contiguous one, not dim.
+  Kokkos::View<float****, Kokkos::LayoutLeft, Kokkos::HostSpace> k_left("k_left", B, L, H, D);
+  expect_view_error([&] { flashcore::run(q, k_left, v, o); }, "k", "dim index (rank 3) must have stride 1", o);
+  // A LayoutStride View whose dim index has stride 2 (every other element of a wider allocation).
+  Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace> wide("wide", B, L, H, 2 * D);
+  Kokkos::View<float****, Kokkos::LayoutStride, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> v_strided(
+      wide.data(), Kokkos::LayoutStride(B, wide.stride(0), L, wide.stride(1), H, wide.stride(2), D, 2));
+  expect_view_error([&] { flashcore::run(q, k, v_strided, o); }, "v", "it has 2", o);
+  // Wrong rank.
+  Kokkos::View<float***, Kokkos::HostSpace> q3("q3", B, L, H * D);
+  expect_view_error([&] { flashcore::run(q3, k, v, o); }, "q", "rank 3, expected 4", o);
+  // Wrong extents.
+  HostV4 k_short("k_short", B, L, H, D / 2);
+  expect_view_error([&] { flashcore::run(q, k_short, v, o); }, "k", "extent 3 (dim) is 8, expected 16", o);
+  HostV4 o_long("o_long", B, L + 1, H, D);
+  Kokkos::deep_copy(o_long, std::nanf(""));
+  expect_view_error([&] { flashcore::run(q, k, v, o_long); }, "o", "extent 1 is 10, expected 9", o_long);
+  // LSE: wrong rank, wrong extents, not contiguous.
+  Kokkos::View<float**, Kokkos::HostSpace> lse2("lse2", B * H, L);
+  expect_view_error([&] { flashcore::run(q, k, v, o, lse2); }, "lse", "rank 2, expected 3", o);
+  Kokkos::View<float***, Kokkos::HostSpace> lse_bad("lse_bad", B, L, H);  // (batch, seq, heads): swapped
+  expect_view_error([&] { flashcore::run(q, k, v, o, lse_bad); }, "lse", "extent 1 (heads_q) is 9, expected 2", o);
+  Kokkos::View<float***, Kokkos::LayoutLeft, Kokkos::HostSpace> lse_left("lse_left", B, H, L);
+  expect_view_error([&] { flashcore::run(q, k, v, o, lse_left); }, "lse", "must be contiguous", o);
+  // Every accepted View still works after the errors (and writes o).
+  Kokkos::View<float***, Kokkos::HostSpace> lse("lse", B, H, L);
+  EXPECT_EQ(flashcore::run(q, k, v, o, lse).chosen, "reference-host");
+  for (std::size_t i = 0; i < o.size(); ++i) ASSERT_NEAR(o.data()[i], 1.0f, 1e-6f) << i;
+}
+
+TEST(KokkosViews, NullLseViewMeansNoLse) {
+  // A View whose data pointer is null as the LSE argument is "no LSE", as the five-argument overload.
+  HostV4 q("q", 1, 5, 1, 8), k("k", 1, 7, 1, 8), v("v", 1, 7, 1, 8), o("o", 1, 5, 1, 8);
+  Kokkos::deep_copy(v, 2.0f);
+  Kokkos::deep_copy(o, std::nanf(""));
+  Kokkos::View<float***, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> no_lse(nullptr, 0, 0, 0);
+  EXPECT_EQ(flashcore::run(q, k, v, o, no_lse).chosen, "reference-host");
+  for (std::size_t i = 0; i < o.size(); ++i) ASSERT_NEAR(o.data()[i], 2.0f, 1e-6f) << i;
 }
 
 TEST(Registry, ConcurrentHostCallsAreCorrect) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "flashcore/flashcore.hpp"
 
@@ -81,12 +82,30 @@ inline int to_int(const char* name, const char* what, std::size_t v) {
   return static_cast<int>(v);
 }
 
-}  // namespace kokkos_detail
+// The LSE output as the entry point needs it: a pointer and the View's shape, or nothing. (No
+// View is default-constructed for "no LSE": GCC 12.2-12.4 miscompiles the default constructor of
+// Kokkos 4.6.99's mdspan-based View, whose destructor then dereferences a null allocation record;
+// kokkos/kokkos issue 8187.)
+struct LseArg {
+  float* data = nullptr;
+  int rank = 0;
+  std::size_t extent[3] = {0, 0, 0}, stride[3] = {0, 0, 0};
+  MemoryLocation location = MemoryLocation::Auto;
+};
 
-/// Runs attention on Kokkos Views. LseView is a rank-3 View of float or a null View.
-template <class QV, class KV, class VV, class OV, class LseView>
-Report run(const QV& q, const KV& k, const VV& v, const OV& o, const LseView& lse, const ViewOptions& opts = {}) {
-  using namespace kokkos_detail;
+template <class LseView>
+LseArg lse_arg(const LseView& lse) {
+  static_assert(std::is_same<typename LseView::value_type, float>::value, "lse must be a View of float");
+  LseArg a;
+  a.data = lse.data();
+  a.rank = static_cast<int>(LseView::rank);
+  for (int r = 0; r < 3 && r < a.rank; ++r) a.extent[r] = lse.extent(r), a.stride[r] = lse.stride(r);
+  a.location = location_of<LseView>();
+  return a;
+}
+
+template <class QV, class KV, class VV, class OV>
+Report run_views(const QV& q, const KV& k, const VV& v, const OV& o, const LseArg& lse, const ViewOptions& opts) {
   using T = typename QV::non_const_value_type;
   static_assert(std::is_same<T, typename KV::non_const_value_type>::value &&
                     std::is_same<T, typename VV::non_const_value_type>::value &&
@@ -133,35 +152,48 @@ Report run(const QV& q, const KV& k, const VV& v, const OV& o, const LseView& ls
   t.k = k.data();
   t.v = v.data();
   t.o = o.data();
-  if (lse.data() != nullptr) {
-    check_rank<LseView>("lse", 3);
-    static_assert(std::is_same<typename LseView::value_type, float>::value, "lse must be a View of float");
-    check_extent("lse", "0 (batch)", lse.extent(0), q.extent(0));
-    check_extent("lse", "1 (heads_q)", lse.extent(1), q.extent(2));
-    check_extent("lse", "2 (seqlen_q)", lse.extent(2), q.extent(1));
-    const std::size_t s2 = lse.extent(2) > 1 ? lse.stride(2) : 1;
-    const std::size_t s1 = lse.extent(1) > 1 ? lse.stride(1) : lse.extent(2);
-    const std::size_t s0 = lse.extent(0) > 1 ? lse.stride(0) : lse.extent(1) * lse.extent(2);
-    if (s2 != 1 || s1 != lse.extent(2) || s0 != lse.extent(1) * lse.extent(2))
+  if (lse.data != nullptr) {
+    if (lse.rank != 3)
+      throw Error("lse", "lse: View has rank " + std::to_string(lse.rank) + ", expected 3");
+    check_extent("lse", "0 (batch)", lse.extent[0], q.extent(0));
+    check_extent("lse", "1 (heads_q)", lse.extent[1], q.extent(2));
+    check_extent("lse", "2 (seqlen_q)", lse.extent[2], q.extent(1));
+    const std::size_t s2 = lse.extent[2] > 1 ? lse.stride[2] : 1;
+    const std::size_t s1 = lse.extent[1] > 1 ? lse.stride[1] : lse.extent[2];
+    const std::size_t s0 = lse.extent[0] > 1 ? lse.stride[0] : lse.extent[1] * lse.extent[2];
+    if (s2 != 1 || s1 != lse.extent[2] || s0 != lse.extent[1] * lse.extent[2])
       throw Error("lse", "lse: View must be contiguous (batch, heads_q, seqlen_q) (LayoutRight)");
-    t.lse = lse.data();
+    t.lse = lse.data;
   }
 
   Options call = opts;
   const MemoryLocation loc = location_of<QV>();
-  if (location_of<KV>() != loc || location_of<VV>() != loc || location_of<OV>() != loc)
-    throw Error("o", "tensors: Q, K, V and O Views must live in the same kind of memory");
-  if (lse.data() != nullptr && location_of<LseView>() != loc)
-    throw Error("lse", "lse: the LSE View must live in the same kind of memory as Q, K, V and O");
+  const std::pair<const char*, MemoryLocation> others[] = {
+      {"k", location_of<KV>()}, {"v", location_of<VV>()}, {"o", location_of<OV>()}};
+  for (const auto& [name, where] : others)
+    if (where != loc)
+      throw Error(name, std::string(name) + ": the View is in " + to_string(where) + " memory, q in " +
+                            to_string(loc) + " memory; Q, K, V and O must live in the same kind of memory");
+  if (lse.data != nullptr && lse.location != loc)
+    throw Error("lse", std::string("lse: the View is in ") + to_string(lse.location) + " memory, q in " +
+                           to_string(loc) + " memory; the LSE View must live in the same kind of memory as Q");
   if (call.location == MemoryLocation::Auto) call.location = loc;
   return flashcore::run(p, t, call);
+}
+
+}  // namespace kokkos_detail
+
+/// Runs attention on Kokkos Views. LseView is a rank-3 View of float (a View with no data, e.g.
+/// a null View, means no LSE).
+template <class QV, class KV, class VV, class OV, class LseView>
+Report run(const QV& q, const KV& k, const VV& v, const OV& o, const LseView& lse, const ViewOptions& opts = {}) {
+  return kokkos_detail::run_views(q, k, v, o, kokkos_detail::lse_arg(lse), opts);
 }
 
 /// Runs attention on Kokkos Views without LSE.
 template <class QV, class KV, class VV, class OV>
 Report run(const QV& q, const KV& k, const VV& v, const OV& o, const ViewOptions& opts = {}) {
-  Kokkos::View<float***, typename OV::memory_space> no_lse;
-  return run(q, k, v, o, no_lse, opts);
+  return kokkos_detail::run_views(q, k, v, o, kokkos_detail::LseArg{}, opts);
 }
 
 }  // namespace flashcore
