@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "internal.hpp"
+#include "profiling.hpp"
 
 namespace flashcore {
 
@@ -167,6 +168,7 @@ Report run(const Problem& p, const Tensors& t, const Options& opts) {
     for (const auto& d : sel.report.decisions) why += "\n  " + d.backend + ": " + d.reason;
     throw Error("backend", "no registered backend can run this problem (" + sel.report.how + "):" + why);
   }
+  detail::ProfilingRegion region(sel.backend->name());
   sel.backend->run(sel.query, opts);
   return sel.report;
 }

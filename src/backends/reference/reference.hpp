@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <type_traits>
 
 #include "core/numeric.hpp"
 #include "flashcore/flashcore.hpp"
@@ -132,7 +134,10 @@ void launch(const ExecSpace& exec, const typename In::storage* q, const typename
   const int team_size = kc::is_host_space<ExecSpace>() ? 1 : 64;
   Kokkos::TeamPolicy<ExecSpace> policy(exec, league, team_size);
   policy.set_scratch_size(0, Kokkos::PerTeam(F::scratch_bytes(p.head_dim)));
-  Kokkos::parallel_for("flashcore::reference", policy, f);
+  // The label names the path for Kokkos Tools: "flashcore::reference[fp16 in, fp32 acc]".
+  const std::string label = std::string("flashcore::reference[") + to_string(p.dtype) + " in, " +
+                            (std::is_same<Acc, double>::value ? "fp64" : "fp32") + " acc]";
+  Kokkos::parallel_for(label, policy, f);
 }
 
 }  // namespace flashcore::reference
