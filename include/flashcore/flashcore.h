@@ -38,6 +38,15 @@ void fc_problem_init(fc_problem* p, int batch, int heads_q, int heads_kv, int se
 fc_status fc_attention(const fc_problem* p, const void* q, const void* k, const void* v, void* o, float* lse,
                        fc_location location, const char* backend, void* stream);
 
+/* fc_attention for callers that know how large their buffers are (the Fortran module uses it):
+ * element_bytes is the size of one element of the buffers (4 for fp32; 2 for fp16 or bf16 bits),
+ * and each *_elems the number of elements its buffer holds (lse_elems is ignored when lse is NULL).
+ * A dtype whose element size differs, or a problem whose layout reaches past a buffer, is
+ * FC_ERROR_INVALID naming the tensor, before any work. */
+fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void* q, int64_t q_elems, const void* k,
+                             int64_t k_elems, const void* v, int64_t v_elems, void* o, int64_t o_elems, float* lse,
+                             int64_t lse_elems, fc_location location, const char* backend, void* stream);
+
 /* Name of the backend that ran the last successful fc_attention call on this thread. */
 const char* fc_last_backend(void);
 /* Message of the last error on this thread ("" when none). */

@@ -11,6 +11,70 @@ thread_local std::string t_backend;
 flashcore::Strides to_cpp(const fc_strides& s) { return {s.batch, s.seq, s.head}; }
 fc_strides to_c(const flashcore::Strides& s) { return {s.batch, s.seq, s.head}; }
 
+// The C++ descriptor of a C one; throws Error naming a field that has no C++ counterpart.
+flashcore::Problem to_cpp(const fc_problem* p) {
+  if (p == nullptr) throw flashcore::Error("problem", "problem: descriptor pointer is null");
+  flashcore::Problem cp;
+  cp.batch = p->batch;
+  cp.heads_q = p->heads_q;
+  cp.heads_kv = p->heads_kv;
+  cp.seqlen_q = p->seqlen_q;
+  cp.seqlen_k = p->seqlen_k;
+  cp.head_dim = p->head_dim;
+  switch (p->dtype) {
+    case FC_F32: cp.dtype = flashcore::DType::F32; break;
+    case FC_F16: cp.dtype = flashcore::DType::F16; break;
+    case FC_BF16: cp.dtype = flashcore::DType::BF16; break;
+    default: throw flashcore::Error("dtype", "dtype: value " + std::to_string(static_cast<int>(p->dtype)) +
+                                                 " is not FC_F32, FC_F16 or FC_BF16");
+  }
+  if (p->causal != 0 && p->causal != 1)
+    throw flashcore::Error("causal", "causal: value " + std::to_string(p->causal) + " is not 0 or 1");
+  cp.causal = p->causal != 0;
+  cp.scale = p->scale;
+  cp.q = to_cpp(p->q);
+  cp.k = to_cpp(p->k);
+  cp.v = to_cpp(p->v);
+  cp.o = to_cpp(p->o);
+  return cp;
+}
+
+// Runs a converted problem; the shared tail of fc_attention and fc_attention_sized.
+fc_status run_c(const flashcore::Problem& cp, const void* q, const void* k, const void* v, void* o, float* lse,
+              fc_location location, const char* backend, void* stream) {
+  flashcore::Options opts;
+  if (backend != nullptr) opts.backend = backend;
+  switch (location) {
+    case FC_LOC_AUTO: opts.location = flashcore::MemoryLocation::Auto; break;
+    case FC_LOC_HOST: opts.location = flashcore::MemoryLocation::Host; break;
+    case FC_LOC_DEVICE: opts.location = flashcore::MemoryLocation::Device; break;
+    default: throw flashcore::Error("location", "location: value " + std::to_string(static_cast<int>(location)) +
+                                                    " is not FC_LOC_AUTO, FC_LOC_HOST or FC_LOC_DEVICE");
+  }
+  opts.stream = stream;
+  flashcore::Tensors t{q, k, v, o, lse};
+  t_backend = flashcore::run(cp, t, opts).chosen;
+  return FC_OK;
+}
+
+// Calls body() and turns what it throws into a status and the thread's error message.
+template <class Body>
+fc_status guarded(Body&& body) {
+  t_error.clear();
+  try {
+    return body();
+  } catch (const flashcore::Error& e) {
+    t_error = e.what();
+    return e.field() == "backend" ? FC_ERROR_BACKEND : FC_ERROR_INVALID;
+  } catch (const std::exception& e) {
+    t_error = e.what();
+    return FC_ERROR_INTERNAL;
+  } catch (...) {
+    t_error = "unknown error";
+    return FC_ERROR_INTERNAL;
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -37,54 +101,33 @@ void fc_problem_init(fc_problem* p, int batch, int heads_q, int heads_kv, int se
 
 fc_status fc_attention(const fc_problem* p, const void* q, const void* k, const void* v, void* o, float* lse,
                        fc_location location, const char* backend, void* stream) {
-  t_error.clear();
-  try {
-    if (p == nullptr) throw flashcore::Error("problem", "problem: descriptor pointer is null");
-    flashcore::Problem cp;
-    cp.batch = p->batch;
-    cp.heads_q = p->heads_q;
-    cp.heads_kv = p->heads_kv;
-    cp.seqlen_q = p->seqlen_q;
-    cp.seqlen_k = p->seqlen_k;
-    cp.head_dim = p->head_dim;
-    switch (p->dtype) {
-      case FC_F32: cp.dtype = flashcore::DType::F32; break;
-      case FC_F16: cp.dtype = flashcore::DType::F16; break;
-      case FC_BF16: cp.dtype = flashcore::DType::BF16; break;
-      default: throw flashcore::Error("dtype", "dtype: value " + std::to_string(static_cast<int>(p->dtype)) +
-                                                   " is not FC_F32, FC_F16 or FC_BF16");
-    }
-    if (p->causal != 0 && p->causal != 1)
-      throw flashcore::Error("causal", "causal: value " + std::to_string(p->causal) + " is not 0 or 1");
-    cp.causal = p->causal != 0;
-    cp.scale = p->scale;
-    cp.q = to_cpp(p->q);
-    cp.k = to_cpp(p->k);
-    cp.v = to_cpp(p->v);
-    cp.o = to_cpp(p->o);
-    flashcore::Options opts;
-    if (backend != nullptr) opts.backend = backend;
-    switch (location) {
-      case FC_LOC_AUTO: opts.location = flashcore::MemoryLocation::Auto; break;
-      case FC_LOC_HOST: opts.location = flashcore::MemoryLocation::Host; break;
-      case FC_LOC_DEVICE: opts.location = flashcore::MemoryLocation::Device; break;
-      default: throw flashcore::Error("location", "location: value " + std::to_string(static_cast<int>(location)) +
-                                                      " is not FC_LOC_AUTO, FC_LOC_HOST or FC_LOC_DEVICE");
-    }
-    opts.stream = stream;
-    flashcore::Tensors t{q, k, v, o, lse};
-    t_backend = flashcore::run(cp, t, opts).chosen;
-    return FC_OK;
-  } catch (const flashcore::Error& e) {
-    t_error = e.what();
-    return e.field() == "backend" ? FC_ERROR_BACKEND : FC_ERROR_INVALID;
-  } catch (const std::exception& e) {
-    t_error = e.what();
-    return FC_ERROR_INTERNAL;
-  } catch (...) {
-    t_error = "unknown error";
-    return FC_ERROR_INTERNAL;
-  }
+  return guarded([&] { return run_c(to_cpp(p), q, k, v, o, lse, location, backend, stream); });
+}
+
+fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void* q, int64_t q_elems, const void* k,
+                             int64_t k_elems, const void* v, int64_t v_elems, void* o, int64_t o_elems, float* lse,
+                             int64_t lse_elems, fc_location location, const char* backend, void* stream) {
+  return guarded([&] {
+    const flashcore::Problem cp = to_cpp(p);
+    flashcore::validate(cp);
+    const int want = flashcore::dtype_size(cp.dtype);
+    if (element_bytes != want)
+      throw flashcore::Error("dtype", std::string("dtype: ") + flashcore::to_string(cp.dtype) + " takes " +
+                                          std::to_string(want) + "-byte elements; the buffers hold " +
+                                          std::to_string(element_bytes) + "-byte elements");
+    auto fits = [](const char* name, std::int64_t need, std::int64_t have) {
+      if (need > have)
+        throw flashcore::Error(name, std::string(name) + ": the problem's layout reaches element " +
+                                         std::to_string(need) + " but the buffer holds " + std::to_string(have));
+    };
+    fits("q", flashcore::span_elements(cp.q, cp.batch, cp.seqlen_q, cp.heads_q, cp.head_dim), q_elems);
+    fits("k", flashcore::span_elements(cp.k, cp.batch, cp.seqlen_k, cp.heads_kv, cp.head_dim), k_elems);
+    fits("v", flashcore::span_elements(cp.v, cp.batch, cp.seqlen_k, cp.heads_kv, cp.head_dim), v_elems);
+    fits("o", flashcore::span_elements(cp.o, cp.batch, cp.seqlen_q, cp.heads_q, cp.head_dim), o_elems);
+    if (lse != nullptr)
+      fits("lse", static_cast<std::int64_t>(cp.batch) * cp.heads_q * cp.seqlen_q, lse_elems);
+    return run_c(cp, q, k, v, o, lse, location, backend, stream);
+  });
 }
 
 const char* fc_last_backend(void) { return t_backend.c_str(); }
