@@ -1,0 +1,247 @@
+! FlashCore for Fortran: fused scaled-dot-product attention, O = softmax(Q K^T scale + mask) V,
+! through the C API (include/flashcore/flashcore.h) with iso_c_binding.
+!
+!   use flashcore
+!   type(fc_problem) :: p
+!   real(c_float), allocatable :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:), o(:,:,:,:), lse(:,:,:)
+!   call fc_problem_init(p, batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim, FC_F32, causal=.true.)
+!   allocate(q(head_dim, heads_q, seqlen_q, batch), k(head_dim, heads_kv, seqlen_k, batch), ...)
+!   if (fc_attention(p, q, k, v, o, lse) /= FC_OK) print *, fc_last_error()
+!   print *, 'ran on ', fc_last_backend()
+!
+! Array order: Fortran is column-major, so an array declared (head_dim, heads, seq, batch) is the
+! C API's contiguous (batch, seq, heads, head_dim) "BSHD" layout; the LSE is (seqlen_q, heads_q,
+! batch). fp16 and bf16 data are integer(c_int16_t) arrays holding the bit patterns. Other layouts
+! set the strides of p (element strides, the head_dim stride is 1) and the pointer form
+! fc_attention_ptr, which also takes device pointers (e.g. from CUDA Fortran or OpenACC's
+! host_data use_device). Every call checks the arrays' element kind and size against the problem
+! and fails with FC_ERROR_INVALID and a message naming the array, before any work.
+module flashcore
+  use, intrinsic :: iso_c_binding, only: c_int, c_int16_t, c_int64_t, c_float, c_char, c_ptr, c_null_ptr, &
+                                         c_null_char, c_loc, c_associated, c_f_pointer
+  implicit none
+  private
+
+  ! fc_dtype, fc_location, fc_status
+  integer(c_int), parameter, public :: FC_F32 = 0, FC_F16 = 1, FC_BF16 = 2
+  integer(c_int), parameter, public :: FC_LOC_AUTO = 0, FC_LOC_HOST = 1, FC_LOC_DEVICE = 2
+  integer(c_int), parameter, public :: FC_OK = 0, FC_ERROR_INVALID = 1, FC_ERROR_BACKEND = 2, FC_ERROR_INTERNAL = 3
+
+  !> Element strides of one tensor (the head_dim stride is 1).
+  type, bind(c), public :: fc_strides
+    integer(c_int64_t) :: batch, seq, head
+  end type
+
+  !> The problem descriptor, field for field the C struct fc_problem.
+  type, bind(c), public :: fc_problem
+    integer(c_int) :: batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim
+    integer(c_int) :: dtype   ! FC_F32, FC_F16 or FC_BF16
+    integer(c_int) :: causal  ! 0 or 1 (bottom-right aligned when seqlen_q /= seqlen_k)
+    real(c_float) :: scale    ! 0: 1/sqrt(head_dim)
+    type(fc_strides) :: q, k, v, o
+  end type
+
+  public :: fc_problem_init, fc_attention, fc_attention_ptr, fc_last_error, fc_last_backend, &
+            fc_initialize, fc_finalize, fc_version
+
+  !> Attention on contiguous rank-4 arrays: real(c_float) for FC_F32, integer(c_int16_t) for
+  !> FC_F16 / FC_BF16. lse (optional) is real(c_float), (seqlen_q, heads_q, batch).
+  interface fc_attention
+    module procedure fc_attention_f32, fc_attention_16bit
+  end interface
+
+  interface
+    subroutine c_problem_init(p, batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim, dtype, causal) &
+        bind(c, name="fc_problem_init")
+      import :: fc_problem, c_int
+      type(fc_problem), intent(out) :: p
+      integer(c_int), value :: batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim, dtype, causal
+    end subroutine
+
+    function c_attention_sized(p, element_bytes, q, q_elems, k, k_elems, v, v_elems, o, o_elems, lse, lse_elems, &
+                               location, backend, stream) result(status) bind(c, name="fc_attention_sized")
+      import :: fc_problem, c_int, c_int64_t, c_ptr
+      type(fc_problem), intent(in) :: p
+      integer(c_int), value :: element_bytes, location
+      type(c_ptr), value :: q, k, v, o, lse, backend, stream
+      integer(c_int64_t), value :: q_elems, k_elems, v_elems, o_elems, lse_elems
+      integer(c_int) :: status
+    end function
+
+    function c_last_error() result(msg) bind(c, name="fc_last_error")
+      import :: c_ptr
+      type(c_ptr) :: msg
+    end function
+    function c_last_backend() result(name) bind(c, name="fc_last_backend")
+      import :: c_ptr
+      type(c_ptr) :: name
+    end function
+    function c_version() result(v) bind(c, name="fc_version")
+      import :: c_ptr
+      type(c_ptr) :: v
+    end function
+    function c_initialize() result(started) bind(c, name="fc_initialize")
+      import :: c_int
+      integer(c_int) :: started
+    end function
+    subroutine c_finalize() bind(c, name="fc_finalize")
+    end subroutine
+    function c_strlen(s) result(n) bind(c, name="strlen")
+      import :: c_ptr, c_int64_t
+      type(c_ptr), value :: s
+      integer(c_int64_t) :: n
+    end function
+  end interface
+
+contains
+
+  !> A descriptor for contiguous BSHD tensors (Fortran arrays (head_dim, heads, seq, batch)).
+  subroutine fc_problem_init(p, batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim, dtype, causal)
+    type(fc_problem), intent(out) :: p
+    integer, intent(in) :: batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim
+    integer(c_int), intent(in) :: dtype
+    logical, intent(in), optional :: causal
+    integer(c_int) :: c
+    c = 0
+    if (present(causal)) then
+      if (causal) c = 1
+    end if
+    call c_problem_init(p, int(batch, c_int), int(heads_q, c_int), int(heads_kv, c_int), int(seqlen_q, c_int), &
+                        int(seqlen_k, c_int), int(head_dim, c_int), dtype, c)
+  end subroutine
+
+  function fc_attention_f32(p, q, k, v, o, lse, backend) result(status)
+    type(fc_problem), intent(in) :: p
+    real(c_float), intent(in), target, contiguous :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:)
+    real(c_float), intent(inout), target, contiguous :: o(:,:,:,:)
+    real(c_float), intent(inout), target, contiguous, optional :: lse(:,:,:)
+    character(len=*), intent(in), optional :: backend
+    integer(c_int) :: status
+    type(c_ptr) :: lse_ptr
+    integer(c_int64_t) :: lse_elems
+    lse_ptr = c_null_ptr
+    lse_elems = 0
+    if (present(lse)) then
+      lse_ptr = c_loc(lse)
+      lse_elems = size(lse, kind=c_int64_t)
+    end if
+    status = call_sized(p, 4, c_loc(q), size(q, kind=c_int64_t), c_loc(k), size(k, kind=c_int64_t), c_loc(v), &
+                        size(v, kind=c_int64_t), c_loc(o), size(o, kind=c_int64_t), lse_ptr, lse_elems, &
+                        FC_LOC_HOST, backend, c_null_ptr)
+  end function
+
+  function fc_attention_16bit(p, q, k, v, o, lse, backend) result(status)
+    type(fc_problem), intent(in) :: p
+    integer(c_int16_t), intent(in), target, contiguous :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:)
+    integer(c_int16_t), intent(inout), target, contiguous :: o(:,:,:,:)
+    real(c_float), intent(inout), target, contiguous, optional :: lse(:,:,:)
+    character(len=*), intent(in), optional :: backend
+    integer(c_int) :: status
+    type(c_ptr) :: lse_ptr
+    integer(c_int64_t) :: lse_elems
+    lse_ptr = c_null_ptr
+    lse_elems = 0
+    if (present(lse)) then
+      lse_ptr = c_loc(lse)
+      lse_elems = size(lse, kind=c_int64_t)
+    end if
+    status = call_sized(p, 2, c_loc(q), size(q, kind=c_int64_t), c_loc(k), size(k, kind=c_int64_t), c_loc(v), &
+                        size(v, kind=c_int64_t), c_loc(o), size(o, kind=c_int64_t), lse_ptr, lse_elems, &
+                        FC_LOC_HOST, backend, c_null_ptr)
+  end function
+
+  !> Attention on raw pointers (host or device memory, any strides set in p): element_bytes is 4
+  !> for fp32, 2 for fp16/bf16; *_elems the number of elements each buffer holds; location
+  !> FC_LOC_AUTO (asks the CUDA runtime), FC_LOC_HOST or FC_LOC_DEVICE; stream a cudaStream_t.
+  function fc_attention_ptr(p, element_bytes, q, q_elems, k, k_elems, v, v_elems, o, o_elems, lse, lse_elems, &
+                            location, backend, stream) result(status)
+    type(fc_problem), intent(in) :: p
+    integer, intent(in) :: element_bytes
+    type(c_ptr), intent(in) :: q, k, v, o
+    integer(c_int64_t), intent(in) :: q_elems, k_elems, v_elems, o_elems
+    type(c_ptr), intent(in), optional :: lse, stream
+    integer(c_int64_t), intent(in), optional :: lse_elems
+    integer(c_int), intent(in), optional :: location
+    character(len=*), intent(in), optional :: backend
+    integer(c_int) :: status
+    type(c_ptr) :: lse_ptr, stream_ptr
+    integer(c_int64_t) :: n_lse
+    integer(c_int) :: loc
+    lse_ptr = c_null_ptr
+    stream_ptr = c_null_ptr
+    n_lse = 0
+    loc = FC_LOC_AUTO
+    if (present(lse)) lse_ptr = lse
+    if (present(lse_elems)) n_lse = lse_elems
+    if (present(stream)) stream_ptr = stream
+    if (present(location)) loc = location
+    status = call_sized(p, element_bytes, q, q_elems, k, k_elems, v, v_elems, o, o_elems, lse_ptr, n_lse, loc, &
+                        backend, stream_ptr)
+  end function
+
+  function call_sized(p, element_bytes, q, nq, k, nk, v, nv, o, no, lse, nlse, location, backend, stream) &
+      result(status)
+    type(fc_problem), intent(in) :: p
+    integer, intent(in) :: element_bytes
+    type(c_ptr), intent(in) :: q, k, v, o, lse, stream
+    integer(c_int64_t), intent(in) :: nq, nk, nv, no, nlse
+    integer(c_int), intent(in) :: location
+    character(len=*), intent(in), optional :: backend
+    integer(c_int) :: status
+    character(kind=c_char, len=:), allocatable, target :: name
+    type(c_ptr) :: name_ptr
+    name_ptr = c_null_ptr
+    if (present(backend)) then
+      name = trim(backend) // c_null_char
+      name_ptr = c_loc(name)
+    end if
+    status = c_attention_sized(p, int(element_bytes, c_int), q, nq, k, nk, v, nv, o, no, lse, nlse, location, &
+                               name_ptr, stream)
+  end function
+
+  !> The message of the last failed call on this thread ("" when none).
+  function fc_last_error() result(msg)
+    character(len=:), allocatable :: msg
+    msg = from_c(c_last_error())
+  end function
+
+  !> The backend that ran the last successful call on this thread.
+  function fc_last_backend() result(name)
+    character(len=:), allocatable :: name
+    name = from_c(c_last_backend())
+  end function
+
+  function fc_version() result(v)
+    character(len=:), allocatable :: v
+    v = from_c(c_version())
+  end function
+
+  !> Initializes Kokkos if nobody has (returns .true. when this call did); fc_finalize undoes
+  !> only what fc_initialize started.
+  function fc_initialize() result(started)
+    logical :: started
+    started = c_initialize() == 1
+  end function
+
+  subroutine fc_finalize()
+    call c_finalize()
+  end subroutine
+
+  function from_c(s) result(f)
+    type(c_ptr), intent(in) :: s
+    character(len=:), allocatable :: f
+    character(kind=c_char), pointer :: chars(:)
+    integer(c_int64_t) :: n, i
+    if (.not. c_associated(s)) then
+      f = ''
+      return
+    end if
+    n = c_strlen(s)
+    call c_f_pointer(s, chars, [n])
+    allocate(character(len=n) :: f)
+    do i = 1, n
+      f(i:i) = chars(i)
+    end do
+  end function
+
+end module flashcore
