@@ -178,11 +178,14 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (GTEST_FLAG_GET(list_tests)) return RUN_ALL_TESTS();
   fctest::set_openmp_binding_defaults();
-  // The tool library, as a user would load it (the variable's name changed in Kokkos 4).
+  // The tool library, as a user would load it (the variable's name changed in Kokkos 4); its
+  // build path, or FLASHCORE_TOOLS_RECORDER where the binaries were moved (the GPU machine).
+  const char* moved = std::getenv("FLASHCORE_TOOLS_RECORDER");
+  const char* tool = moved != nullptr && *moved ? moved : FLASHCORE_TOOLS_RECORDER;
 #if KOKKOS_VERSION >= 40000
-  setenv("KOKKOS_TOOLS_LIBS", FLASHCORE_TOOLS_RECORDER, 1);
+  setenv("KOKKOS_TOOLS_LIBS", tool, 1);
 #else
-  setenv("KOKKOS_PROFILE_LIBRARY", FLASHCORE_TOOLS_RECORDER, 1);
+  setenv("KOKKOS_PROFILE_LIBRARY", tool, 1);
 #endif
   bool init_kokkos = true;
 #if defined(KOKKOS_ENABLE_CUDA)
