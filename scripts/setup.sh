@@ -3,6 +3,11 @@
 #
 #   scripts/setup.sh            Debian packages + host Kokkos 3.4.01 + Kokkos 5 headers
 #   scripts/setup.sh --cuda     ... and the CUDA Kokkos 3.4.01 (one GPU arch)
+#   scripts/setup.sh --kokkos4  ... and Kokkos 4.x from a source tarball (host; with --cuda
+#                               also its CUDA build), for the compatibility runs; the
+#                               tarball is FLASHCORE_KOKKOS4_TARBALL, else
+#                               ../shared/deps/kokkos-4.6.99.tar.gz beside the repository
+#                               (CI's snapshot); without either, a note and no 4.x
 #   scripts/setup.sh --quiet    only errors, notes and the final assignments
 #
 # Idempotent: everything it builds lives in the cache root
@@ -11,6 +16,7 @@
 # patches in cmake/kokkos/). A second run is a no-op that takes about a second.
 # Results are printed at the end and written to $FLASHCORE_CACHE/env.sh:
 #   FLASHCORE_KOKKOS_HOST=<prefix>  FLASHCORE_KOKKOS_CUDA=<prefix or empty>
+#   FLASHCORE_KOKKOS4_HOST=<prefix or empty>  FLASHCORE_KOKKOS4_CUDA=<prefix or empty>
 #   FLASHCORE_KOKKOS5_INCLUDE=<dir or empty>
 #
 # Environment knobs (all optional):
@@ -20,6 +26,8 @@
 #                                 lib*/cmake/Kokkos) instead of building one; a
 #                                 CUDA-enabled one is used as the cuda config
 #   FLASHCORE_KOKKOS_CUDA_ROOT    use this CUDA-enabled Kokkos install for --cuda
+#   FLASHCORE_KOKKOS4_TARBALL     Kokkos 4.x source tarball for --kokkos4 (top folder
+#                                 kokkos-X.Y.Z/; patches from cmake/kokkos/X.Y.Z/)
 #   FLASHCORE_CUDA_ARCH           89 or 90 (default: local GPU's compute
 #                                 capability from nvidia-smi, else 90)
 #   CUDA_HOME / CUDA_PATH         CUDA toolkit (default: nvcc in PATH, else
@@ -32,17 +40,21 @@
 #   FLASHCORE_DEBIAN_MIRROR       default http://deb.debian.org/debian
 set -Eeuo pipefail
 
-readonly KOKKOS_VERSION=3.4.01
+# The Kokkos this script builds by default (Debian's trilinos source); --kokkos4 adds one from
+# a tarball. select_kokkos switches between them (version, source, patches).
+readonly DEFAULT_KOKKOS_VERSION=3.4.01
+KOKKOS_VERSION=$DEFAULT_KOKKOS_VERSION
 # Bump to force a rebuild of every cached Kokkos (e.g. after changing the way
 # this script configures it without changing the cmake arguments).
 readonly SETUP_REV=1
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd -P)
-PATCH_DIR=$REPO_ROOT/cmake/kokkos
+PATCH_ROOT=$REPO_ROOT/cmake/kokkos
 MIRROR=${FLASHCORE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 WANT_CUDA=0
+WANT_K4=0
 QUIET=0
 WANT_K5=1
 [[ ${FLASHCORE_SKIP_KOKKOS5:-0} == 1 ]] && WANT_K5=0
@@ -52,6 +64,7 @@ usage() { sed -n '2,/^set -Eeuo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//
 for arg in "$@"; do
   case $arg in
     --cuda) WANT_CUDA=1 ;;
+    --kokkos4) WANT_K4=1 ;;
     --quiet | -q) QUIET=1 ;;
     --no-kokkos5) WANT_K5=0 ;;
     -h | --help) usage; exit 0 ;;
@@ -128,7 +141,7 @@ fi
 say "cache: $CACHE"
 
 # ------------------------------------------------------- Debian packages ---
-REQUIRED_PKGS=(cmake ninja-build g++ make patch libgtest-dev libbenchmark-dev
+REQUIRED_PKGS=(cmake ninja-build g++ gfortran make patch libgtest-dev libbenchmark-dev
   python3 xz-utils ca-certificates)
 # shellcheck disable=SC2206
 REQUIRED_PKGS+=(${FLASHCORE_EXTRA_PACKAGES:-})
@@ -186,12 +199,24 @@ apt_private() {
   if [[ $EUID -eq 0 ]]; then APT_OPTS+=(-o APT::Sandbox::User=root); fi
 }
 
-# ----------------------------------------------------- Kokkos 3.4 source ---
-[[ -d $PATCH_DIR ]] || die "patch directory $PATCH_DIR is missing"
-mapfile -t PATCHES < <(find "$PATCH_DIR" -maxdepth 1 -name '*.patch' -type f | LC_ALL=C sort)
-[[ ${#PATCHES[@]} -gt 0 ]] || die "no *.patch files in $PATCH_DIR"
-PATCH_HASH=$(for p in "${PATCHES[@]}"; do basename "$p"; cat "$p"; done | sha)
-SRC_DIR=$CACHE/src/kokkos-$KOKKOS_VERSION-$PATCH_HASH
+# --------------------------------------------------------- Kokkos sources ---
+# select_kokkos VERSION [TARBALL]: the Kokkos the build functions below work on. Without a
+# tarball the source is Debian's trilinos package (3.4.01); patches: cmake/kokkos/VERSION/.
+# Sets KOKKOS_VERSION, KOKKOS_TARBALL, PATCHES, PATCH_HASH, SRC_DIR and PREFIX_TAG (the part of
+# the install prefixes' names that tells the versions apart: empty for the default one).
+KOKKOS_TARBALL=""
+select_kokkos() {
+  KOKKOS_VERSION=$1
+  KOKKOS_TARBALL=${2:-}
+  local pdir=$PATCH_ROOT/$KOKKOS_VERSION
+  [[ -d $pdir ]] || die "no patch directory $pdir for Kokkos $KOKKOS_VERSION"
+  mapfile -t PATCHES < <(find "$pdir" -maxdepth 1 -name '*.patch' -type f | LC_ALL=C sort)
+  [[ ${#PATCHES[@]} -gt 0 ]] || die "no *.patch files in $pdir"
+  PATCH_HASH=$(for p in "${PATCHES[@]}"; do basename "$p"; cat "$p"; done | sha)
+  SRC_DIR=$CACHE/src/kokkos-$KOKKOS_VERSION-$PATCH_HASH
+  if [[ $KOKKOS_VERSION == "$DEFAULT_KOKKOS_VERSION" ]]; then PREFIX_TAG=""; else PREFIX_TAG=-$KOKKOS_VERSION; fi
+}
+select_kokkos "$DEFAULT_KOKKOS_VERSION"
 
 fetch_trilinos_orig() {  # sets ORIG_TARBALL
   local dl=$CACHE/downloads/trilinos log=$CACHE/logs/kokkos-source.log dsc orig sum
@@ -220,18 +245,26 @@ fetch_trilinos_orig() {  # sets ORIG_TARBALL
 
 ensure_kokkos_src() {
   if [[ -f $SRC_DIR/.flashcore-src-ok ]]; then return; fi
-  local log=$CACHE/logs/kokkos-source.log t0 tmp kdir ver p
+  local log=$CACHE/logs/kokkos-source-$KOKKOS_VERSION.log t0 tmp kdir ver p origin
   t0=$(now_ns)
   : >"$log"
-  fetch_trilinos_orig
   tmp=$CACHE/src/.extract.$$
   rm -rf "$tmp" && mkdir -p "$tmp"
-  say "extracting packages/kokkos from $(basename "$ORIG_TARBALL")"
-  run_logged "$log" tar -xzf "$ORIG_TARBALL" -C "$tmp" --wildcards '*/packages/kokkos/*'
-  kdir=$(find "$tmp" -mindepth 3 -maxdepth 3 -type d -path '*/packages/kokkos' | head -n 1)
-  [[ -n $kdir && -f $kdir/CMakeLists.txt ]] || die "no packages/kokkos in $ORIG_TARBALL"
+  if [[ -n $KOKKOS_TARBALL ]]; then
+    origin=$KOKKOS_TARBALL
+    say "extracting $(basename "$KOKKOS_TARBALL")"
+    run_logged "$log" tar -xzf "$KOKKOS_TARBALL" -C "$tmp"
+    kdir=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+  else
+    fetch_trilinos_orig
+    origin=$ORIG_TARBALL
+    say "extracting packages/kokkos from $(basename "$ORIG_TARBALL")"
+    run_logged "$log" tar -xzf "$ORIG_TARBALL" -C "$tmp" --wildcards '*/packages/kokkos/*'
+    kdir=$(find "$tmp" -mindepth 3 -maxdepth 3 -type d -path '*/packages/kokkos' | head -n 1)
+  fi
+  [[ -n $kdir && -f $kdir/CMakeLists.txt ]] || die "no Kokkos source tree in $origin"
   ver=$(sed -n 's/^set(Kokkos_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\))$/\2/p' "$kdir/CMakeLists.txt" | paste -sd.)
-  [[ $ver == "$KOKKOS_VERSION" ]] || die "trilinos ships Kokkos '$ver', expected $KOKKOS_VERSION (patches are for $KOKKOS_VERSION)"
+  [[ $ver == "$KOKKOS_VERSION" ]] || die "$(basename "$origin") holds Kokkos '$ver', expected $KOKKOS_VERSION (patches are for $KOKKOS_VERSION)"
   for p in "${PATCHES[@]}"; do
     say "applying $(basename "$p")"
     run_logged "$log" patch -p1 --forward --batch --fuzz=0 --no-backup-if-mismatch -d "$kdir" -i "$p"
@@ -239,7 +272,7 @@ ensure_kokkos_src() {
   rm -rf "$SRC_DIR"
   mv "$kdir" "$SRC_DIR"
   rm -rf "$tmp"
-  printf 'kokkos %s from %s\npatches %s\n' "$KOKKOS_VERSION" "$(basename "$ORIG_TARBALL")" "$PATCH_HASH" >"$SRC_DIR/.flashcore-src-ok"
+  printf 'kokkos %s from %s\npatches %s\n' "$KOKKOS_VERSION" "$(basename "$origin")" "$PATCH_HASH" >"$SRC_DIR/.flashcore-src-ok"
   # Sources patched with older patch sets are of no further use.
   for p in "$CACHE"/src/kokkos-"$KOKKOS_VERSION"-*; do
     [[ $p == "$SRC_DIR" ]] || rm -rf "$p"
@@ -390,7 +423,7 @@ build_kokkos() {
   run_logged "$log" env "${KENV[@]}" cmake --build "$bdir" -j "$JOBS"
   run_logged "$log" env "${KENV[@]}" cmake --install "$bdir"
   PROBE_RESULT=""
-  if [[ $name == kokkos-cuda-* ]]; then postinstall_nvcc_wrapper "$prefix"; cxx=$prefix/bin/nvcc_wrapper; fi
+  if [[ $name == *-cuda-* ]]; then postinstall_nvcc_wrapper "$prefix"; cxx=$prefix/bin/nvcc_wrapper; fi
   probe_kokkos "$name" "$prefix" "$cxx" "$run" "$log" "$arch"
   printf '%s\n' "$key" >"$prefix/.flashcore-build-key"
   rm -rf "$bdir"
@@ -439,15 +472,15 @@ if [[ -n $USER_KOKKOS_CUDA ]]; then
   kokkos_has_cuda "$USER_KOKKOS_CUDA" || die "$USER_KOKKOS_CUDA is not a CUDA-enabled Kokkos"
 fi
 
-ensure_kokkos_host() {
-  step_begin "kokkos host (Serial+OpenMP)"
-  if [[ -n $USER_KOKKOS ]]; then
+ensure_kokkos_host() {  # for the selected Kokkos; sets KOKKOS_HOST
+  step_begin "kokkos $KOKKOS_VERSION host (Serial+OpenMP)"
+  if [[ -n $USER_KOKKOS && -z $PREFIX_TAG ]]; then
     KOKKOS_HOST=$USER_KOKKOS
     step_end "user-provided: $KOKKOS_HOST"
     return
   fi
   command -v "$HOST_CXX" >/dev/null 2>&1 || die "host compiler $HOST_CXX not found"
-  local prefix=$CACHE/kokkos-host key
+  local prefix=$CACHE/kokkos$PREFIX_TAG-host key
   local -a args
   mapfile -t args < <(host_cmake_args)
   key=$( {
@@ -462,7 +495,7 @@ ensure_kokkos_host() {
     return
   fi
   KENV=()
-  build_kokkos kokkos-host "$prefix" "$key" "$(command -v "$HOST_CXX")" 1 "" -- "${args[@]}"
+  build_kokkos "kokkos$PREFIX_TAG-host" "$prefix" "$key" "$(command -v "$HOST_CXX")" 1 "" -- "${args[@]}"
   KOKKOS_HOST=$prefix
   step_end "built; probe $PROBE_RESULT"
 }
@@ -506,7 +539,7 @@ cuda_config() {  # sets CUDA_ARCH CUDA_PREFIX CUDA_KEY CUDA_ARGS; 1: no toolkit,
   CUDA_ARCH=$(cuda_arch) || return 2
   local flag=""
   case $CUDA_ARCH in 89) flag=ADA89 ;; 90) flag=HOPPER90 ;; esac
-  CUDA_PREFIX=$CACHE/kokkos-cuda-sm$CUDA_ARCH
+  CUDA_PREFIX=$CACHE/kokkos$PREFIX_TAG-cuda-sm$CUDA_ARCH
   CUDA_ARGS=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$SRC_DIR/bin/nvcc_wrapper"
     -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_EXTENSIONS=OFF
     -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON
@@ -523,9 +556,9 @@ cuda_config() {  # sets CUDA_ARCH CUDA_PREFIX CUDA_KEY CUDA_ARGS; 1: no toolkit,
   } | sha)
 }
 
-ensure_kokkos_cuda() {
-  step_begin "kokkos cuda (CUDA+OpenMP+Serial)"
-  if [[ -n $USER_KOKKOS_CUDA ]]; then
+ensure_kokkos_cuda() {  # for the selected Kokkos; sets KOKKOS_CUDA
+  step_begin "kokkos $KOKKOS_VERSION cuda (CUDA+OpenMP+Serial)"
+  if [[ -n $USER_KOKKOS_CUDA && -z $PREFIX_TAG ]]; then
     KOKKOS_CUDA=$USER_KOKKOS_CUDA
     step_end "user-provided: $KOKKOS_CUDA"
     return
@@ -542,7 +575,7 @@ ensure_kokkos_cuda() {
   local run=0
   if have_gpu; then run=1; fi
   KENV=("PATH=$CUDA_DIR/bin:$PATH" "CUDA_ROOT=$CUDA_DIR" "NVCC_WRAPPER_DEFAULT_COMPILER=$(command -v "$HOST_CXX")")
-  build_kokkos "kokkos-cuda-sm$CUDA_ARCH" "$CUDA_PREFIX" "$CUDA_KEY" "" "$run" "$CUDA_ARCH" -- "${CUDA_ARGS[@]}"
+  build_kokkos "kokkos$PREFIX_TAG-cuda-sm$CUDA_ARCH" "$CUDA_PREFIX" "$CUDA_KEY" "" "$run" "$CUDA_ARCH" -- "${CUDA_ARGS[@]}"
   grep -q "^#define KOKKOS_ARCH_$( [[ $CUDA_ARCH == 89 ]] && echo ADA89 || echo HOPPER90)" \
     "$CUDA_PREFIX/include/KokkosCore_config.h" || die "installed KokkosCore_config.h lacks the sm_$CUDA_ARCH arch macro"
   KOKKOS_CUDA=$CUDA_PREFIX
@@ -551,8 +584,39 @@ ensure_kokkos_cuda() {
 
 # Without --cuda, still report a CUDA install that is complete and current.
 report_existing_cuda() {
-  if [[ -n $USER_KOKKOS_CUDA ]]; then KOKKOS_CUDA=$USER_KOKKOS_CUDA; return; fi
+  if [[ -n $USER_KOKKOS_CUDA && -z $PREFIX_TAG ]]; then KOKKOS_CUDA=$USER_KOKKOS_CUDA; return; fi
   if cuda_config 2>/dev/null && stamp_ok "$CUDA_PREFIX" "$CUDA_KEY"; then KOKKOS_CUDA=$CUDA_PREFIX; fi
+}
+
+# ------------------------------------------------------------- Kokkos 4.x --
+# The compatibility Kokkos: built from a source tarball (CI: ../shared/deps), never needed by the
+# README's two commands on a user's machine.
+KOKKOS4_HOST=""
+KOKKOS4_CUDA=""
+kokkos4_tarball() {
+  local t=${FLASHCORE_KOKKOS4_TARBALL:-}
+  if [[ -z $t ]]; then
+    t=$(find "$REPO_ROOT/../shared/deps" -maxdepth 1 -name 'kokkos-4.*.tar.gz' 2>/dev/null | LC_ALL=C sort | tail -n 1)
+  fi
+  [[ -n $t && -f $t ]] && (cd "$(dirname "$t")" && printf '%s/%s\n' "$(pwd -P)" "$(basename "$t")")
+}
+
+ensure_kokkos4() {
+  local tarball ver host=$KOKKOS_HOST cuda=$KOKKOS_CUDA
+  tarball=$(kokkos4_tarball) || true
+  if [[ -z $tarball ]]; then
+    note "--kokkos4: no Kokkos 4 tarball (FLASHCORE_KOKKOS4_TARBALL, or ../shared/deps/kokkos-4.*.tar.gz); skipping Kokkos 4"
+    return
+  fi
+  ver=$(basename "$tarball" .tar.gz)
+  ver=${ver#kokkos-}
+  select_kokkos "$ver" "$tarball"
+  ensure_kokkos_host
+  KOKKOS4_HOST=$KOKKOS_HOST
+  if [[ $WANT_CUDA == 1 ]]; then ensure_kokkos_cuda; KOKKOS4_CUDA=$KOKKOS_CUDA; else
+    KOKKOS_CUDA=""; report_existing_cuda; KOKKOS4_CUDA=$KOKKOS_CUDA; fi
+  KOKKOS_HOST=$host KOKKOS_CUDA=$cuda
+  select_kokkos "$DEFAULT_KOKKOS_VERSION"
 }
 
 # ------------------------------------------------------- Kokkos 5 headers --
@@ -642,6 +706,7 @@ ensure_kokkos5() {
 ensure_packages
 ensure_kokkos_host
 if [[ $WANT_CUDA == 1 ]]; then ensure_kokkos_cuda; else report_existing_cuda; fi
+if [[ $WANT_K4 == 1 ]]; then ensure_kokkos4; fi
 ensure_kokkos5
 
 ENV_SH=$CACHE/env.sh
@@ -649,8 +714,10 @@ ENV_SH=$CACHE/env.sh
   echo "# Written by scripts/setup.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ); source it or read the assignments."
   printf 'FLASHCORE_KOKKOS_HOST=%q\n' "$KOKKOS_HOST"
   printf 'FLASHCORE_KOKKOS_CUDA=%q\n' "$KOKKOS_CUDA"
+  printf 'FLASHCORE_KOKKOS4_HOST=%q\n' "$KOKKOS4_HOST"
+  printf 'FLASHCORE_KOKKOS4_CUDA=%q\n' "$KOKKOS4_CUDA"
   printf 'FLASHCORE_KOKKOS5_INCLUDE=%q\n' "$KOKKOS5_INCLUDE"
-  echo 'export FLASHCORE_KOKKOS_HOST FLASHCORE_KOKKOS_CUDA FLASHCORE_KOKKOS5_INCLUDE'
+  echo 'export FLASHCORE_KOKKOS_HOST FLASHCORE_KOKKOS_CUDA FLASHCORE_KOKKOS4_HOST FLASHCORE_KOKKOS4_CUDA FLASHCORE_KOKKOS5_INCLUDE'
 } >"$ENV_SH.tmp.$$"
 mv "$ENV_SH.tmp.$$" "$ENV_SH"
 
@@ -661,4 +728,6 @@ if [[ $QUIET == 0 ]]; then
 fi
 printf 'FLASHCORE_KOKKOS_HOST=%q\n' "$KOKKOS_HOST"
 printf 'FLASHCORE_KOKKOS_CUDA=%q\n' "$KOKKOS_CUDA"
+printf 'FLASHCORE_KOKKOS4_HOST=%q\n' "$KOKKOS4_HOST"
+printf 'FLASHCORE_KOKKOS4_CUDA=%q\n' "$KOKKOS4_CUDA"
 printf 'FLASHCORE_KOKKOS5_INCLUDE=%q\n' "$KOKKOS5_INCLUDE"
