@@ -119,12 +119,7 @@ contains
     integer(c_int) :: status
     type(c_ptr) :: lse_ptr
     integer(c_int64_t) :: lse_elems
-    lse_ptr = c_null_ptr
-    lse_elems = 0
-    if (present(lse)) then
-      lse_ptr = c_loc(lse)
-      lse_elems = size(lse, kind=c_int64_t)
-    end if
+    call lse_arg(lse, lse_ptr, lse_elems)
     status = call_sized(p, 4, c_loc(q), size(q, kind=c_int64_t), c_loc(k), size(k, kind=c_int64_t), c_loc(v), &
                         size(v, kind=c_int64_t), c_loc(o), size(o, kind=c_int64_t), lse_ptr, lse_elems, &
                         FC_LOC_HOST, backend, c_null_ptr)
@@ -139,16 +134,24 @@ contains
     integer(c_int) :: status
     type(c_ptr) :: lse_ptr
     integer(c_int64_t) :: lse_elems
-    lse_ptr = c_null_ptr
-    lse_elems = 0
-    if (present(lse)) then
-      lse_ptr = c_loc(lse)
-      lse_elems = size(lse, kind=c_int64_t)
-    end if
+    call lse_arg(lse, lse_ptr, lse_elems)
     status = call_sized(p, 2, c_loc(q), size(q, kind=c_int64_t), c_loc(k), size(k, kind=c_int64_t), c_loc(v), &
                         size(v, kind=c_int64_t), c_loc(o), size(o, kind=c_int64_t), lse_ptr, lse_elems, &
                         FC_LOC_HOST, backend, c_null_ptr)
   end function
+
+  !> The optional LSE array as a pointer and a length (null and 0 when absent).
+  subroutine lse_arg(lse, ptr, n)
+    real(c_float), intent(inout), target, contiguous, optional :: lse(:,:,:)
+    type(c_ptr), intent(out) :: ptr
+    integer(c_int64_t), intent(out) :: n
+    ptr = c_null_ptr
+    n = 0
+    if (present(lse)) then
+      ptr = c_loc(lse)
+      n = size(lse, kind=c_int64_t)
+    end if
+  end subroutine
 
   !> Attention on raw pointers (host or device memory, any strides set in p): element_bytes is 4
   !> for fp32, 2 for fp16/bf16; *_elems the number of elements each buffer holds; location
