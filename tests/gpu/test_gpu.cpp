@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -12,6 +13,9 @@
 
 #include "core/tolerance.hpp"
 #include "support/testing.hpp"
+#if defined(FLASHCORE_HAVE_KOKKOS_CUDA)
+#include "flashcore/kokkos.hpp"
+#endif
 
 using fctest::Case;
 using fctest::Layout;
@@ -350,3 +354,79 @@ TEST(Gpu, AutomaticChoiceForDeviceData) {
   // Host data goes to the host reference.
   EXPECT_EQ(flashcore::explain(h.problem, h.tensors()).chosen, "reference-host");
 }
+
+#if defined(FLASHCORE_HAVE_KOKKOS_CUDA)
+// The Kokkos View entry point on CudaSpace Views: it runs on a device backend, and Views in
+// different memory spaces are an Error naming the tensor, before any work.
+TEST(Gpu, KokkosViewsInCudaSpace) {
+  REQUIRE_DEVICE();
+  using half = Kokkos::Experimental::half_t;
+  using DV = Kokkos::View<half****, Kokkos::LayoutRight, Kokkos::CudaSpace>;
+  const int B = 2, Lq = 77, Lk = 130, Hq = 4, Hkv = 2, D = 64;
+  DV q("q", B, Lq, Hq, D), k("k", B, Lk, Hkv, D), v("v", B, Lk, Hkv, D), o("o", B, Lq, Hq, D);
+  Kokkos::deep_copy(q, half(0.5f));
+  Kokkos::deep_copy(k, half(0.25f));
+  Kokkos::deep_copy(v, half(1.0f));
+  // CudaSpace Views default to LayoutLeft: the LSE must say LayoutRight (checked below).
+  Kokkos::View<float***, Kokkos::LayoutRight, Kokkos::CudaSpace> lse("lse", B, Hq, Lq);
+  auto o_host = Kokkos::create_mirror_view(o);
+  auto lse_host = Kokkos::create_mirror_view(lse);
+  auto poison = [&] {
+    Kokkos::deep_copy(o, half(NAN));
+    Kokkos::deep_copy(lse, NAN);
+  };
+  auto all_o = [&](auto pred) {
+    Kokkos::deep_copy(o_host, o);
+    for (std::size_t i = 0; i < o_host.size(); ++i)
+      if (!pred(static_cast<float>(o_host.data()[i]))) return false;
+    return true;
+  };
+
+  // All on the device, causal with Lq < Lk: every row sees keys, V is all ones, so O = 1 and the
+  // LSE is finite.
+  poison();
+  flashcore::ViewOptions opts;
+  opts.causal = true;
+  const flashcore::Report r = flashcore::run(q, k, v, o, lse, opts);
+  const auto names = device_backends();
+  EXPECT_NE(std::find(names.begin(), names.end(), r.chosen), names.end()) << r.to_string();
+  Kokkos::fence();
+  EXPECT_TRUE(all_o([](float x) { return std::fabs(x - 1.0f) <= 1e-3f; })) << r.chosen;
+  Kokkos::deep_copy(lse_host, lse);
+  for (std::size_t i = 0; i < lse_host.size(); ++i) ASSERT_TRUE(std::isfinite(lse_host.data()[i])) << i;
+
+  // Mixed memory spaces: an Error naming the tensor; the output keeps its poison.
+  poison();
+  Kokkos::View<half****, Kokkos::LayoutRight, Kokkos::HostSpace> k_host("k_host", B, Lk, Hkv, D);
+  try {
+    flashcore::run(q, k_host, v, o);
+    ADD_FAILURE() << "no error for K in host memory";
+  } catch (const flashcore::Error& e) {
+    EXPECT_EQ(e.field(), "k") << e.what();
+    EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
+  }
+  Kokkos::View<float***, Kokkos::HostSpace> lse_in_host("lse_host", B, Hq, Lq);
+  try {
+    flashcore::run(q, k, v, o, lse_in_host);
+    ADD_FAILURE() << "no error for the LSE in host memory";
+  } catch (const flashcore::Error& e) {
+    EXPECT_EQ(e.field(), "lse") << e.what();
+  }
+  Kokkos::View<float***, Kokkos::CudaSpace> lse_default("lse_default", B, Hq, Lq);  // LayoutLeft
+  try {
+    flashcore::run(q, k, v, o, lse_default);
+    ADD_FAILURE() << "no error for a LayoutLeft LSE";
+  } catch (const flashcore::Error& e) {
+    EXPECT_EQ(e.field(), "lse") << e.what();
+    EXPECT_NE(std::string(e.what()).find("LayoutRight"), std::string::npos) << e.what();
+  }
+  DV o_short("o_short", B, Lq - 1, Hq, D);
+  try {
+    flashcore::run(q, k, v, o_short);
+    ADD_FAILURE() << "no error for O one row short";
+  } catch (const flashcore::Error& e) {
+    EXPECT_EQ(e.field(), "o") << e.what();
+  }
+  EXPECT_TRUE(all_o([](float x) { return std::isnan(x); })) << "o written by a failed call";
+}
+#endif
