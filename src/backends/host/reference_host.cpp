@@ -16,7 +16,7 @@ using HostExec = Kokkos::DefaultHostExecutionSpace;
 // a thread on which the default host space cannot launch (Kokkos 3.x OpenMP: any thread but the
 // one that initialized Kokkos) uses Kokkos::Serial instead.
 template <class Launch>
-void on_host(const char* who, Launch&& launch) {
+void on_host([[maybe_unused]] const char* who, Launch&& launch) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   if (kc::default_host_space_usable_here()) {
