@@ -2,6 +2,7 @@
 //
 //   flashcore::run(q, k, v, o);            // rank-4 Views indexed (batch, seq, head, dim)
 //   flashcore::run(q, k, v, o, lse, opts); // lse: rank-3 View (batch, heads_q, seqlen_q), contiguous
+//                                          // (LayoutRight: CudaSpace Views default to LayoutLeft)
 //
 // Views may have any layout whose dim index has stride 1 (LayoutRight, LayoutStride, subviews or
 // LayoutStride views of a (B,H,S,D) allocation...; not LayoutLeft, whose first index is the
@@ -183,8 +184,8 @@ Report run_views(const QV& q, const KV& k, const VV& v, const OV& o, const LseAr
 
 }  // namespace kokkos_detail
 
-/// Runs attention on Kokkos Views. LseView is a rank-3 View of float (a View with no data, e.g.
-/// a null View, means no LSE).
+/// Runs attention on Kokkos Views. LseView is a rank-3 View of float; one whose data() is null
+/// (e.g. an unmanaged View of nullptr) means no LSE, as the overload without it.
 template <class QV, class KV, class VV, class OV, class LseView>
 Report run(const QV& q, const KV& k, const VV& v, const OV& o, const LseView& lse, const ViewOptions& opts = {}) {
   return kokkos_detail::run_views(q, k, v, o, kokkos_detail::lse_arg(lse), opts);
