@@ -60,10 +60,10 @@ Oracle compute_oracle(const Problem& p, const void* q, const void* k, const void
 }
 
 Validation compare(const Problem& p, const Oracle& ref, const unsigned char* o, const float* lse,
-                   const std::string& backend) {
+                   flashcore::BackendKind backend) {
   Validation val;
   val.done = true;
-  const bool reference = backend.rfind("reference", 0) == 0;
+  const bool reference = backend == flashcore::BackendKind::Reference;
   const flashcore::tolerance::Bound bound = flashcore::tolerance::reference_bound(p.dtype);
   val.bound = reference ? "reference" : "kernel";
   const double inf = std::numeric_limits<double>::infinity();

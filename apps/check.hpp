@@ -42,12 +42,12 @@ struct Validation {
   std::string first_bad;   // description of the first failing element, if any
 };
 
-/// Compares O (problem's o strides) and LSE (may be null) with the oracle. Backends whose name
-/// starts with "reference" get tolerance::reference_bound; others the kernel bound
+/// Compares O (problem's o strides) and LSE (may be null) with the oracle. The reference backends
+/// (BackendKind::Reference) get tolerance::reference_bound; others the kernel bound
 /// max_abs_err <= 2 * naive_err + floor (tolerance::kernel_bound: floor 1e-4 fp16, 1e-3 bf16,
 /// 1e-5 fp32) and tolerance::kernel_lse_ok for LSE.
 Validation compare(const flashcore::Problem& p, const Oracle& ref, const unsigned char* o, const float* lse,
-                   const std::string& backend);
+                   flashcore::BackendKind backend);
 
 /// Worst of two validations of the same problem (e.g. the first and the last call).
 Validation worst(const Validation& a, const Validation& b);

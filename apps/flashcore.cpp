@@ -572,9 +572,9 @@ flashcore::Report cli_report(flashcore::Report r) {
 /// Why no backend runs the problem: the forced backend's reason, or every backend's.
 std::string decline_message(const flashcore::Report& report, const char* where) {
   const flashcore::Report r = cli_report(report);
-  if (r.how != "automatic") {
+  if (r.mode != flashcore::SelectionMode::Automatic) {
     for (const auto& dec : r.decisions)
-      if (dec.reason.rfind("not selected", 0) != 0)
+      if (dec.code != flashcore::DecisionCode::NotSelected)
         return "backend '" + dec.backend + "' (" + r.how + ") cannot run this problem in " + where +
                " memory: " + dec.reason;
   }
@@ -737,7 +737,7 @@ void print_text(const RunArgs& a, const HostData& d, const Outcome& out, const V
   if (out.have_device_report) {
     os << "            (a CUDA device is present, but no device backend accepts the problem:";
     for (const auto& dec : out.device_report.decisions)
-      if (dec.reason.rfind("reads host memory", 0) != 0) os << "\n             " << dec.backend << ": " << dec.reason;
+      if (dec.code != flashcore::DecisionCode::OtherMemory) os << "\n             " << dec.backend << ": " << dec.reason;
     os << ")\n";
   }
   if (out.repeat > 0) {
@@ -782,7 +782,8 @@ void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const V
   const Problem& p = d.p;
   const flashcore::Report rep = cli_report(out.report);  // in the CLI's terms
   JsonObject j;
-  j.str("backend", rep.chosen).str("how", rep.how).str("device", out.device).str("location", out.location);
+  j.str("backend", rep.chosen).str("kind", rep.chosen.empty() ? "" : flashcore::to_string(rep.chosen_kind));
+  j.str("how", rep.how).str("device", out.device).str("location", out.location);
   j.integer("B", p.batch).integer("Hq", p.heads_q).integer("Hkv", p.heads_kv).integer("Lq", p.seqlen_q);
   j.integer("Lk", p.seqlen_k).integer("D", p.head_dim).str("dtype", flashcore::to_string(p.dtype));
   j.boolean("causal", p.causal).str("layout", to_string(d.layout)).num("scale", p.effective_scale());
@@ -813,7 +814,8 @@ void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const V
   for (std::size_t i = 0; i < rep.decisions.size(); ++i) {
     const auto& dec = rep.decisions[i];
     JsonObject o;
-    o.str("backend", dec.backend).boolean("ok", dec.ok).str("reason", dec.reason);
+    o.str("backend", dec.backend).str("kind", flashcore::to_string(dec.kind)).boolean("ok", dec.ok);
+    o.str("code", flashcore::to_string(dec.code)).str("reason", dec.reason);
     sel += (i ? ", " : "") + o.render();
   }
   j.raw("selection", sel + "]");
@@ -822,7 +824,8 @@ void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const V
     for (std::size_t i = 0; i < out.device_report.decisions.size(); ++i) {
       const auto& dec = out.device_report.decisions[i];
       JsonObject o;
-      o.str("backend", dec.backend).boolean("ok", dec.ok).str("reason", dec.reason);
+      o.str("backend", dec.backend).str("kind", flashcore::to_string(dec.kind)).boolean("ok", dec.ok);
+    o.str("code", flashcore::to_string(dec.code)).str("reason", dec.reason);
       dsel += (i ? ", " : "") + o.render();
     }
     j.raw("device_selection", dsel + "]");
@@ -934,12 +937,12 @@ int cmd_run(const std::vector<std::string>& args, bool main_job, Runtime& rt) {
   Validation val;
   if (a.validate) {
     const Problem& p = d.p;
-    const bool reference = out.report.chosen.rfind("reference", 0) == 0;
+    const bool reference = out.report.chosen_kind == flashcore::BackendKind::Reference;
     const Oracle ref = compute_oracle(p, d.q.data(), d.k.data(), d.v.data(), !reference);
     val = compare(p, ref, out.o_first.data(), out.lse_first.empty() ? nullptr : out.lse_first.data(),
-                  out.report.chosen);
+                  out.report.chosen_kind);
     if (out.have_final)
-      val = worst(val, compare(p, ref, d.o.data(), d.lse.empty() ? nullptr : d.lse.data(), out.report.chosen));
+      val = worst(val, compare(p, ref, d.o.data(), d.lse.empty() ? nullptr : d.lse.data(), out.report.chosen_kind));
   }
   write_outputs(a, d);
   if (a.json) print_json(a, d, out, val);

@@ -45,13 +45,26 @@ TEST(Registry, HostReferenceIsRegisteredAndChosenForHostData) {
   fctest::HostData d = fctest::make_data(c, 1);
   const flashcore::Report r = flashcore::explain(d.problem, d.tensors());
   EXPECT_EQ(r.chosen, "reference-host");
+  EXPECT_EQ(r.chosen_kind, flashcore::BackendKind::Reference);
   EXPECT_EQ(r.how, "automatic");
+  EXPECT_EQ(r.mode, flashcore::SelectionMode::Automatic);
   EXPECT_EQ(r.decisions.size(), names.size());
-  for (const auto& dec : r.decisions)
-    if (dec.backend != "reference-host" && dec.backend != "test-counting") {
+  for (const auto& dec : r.decisions) {
+    if (dec.backend == "reference-host") {
+      EXPECT_EQ(dec.code, flashcore::DecisionCode::Chosen);
+      EXPECT_EQ(dec.kind, flashcore::BackendKind::Reference);
+    } else if (dec.backend != "test-counting") {
       EXPECT_FALSE(dec.ok);
       EXPECT_FALSE(dec.reason.empty());
+      EXPECT_NE(dec.code, flashcore::DecisionCode::Chosen) << dec.backend;
     }
+    // Host data: every device backend says so with a code, not only in words.
+    for (const auto& b : flashcore::backends())
+      if (b.name == dec.backend && b.location == flashcore::MemoryLocation::Device)
+        EXPECT_TRUE(dec.code == flashcore::DecisionCode::OtherMemory ||
+                    dec.code == flashcore::DecisionCode::OnlyWhenForced)
+            << dec.backend << ": " << flashcore::to_string(dec.code);
+  }
   // explain does no work
   for (float x : d.lse) ASSERT_TRUE(std::isnan(x));
 }
@@ -75,7 +88,13 @@ TEST(Registry, CustomBackendForcedByOptionAndEnvironment) {
     const int before = CountingBackend::calls;
     const auto r = flashcore::run(d.problem, d.tensors(), opts);
     EXPECT_EQ(r.chosen, "test-counting");
+    EXPECT_EQ(r.chosen_kind, flashcore::BackendKind::External);  // an application's backend
     EXPECT_EQ(r.how, "forced by Options::backend");
+    EXPECT_EQ(r.mode, flashcore::SelectionMode::ForcedByOption);
+    for (const auto& dec : r.decisions)
+      EXPECT_EQ(dec.code, dec.backend == "test-counting" ? flashcore::DecisionCode::Chosen
+                                                         : flashcore::DecisionCode::NotSelected)
+          << dec.backend;
     EXPECT_EQ(CountingBackend::calls, before + 1);
   }
   {
@@ -84,6 +103,7 @@ TEST(Registry, CustomBackendForcedByOptionAndEnvironment) {
     const auto r = flashcore::run(d.problem, d.tensors());
     EXPECT_EQ(r.chosen, "test-counting");
     EXPECT_EQ(r.how, "forced by FLASHCORE_BACKEND");
+    EXPECT_EQ(r.mode, flashcore::SelectionMode::ForcedByEnvironment);
     EXPECT_EQ(CountingBackend::calls, before + 1);
     // The option wins over the environment.
     flashcore::Options opts;
@@ -294,6 +314,9 @@ TEST(Registry, SupportsMayCallTheRegistry) {
   EXPECT_EQ(r.chosen, "");
   bool found = false;
   for (const auto& dec : r.decisions)
-    if (dec.backend == "test-reentrant") found = dec.reason.find("registry has") != std::string::npos;
+    if (dec.backend == "test-reentrant") {
+      found = dec.reason.find("registry has") != std::string::npos;
+      EXPECT_EQ(dec.code, flashcore::DecisionCode::Unsupported);
+    }
   EXPECT_TRUE(found);
 }

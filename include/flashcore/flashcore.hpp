@@ -135,6 +135,11 @@ struct Query {
   bool want_lse = false;
 };
 
+/// What a backend is: the correctness oracle (the Kokkos reference), the portable tier, a tuned
+/// kernel, or one an application registered.
+enum class BackendKind { Reference, Portable, Tuned, External };
+const char* to_string(BackendKind kind);  // "reference", "portable", "tuned", "external"
+
 /// The backend interface. Backends register themselves in the Registry.
 class Backend {
  public:
@@ -150,20 +155,40 @@ class Backend {
   /// Whether automatic selection may pick this backend; variants that exist to be forced by name
   /// (and benchmarked) return false.
   virtual bool automatic() const { return true; }
+  /// The tier the backend belongs to; backends an application registers need not say.
+  virtual BackendKind kind() const { return BackendKind::External; }
   virtual void run(const Query& q, const Options& opts) const = 0;
 };
+
+/// How the backend of a call was chosen.
+enum class SelectionMode { Automatic, ForcedByOption, ForcedByEnvironment };
+
+/// Why a backend did or did not run a call (Decision::reason says it in words).
+enum class DecisionCode {
+  Chosen,          // asked, accepted: it runs the call
+  Unsupported,     // asked, declined: supports() gave the reason
+  NotSelected,     // another backend was forced by name
+  OnlyWhenForced,  // runs only when forced by name (fixed variants)
+  OtherMemory,     // reads another memory than the data's
+  NotAsked,        // a backend before it was chosen
+};
+const char* to_string(DecisionCode code);  // "chosen", "unsupported", "not-selected", ...
 
 /// One backend's answer, as reported by explain() and last_report().
 struct Decision {
   std::string backend;
   bool ok = false;      // true only for the backend that was asked and accepted
   std::string reason;   // why not (or "chosen")
+  DecisionCode code = DecisionCode::Unsupported;
+  BackendKind kind = BackendKind::External;
 };
 
 /// The result of selecting a backend: which one runs, and why the others did not.
 struct Report {
   std::string chosen;       // name of the backend that ran ("" if none could)
-  std::string how;          // "forced by Options::backend", "forced by FLASHCORE_BACKEND", "automatic"
+  BackendKind chosen_kind = BackendKind::External;  // its kind (meaningless when chosen is "")
+  SelectionMode mode = SelectionMode::Automatic;
+  std::string how;          // mode in words: "forced by Options::backend", "forced by FLASHCORE_BACKEND", "automatic"
   std::vector<Decision> decisions;  // every backend considered, in priority order
   std::string to_string() const;
 };
@@ -174,6 +199,7 @@ struct BackendInfo {
   int priority = 0;
   MemoryLocation location = MemoryLocation::Host;
   std::string description;
+  BackendKind kind = BackendKind::External;
 };
 /// All registered backends, in priority order (highest first).
 std::vector<BackendInfo> backends();
@@ -188,7 +214,7 @@ void register_backend(std::unique_ptr<Backend> backend);
 /// variable FLASHCORE_BACKEND, else "" (automatic). *how says which ("forced by Options::backend",
 /// "forced by FLASHCORE_BACKEND", "automatic"). Throws Error (field "backend") naming the
 /// registered backends when the name is not one of them.
-std::string forced_backend(const Options& opts, std::string* how = nullptr);
+std::string forced_backend(const Options& opts, std::string* how = nullptr, SelectionMode* mode = nullptr);
 
 /// Which backend would run this call, and why the others decline; does no work.
 Report explain(const Problem& p, const Tensors& t, const Options& opts = {});

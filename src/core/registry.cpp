@@ -72,7 +72,7 @@ Selection select(const Problem& p, const Tensors& t, const Options& opts) {
   q.location = resolve_location(t, opts.location);
   q.want_lse = t.lse != nullptr;
 
-  const std::string forced = forced_backend(opts, &sel.report.how);
+  const std::string forced = forced_backend(opts, &sel.report.how, &sel.report.mode);
   // Backends are never removed: take the list under the lock, then ask them without it (a
   // backend's supports() may itself call into the registry).
   std::vector<const Backend*> list;
@@ -82,29 +82,59 @@ Selection select(const Problem& p, const Tensors& t, const Options& opts) {
     for (const auto& b : reg.backends) list.push_back(b.get());
   }
   for (const Backend* b : list) {
-    Decision d{b->name(), false, {}};
+    Decision d{b->name(), false, {}, DecisionCode::Unsupported, b->kind()};
     if (!forced.empty() && b->name() != forced) {
+      d.code = DecisionCode::NotSelected;
       d.reason = "not selected (" + sel.report.how + ")";
     } else if (forced.empty() && !b->automatic()) {
+      d.code = DecisionCode::OnlyWhenForced;
       d.reason = "runs only when forced by name (Options::backend or FLASHCORE_BACKEND)";
     } else if (b->location() != q.location) {
+      d.code = DecisionCode::OtherMemory;
       d.reason = std::string("reads ") + to_string(b->location()) + " memory; the data is in " + to_string(q.location) +
                  " memory";
     } else if (sel.backend != nullptr) {
+      d.code = DecisionCode::NotAsked;
       d.reason = "not asked: " + sel.backend->name() + " comes first";
     } else {
       Support s = b->supports(q);
       d.ok = s.ok;
+      d.code = s.ok ? DecisionCode::Chosen : DecisionCode::Unsupported;
       d.reason = s.ok ? "chosen" : s.reason;
       if (s.ok) sel.backend = b;
     }
     sel.report.decisions.push_back(d);
   }
-  if (sel.backend != nullptr) sel.report.chosen = sel.backend->name();
+  if (sel.backend != nullptr) {
+    sel.report.chosen = sel.backend->name();
+    sel.report.chosen_kind = sel.backend->kind();
+  }
   return sel;
 }
 
 }  // namespace
+
+const char* to_string(BackendKind kind) {
+  switch (kind) {
+    case BackendKind::Reference: return "reference";
+    case BackendKind::Portable: return "portable";
+    case BackendKind::Tuned: return "tuned";
+    case BackendKind::External: return "external";
+  }
+  return "invalid";
+}
+
+const char* to_string(DecisionCode code) {
+  switch (code) {
+    case DecisionCode::Chosen: return "chosen";
+    case DecisionCode::Unsupported: return "unsupported";
+    case DecisionCode::NotSelected: return "not-selected";
+    case DecisionCode::OnlyWhenForced: return "only-when-forced";
+    case DecisionCode::OtherMemory: return "other-memory";
+    case DecisionCode::NotAsked: return "not-asked";
+  }
+  return "invalid";
+}
 
 std::string Report::to_string() const {
   std::ostringstream os;
@@ -119,15 +149,19 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
-std::string forced_backend(const Options& opts, std::string* how) {
+std::string forced_backend(const Options& opts, std::string* how, SelectionMode* mode) {
   std::string name = opts.backend, by = "automatic";
+  SelectionMode m = SelectionMode::Automatic;
   if (!name.empty()) {
     by = "forced by Options::backend";
+    m = SelectionMode::ForcedByOption;
   } else if (const char* env = std::getenv("FLASHCORE_BACKEND"); env != nullptr && *env != '\0') {
     name = env;
     by = "forced by FLASHCORE_BACKEND";
+    m = SelectionMode::ForcedByEnvironment;
   }
   if (how != nullptr) *how = by;
+  if (mode != nullptr) *mode = m;
   if (name.empty()) return name;
   const std::vector<BackendInfo> all = backends();
   if (std::none_of(all.begin(), all.end(), [&](const BackendInfo& b) { return b.name == name; })) {
@@ -142,7 +176,8 @@ std::vector<BackendInfo> backends() {
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);
   std::vector<BackendInfo> out;
-  for (const auto& b : reg.backends) out.push_back({b->name(), b->priority(), b->location(), b->description()});
+  for (const auto& b : reg.backends)
+    out.push_back({b->name(), b->priority(), b->location(), b->description(), b->kind()});
   return out;
 }
 

@@ -52,7 +52,11 @@ std::vector<std::string> device_backends() {
   return out;
 }
 
-bool is_reference(const std::string& name) { return name.rfind("reference", 0) == 0; }
+bool is_reference(const std::string& name) {
+  for (const auto& b : flashcore::backends())
+    if (b.name == name) return b.kind == flashcore::BackendKind::Reference;
+  return false;
+}
 
 // Host data mirrored on the device.
 struct DeviceData {

@@ -42,6 +42,7 @@ class FlashBackend final : public Backend {
   std::string name() const override { return name_; }
   int priority() const override { return priority_; }
   MemoryLocation location() const override { return MemoryLocation::Device; }
+  BackendKind kind() const override { return BackendKind::Tuned; }
   std::string description() const override { return what_; }
 
   Support supports(const Query& q) const override {

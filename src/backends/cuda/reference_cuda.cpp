@@ -40,6 +40,7 @@ class CudaReference final : public Backend {
   std::string name() const override { return "reference-cuda"; }
   int priority() const override { return 10; }
   MemoryLocation location() const override { return MemoryLocation::Device; }
+  BackendKind kind() const override { return BackendKind::Reference; }
   std::string description() const override {
     return "portable Kokkos reference on Kokkos::Cuda (fp32 accumulation; every dtype, head_dim, mask and stride)";
   }

@@ -40,6 +40,7 @@ class HostReference final : public Backend {
   std::string name() const override { return "reference-host"; }
   int priority() const override { return 10; }
   MemoryLocation location() const override { return MemoryLocation::Host; }
+  BackendKind kind() const override { return BackendKind::Reference; }
   std::string description() const override {
     return std::string("portable Kokkos reference on ") + HostExec::name() +
            " (fp32 accumulation; every dtype, head_dim, mask and stride)";
