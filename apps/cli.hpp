@@ -1,0 +1,145 @@
+// The flashcore command-line tool, split by concern: arguments (args.cpp), problem and inputs
+// (inputs.cpp), running and timing (running.cpp), reporting (reporting.cpp), and the commands
+// with main() (flashcore.cpp). This header holds what they share.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "flashcore/flashcore.hpp"
+
+namespace fcapp {
+
+using flashcore::DType;
+using flashcore::Problem;
+using flashcore::Strides;
+
+// ---------------------------------------------------------------------------------------------
+// Errors and exit codes
+// ---------------------------------------------------------------------------------------------
+
+enum ExitCode { kOk = 0, kRuntime = 1, kUsage = 2, kValidationFailed = 3 };
+
+/// Bad command line or invalid problem: exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+/// Anything that goes wrong while doing the work: exit code 1.
+class RunError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Command line of `run`
+// ---------------------------------------------------------------------------------------------
+
+enum class Layout { BSHD, BHSD };
+inline const char* to_string(Layout l) { return l == Layout::BSHD ? "bshd" : "bhsd"; }
+
+struct RunArgs {
+  int batch = 1, heads_q = 8, heads_kv = 0, seqlen_q = 512, seqlen_k = 512, head_dim = 64;
+  bool heads_kv_set = false;
+  DType dtype = DType::F16;
+  bool dtype_set = false;
+  bool causal = false;
+  double scale = 0;
+  Layout layout = Layout::BSHD;
+  std::uint64_t seed = 0;
+  std::string q_file, k_file, v_file;
+  std::string out_q, out_k, out_v, out_o, out_lse;
+  std::string backend;
+  int repeat = 10;
+  int warmup = 0;  // 0: the default of the memory used
+  bool validate = false;
+  bool json = false;
+  bool lse = true;
+  std::vector<std::string> shape_flags_given;  // e.g. "--batch", to check against .npy shapes
+  bool help = false;
+};
+
+extern const char* kMainHelp;  // flashcore --help
+extern const char* kRunHelp;   // flashcore run --help
+
+/// The flags of `run` (and of the main job, whose defaults differ: it validates).
+RunArgs parse_run_args(const std::vector<std::string>& args, bool main_job);
+
+// ---------------------------------------------------------------------------------------------
+// Problem and inputs (inputs.cpp)
+// ---------------------------------------------------------------------------------------------
+
+struct HostData {
+  Problem p;
+  Layout layout = Layout::BSHD;
+  std::vector<unsigned char> q, k, v, o;
+  std::vector<float> lse;  // empty: no LSE
+  bool from_files = false;
+
+  void poison() {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const std::int64_t n = static_cast<std::int64_t>(o.size()) / flashcore::dtype_size(p.dtype);
+    for (std::int64_t i = 0; i < n; ++i) store_element(p.dtype, o.data(), i, nan);
+    std::fill(lse.begin(), lse.end(), std::numeric_limits<float>::quiet_NaN());
+  }
+};
+
+/// Bytes of a tensor with these strides.
+std::size_t tensor_bytes(const Problem& p, const Strides& s, int seq, int heads);
+/// The problem and its inputs (from .npy files or random), validated: usage errors before any work.
+HostData make_data(const RunArgs& a);
+/// Writes the .npy outputs the flags ask for.
+void write_outputs(const RunArgs& a, const HostData& d);
+
+// ---------------------------------------------------------------------------------------------
+// Running and timing (running.cpp)
+// ---------------------------------------------------------------------------------------------
+
+struct Outcome {
+  flashcore::Report report;
+  std::string location = "host";
+  std::string device = "host";
+  // Automatic selection on a machine with a CUDA device that ended on the host: why the device
+  // backends declined.
+  bool have_device_report = false;
+  flashcore::Report device_report;
+  int warmup = 0;
+  int repeat = 0;
+  std::string timing_method;
+  double median_us = std::numeric_limits<double>::quiet_NaN();
+  double mean_us = std::numeric_limits<double>::quiet_NaN();
+  double min_us = std::numeric_limits<double>::quiet_NaN();
+  // Outputs of the first (poisoned) call, and of the final call.
+  std::vector<unsigned char> o_first;
+  std::vector<float> lse_first;
+  bool have_final = false;
+};
+
+/// A message on one line ("; " between its lines).
+std::string one_line(std::string s);
+/// The library's words for forcing a backend ("Options::backend") in the CLI's ("--backend").
+std::string in_cli_terms(std::string text);
+flashcore::Report cli_report(flashcore::Report r);
+/// Runs on host memory: the first call on poisoned outputs, warm-up, timed calls, and (when
+/// validating) a final call on poisoned outputs. d.o / d.lse end with the last call's outputs.
+void run_host(const RunArgs& a, HostData& d, flashcore::Options opts, Outcome& out);
+#if defined(FLASHCORE_HAVE_CUDA_RUNTIME)
+/// Which device backend would run the problem on device data, and why the others decline.
+flashcore::Report device_explain(const Problem& p, bool want_lse, const flashcore::Options& opts);
+/// The same as run_host on device memory, timed with CUDA events.
+void run_device(const RunArgs& a, HostData& d, flashcore::Options opts, Outcome& out);
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Reporting (reporting.cpp)
+// ---------------------------------------------------------------------------------------------
+
+/// The human-readable report of a run, and the --json one.
+void print_text(const RunArgs& a, const HostData& d, const Outcome& out, const Validation& val);
+void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const Validation& val);
+
+}  // namespace fcapp

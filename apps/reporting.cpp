@@ -1,0 +1,152 @@
+// The flashcore tool: the report of a run, as text or JSON.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "cli.hpp"
+#include "json.hpp"
+
+namespace fcapp {
+
+// ---------------------------------------------------------------------------------------------
+// Reports
+// ---------------------------------------------------------------------------------------------
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string description_of(const std::string& backend) {
+  for (const flashcore::BackendInfo& b : flashcore::backends())
+    if (b.name == backend) return b.name + ": " + b.description;
+  return backend;
+}
+
+void print_text(const RunArgs& a, const HostData& d, const Outcome& out, const Validation& val) {
+  const Problem& p = d.p;
+  std::ostringstream os;
+  os << "FlashCore " << flashcore::version() << ": O = softmax(Q K^T * scale + mask) V\n";
+  os << "problem   : B=" << p.batch << " Hq=" << p.heads_q << " Hkv=" << p.heads_kv << " Lq=" << p.seqlen_q
+     << " Lk=" << p.seqlen_k << " D=" << p.head_dim << " " << flashcore::to_string(p.dtype) << " "
+     << (p.causal ? "causal" : "non-causal") << " layout=" << to_string(d.layout)
+     << " scale=" << fmt("%.6g", p.effective_scale()) << (d.lse.empty() ? " (no LSE)" : "") << "\n";
+  if (d.from_files)
+    os << "inputs    : --q " << a.q_file << ", --k " << a.k_file << ", --v " << a.v_file << "\n";
+  else
+    os << "inputs    : random, seed " << a.seed << " (Q, K ~ normal(0,1); V ~ uniform(-1,1))\n";
+  os << "data      : " << out.location << " memory" << (out.location == "device" ? ", " + out.device : "") << "\n";
+  os << "selection : " << cli_report(out.report).to_string() << "\n";
+  os << "            " << description_of(out.report.chosen) << "\n";
+  if (out.have_device_report) {
+    os << "            (a CUDA device is present, but no device backend accepts the problem:";
+    for (const auto& dec : out.device_report.decisions)
+      if (dec.code != flashcore::DecisionCode::OtherMemory) os << "\n             " << dec.backend << ": " << dec.reason;
+    os << ")\n";
+  }
+  if (out.repeat > 0) {
+    os << "timing    : " << out.warmup << " warm-up + " << out.repeat << " timed calls (" << out.timing_method
+       << ")\n";
+    os << "            median " << fmt("%.1f", out.median_us) << " us, min " << fmt("%.1f", out.min_us) << " us, mean "
+       << fmt("%.1f", out.mean_us) << " us; " << fmt("%.4g", p.flops() / (out.median_us * 1e-6) / 1e12)
+       << " TFLOP/s at the median (" << fmt("%.4g", p.flops()) << " FLOP)\n";
+  } else {
+    os << "timing    : none (--repeat 0)\n";
+  }
+  if (val.done) {
+    os << "validation: against the fp64 reference (reference::run_host_fp64), " << (out.have_final ? "first and last" : "first")
+       << " call on NaN-poisoned outputs\n";
+    os << "            max abs err " << fmt("%.3e", val.max_abs_err) << ", rel L2 err " << fmt("%.3e", val.rel_l2_err);
+    if (val.have_lse) os << ", LSE max abs err " << fmt("%.3e", val.lse_max_abs_err);
+    os << "\n            " << val.bound_text << "\n";
+    if (val.o_nonfinite) os << "            " << val.o_nonfinite << " output elements are NaN or infinite\n";
+    if (val.passed) {
+      os << "            result: PASS\n";
+    } else {
+      os << "            result: FAIL";
+      if (val.o_bad || val.lse_bad) os << " (" << val.o_bad << " O and " << val.lse_bad << " LSE elements out of bounds)";
+      os << "\n";
+      if (!val.first_bad.empty()) os << "            first failure: " << val.first_bad << "\n";
+    }
+  } else {
+    os << "validation: not requested (--validate)\n";
+  }
+  std::vector<std::string> written;
+  for (const std::string* f : {&a.out_q, &a.out_k, &a.out_v, &a.out_o, &a.out_lse})
+    if (!f->empty()) written.push_back(*f);
+  if (!written.empty()) {
+    os << "wrote     :";
+    for (const auto& f : written) os << " " << f;
+    os << "\n";
+  }
+  std::cout << os.str() << std::flush;
+}
+
+void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const Validation& val) {
+  const Problem& p = d.p;
+  const flashcore::Report rep = cli_report(out.report);  // in the CLI's terms
+  JsonObject j;
+  j.str("backend", rep.chosen).str("kind", rep.chosen.empty() ? "" : flashcore::to_string(rep.chosen_kind));
+  j.str("how", rep.how).str("device", out.device).str("location", out.location);
+  j.integer("B", p.batch).integer("Hq", p.heads_q).integer("Hkv", p.heads_kv).integer("Lq", p.seqlen_q);
+  j.integer("Lk", p.seqlen_k).integer("D", p.head_dim).str("dtype", flashcore::to_string(p.dtype));
+  j.boolean("causal", p.causal).str("layout", to_string(d.layout)).num("scale", p.effective_scale());
+  j.boolean("lse", !d.lse.empty());
+  j.str("inputs", d.from_files ? "files" : "random");
+  if (d.from_files) j.null("seed");
+  else j.raw("seed", std::to_string(a.seed));
+  j.integer("repeat", out.repeat).integer("warmup", out.warmup).str("timing", out.timing_method);
+  j.num("median_us", out.median_us).num("mean_us", out.mean_us).num("min_us", out.min_us);
+  j.num("flops", p.flops());
+  j.num("tflops", out.repeat > 0 ? p.flops() / (out.median_us * 1e-6) / 1e12 : std::nan(""));
+  j.boolean("validated", val.done);
+  if (val.done) {
+    j.num("max_abs_err", val.max_abs_err).num("rel_l2_err", val.rel_l2_err);
+    if (val.have_lse) j.num("lse_max_abs_err", val.lse_max_abs_err);
+    else j.null("lse_max_abs_err");
+    j.str("bound", val.bound).str("bound_text", val.bound_text);
+    if (val.threshold >= 0) j.num("naive_err", val.naive_err).num("threshold", val.threshold);
+    else j.null("naive_err").null("threshold");
+    j.integer("nonfinite", val.o_nonfinite).integer("o_bad", val.o_bad).integer("lse_bad", val.lse_bad);
+    if (val.first_bad.empty()) j.null("first_failure");
+    else j.str("first_failure", val.first_bad);
+    j.boolean("passed", val.passed);
+  } else {
+    for (const char* k : {"max_abs_err", "rel_l2_err", "lse_max_abs_err", "bound", "passed"}) j.null(k);
+  }
+  std::string sel = "[";
+  for (std::size_t i = 0; i < rep.decisions.size(); ++i) {
+    const auto& dec = rep.decisions[i];
+    JsonObject o;
+    o.str("backend", dec.backend).str("kind", flashcore::to_string(dec.kind)).boolean("ok", dec.ok);
+    o.str("code", flashcore::to_string(dec.code)).str("reason", dec.reason);
+    sel += (i ? ", " : "") + o.render();
+  }
+  j.raw("selection", sel + "]");
+  if (out.have_device_report) {
+    std::string dsel = "[";
+    for (std::size_t i = 0; i < out.device_report.decisions.size(); ++i) {
+      const auto& dec = out.device_report.decisions[i];
+      JsonObject o;
+      o.str("backend", dec.backend).str("kind", flashcore::to_string(dec.kind)).boolean("ok", dec.ok);
+    o.str("code", flashcore::to_string(dec.code)).str("reason", dec.reason);
+      dsel += (i ? ", " : "") + o.render();
+    }
+    j.raw("device_selection", dsel + "]");
+  } else {
+    j.null("device_selection");
+  }
+  std::vector<std::string> written;
+  for (const std::string* f : {&a.out_q, &a.out_k, &a.out_v, &a.out_o, &a.out_lse})
+    if (!f->empty()) written.push_back(json_string(*f));
+  std::string w = "[";
+  for (std::size_t i = 0; i < written.size(); ++i) w += (i ? ", " : "") + written[i];
+  j.raw("wrote", w + "]");
+  j.str("version", flashcore::version());
+  std::cout << j.render() << "\n" << std::flush;
+}
+
+}  // namespace fcapp
