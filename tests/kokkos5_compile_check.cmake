@@ -2,8 +2,9 @@
 # instantiation, no link: the Kokkos 5 runtime on Debian needs a newer glibc than CI has).
 #   cmake -DCXX=... -DKOKKOS5_INCLUDE=... -DSRC=<repo> -P kokkos5_compile_check.cmake
 set(files
-  ${SRC}/src/backends/host/reference_host.cpp   # the reference, instantiated for the host space
-  ${SRC}/src/core/profiling.cpp                  # the Kokkos Tools regions
+  ${SRC}/src/backends/reference/host.cpp        # the reference, instantiated for the host space
+  ${SRC}/src/platform/kokkos_runtime.cpp        # initialize/finalize, the configuration line
+  ${SRC}/src/platform/profiling.cpp              # the Kokkos Tools regions
   ${SRC}/tests/test_api.cpp)                      # the Kokkos View entry point, instantiated
 # test_api.cpp includes kokkos_compat.hpp only indirectly; the reference file carries the version check.
 foreach(std 20)

@@ -1,7 +1,7 @@
 // Version and build configuration.
 #include <sstream>
 
-#include "backends/reference/reference_api.hpp"
+#include "core/internal.hpp"
 #include "flashcore/flashcore.hpp"
 
 #ifndef FLASHCORE_VERSION
@@ -24,7 +24,7 @@ std::string build_info() {
   os << "compiler: g++ " << __GNUC__ << "." << __GNUC_MINOR__ << "." << __GNUC_PATCHLEVEL__ << ", C++ " << __cplusplus
      << "\n";
 #endif
-  os << reference::kokkos_configuration() << "\n";
+  os << detail::kokkos_configuration() << "\n";
 #if defined(FLASHCORE_HAVE_CUDA_KERNELS)
   os << "CUDA kernels: built for " << FLASHCORE_CUDA_ARCHS << " (CUDA " << FLASHCORE_CUDA_VERSION << ")\n";
 #else

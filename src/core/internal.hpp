@@ -10,13 +10,16 @@
 namespace flashcore::detail {
 
 /// Where a pointer lives, asked of the CUDA runtime; Host when the build has no CUDA or the
-/// runtime does not know the pointer. Implemented in src/backends/cuda/runtime.cpp, or in
-/// src/core/no_cuda.cpp for builds without the CUDA toolkit.
+/// runtime does not know the pointer. Implemented in src/platform/cuda_runtime.cpp, or in
+/// src/platform/no_cuda.cpp for builds without the CUDA toolkit.
 /// *device (when not null) gets the CUDA device of device memory, -1 otherwise.
 MemoryLocation pointer_location(const void* p, int* device = nullptr);
 
 /// The current CUDA device, or false with *why set.
 bool current_cuda_device(DeviceInfo* out, std::string* why);
+
+/// Kokkos version and enabled execution spaces, for build_info() (src/platform/kokkos_runtime.cpp).
+std::string kokkos_configuration();
 
 /// The backends this build provides (src/backends/builtin.cpp).
 std::vector<std::unique_ptr<Backend>> builtin_backends();

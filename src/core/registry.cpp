@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "internal.hpp"
-#include "profiling.hpp"
+#include "platform/profiling.hpp"
 
 namespace flashcore {
 

@@ -20,7 +20,4 @@ std::unique_ptr<Backend> make_cuda_backend();
 /// Throws Error when the problem is invalid or Kokkos is not initialized.
 void run_host_fp64(const Problem& p, const void* q, const void* k, const void* v, double* o, double* lse);
 
-/// Kokkos version and enabled execution spaces, for build_info().
-std::string kokkos_configuration();
-
 }  // namespace flashcore::reference

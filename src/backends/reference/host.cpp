@@ -1,7 +1,6 @@
-// The Kokkos reference instantiated for the default host execution space (OpenMP or Serial),
-// and the host-side Kokkos runtime helpers (initialize/finalize, configuration report).
+// The Kokkos reference instantiated for the default host execution space (OpenMP or Serial):
+// "reference-host", and the fp64 oracle mode the tools validate with.
 #include <mutex>
-#include <sstream>
 
 #include "backends/reference/reference.hpp"
 #include "backends/reference/reference_api.hpp"
@@ -66,43 +65,4 @@ void run_host_fp64(const Problem& p, const void* q, const void* k, const void* v
   on_host("fp64 reference", [&](const auto& exec) { launch_fp64_for_dtype(exec, p, q, k, v, o, lse); });
 }
 
-std::string kokkos_configuration() {
-  std::ostringstream os;
-  os << "Kokkos " << kc::version_string() << " (execution spaces:";
-#if defined(KOKKOS_ENABLE_SERIAL)
-  os << " Serial";
-#endif
-#if defined(KOKKOS_ENABLE_OPENMP)
-  os << " OpenMP";
-#endif
-#if defined(KOKKOS_ENABLE_THREADS)
-  os << " Threads";
-#endif
-#if defined(KOKKOS_ENABLE_CUDA)
-  os << " Cuda";
-#endif
-  os << "; default host: " << HostExec::name() << "; default: " << Kokkos::DefaultExecutionSpace::name() << ")";
-  return os.str();
-}
-
 }  // namespace flashcore::reference
-
-namespace flashcore {
-
-namespace {
-bool g_we_initialized_kokkos = false;
-}
-
-bool initialize() {
-  if (Kokkos::is_initialized()) return false;
-  Kokkos::initialize();
-  g_we_initialized_kokkos = true;
-  return true;
-}
-
-void finalize() {
-  if (g_we_initialized_kokkos && Kokkos::is_initialized()) Kokkos::finalize();
-  g_we_initialized_kokkos = false;
-}
-
-}  // namespace flashcore

@@ -1,5 +1,5 @@
 // Platform queries for builds without the CUDA toolkit: everything is host memory.
-#include "internal.hpp"
+#include "core/internal.hpp"
 
 namespace flashcore {
 

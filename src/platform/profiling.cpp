@@ -1,5 +1,5 @@
 // Kokkos Tools regions: Kokkos::Profiling::pushRegion/popRegion, present from Kokkos 3.x on.
-#include "core/profiling.hpp"
+#include "platform/profiling.hpp"
 
 #include <Kokkos_Core.hpp>
 
