@@ -247,7 +247,7 @@ static const char* variant_name(FlashVariant v) {
 
 static int g_fail = 0;
 static bool has_override(const FlashFwdLaunchOverride& o) {
-  return o.block_m || o.kv_groups || o.stages || o.kv_tiles_per_split;
+  return o.block_m || o.key_split_warps || o.stages || o.kv_tiles_per_split;
 }
 
 static void check_case(const Case& c, std::mt19937& rng, bool sanitize_mode) {
@@ -458,7 +458,7 @@ int main(int argc, char** argv) {
     for (const auto& c : cfgs)
       for (int causal = 0; causal < 2; ++causal) {
         char name[96];
-        snprintf(name, sizeof name, "allwarps bm%d g%d s%d tps%d", c.ov.block_m, c.ov.kv_groups, c.ov.stages, c.ov.kv_tiles_per_split);
+        snprintf(name, sizeof name, "allwarps bm%d g%d s%d tps%d", c.ov.block_m, c.ov.key_split_warps, c.ov.stages, c.ov.kv_tiles_per_split);
         time_case(c.s, causal, false, RunCfg{AW, c.ov, name}, rng, "BIGCFG");
       }
   } else if (mode == "hopper-mid") {
@@ -487,7 +487,7 @@ int main(int argc, char** argv) {
     for (const SweepCfg& c : cfgs)
       for (int causal = 0; causal < 2; ++causal) {
         char name[96];
-        snprintf(name, sizeof name, "%s bm%d g%d s%d tps%d", variant_name(c.v), c.ov.block_m, c.ov.kv_groups,
+        snprintf(name, sizeof name, "%s bm%d g%d s%d tps%d", variant_name(c.v), c.ov.block_m, c.ov.key_split_warps,
                  c.ov.stages, c.ov.kv_tiles_per_split);
         time_case(c.s, causal, false, RunCfg{c.v, c.ov, name}, rng, "SWEEP");
       }
@@ -503,7 +503,7 @@ int main(int argc, char** argv) {
       for (const auto& c : cfgs)
         for (int causal = 0; causal < 2; ++causal) {
           char name[96];
-          snprintf(name, sizeof name, "%s bm%d g%d s%d", variant_name(c.v), c.ov.block_m, c.ov.kv_groups, c.ov.stages);
+          snprintf(name, sizeof name, "%s bm%d g%d s%d", variant_name(c.v), c.ov.block_m, c.ov.key_split_warps, c.ov.stages);
           time_case(s, causal, false, RunCfg{c.v, c.ov, name}, rng, "SWEEP");
         }
   } else if (mode == "probe") {

@@ -43,7 +43,7 @@ struct LaunchRow {
   int head_dim;
   long long max_rows;  // row applies if rows <= max_rows
   int block_m;         // query rows per block: 16 per row warp (R = block_m / 16)
-  int kv_groups;       // G: compute warps per row warp, each on every G-th key tile (R x G warps)
+  int key_split_warps;       // G: compute warps per row warp, each on every G-th key tile (R x G warps)
   int stages;          // K/V ring depth (reduced if the device's shared memory is short)
   bool split_kv;       // split the key range across blocks when the grid would not fill half the GPU
   FlashVariant variant;  // what Auto runs (AllWarps rows become Hopper where that kernel is available)
@@ -65,20 +65,20 @@ constexpr LaunchRow kLaunchTable[] = {
 using detail::kMaxSplits;
 
 struct LaunchPlan {
-  int block_m = 64, kv_groups = 1, stages = 2, tiles_per_split = 1 << 30, max_splits = 1, n_mblocks = 1;
+  int block_m = 64, key_split_warps = 1, stages = 2, tiles_per_split = 1 << 30, max_splits = 1, n_mblocks = 1;
   FlashVariant variant = FlashVariant::AllWarps;
   bool wide = false;  // wide-warp kernel (32 rows per warp)
   bool hopper = false;  // Hopper wgmma kernel (fixed shape, flash_fwd_hopper.cu)
   size_t smem = 0;
   int threads() const {
     if (wide) return 32 * detail::kWideWarps;
-    return 32 * ((block_m / detail::kWarpRows) * kv_groups + (variant == FlashVariant::WarpSpecialized ? 1 : 0));
+    return 32 * ((block_m / detail::kWarpRows) * key_split_warps + (variant == FlashVariant::WarpSpecialized ? 1 : 0));
   }
 };
 
-size_t smem_bytes(int head_dim, int block_m, int kv_groups, int stages) {
-  return head_dim == 64 ? TileConfig<64>::smem_bytes(block_m, kv_groups, stages)
-                        : TileConfig<128>::smem_bytes(block_m, kv_groups, stages);
+size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {
+  return head_dim == 64 ? TileConfig<64>::smem_bytes(block_m, key_split_warps, stages)
+                        : TileConfig<128>::smem_bytes(block_m, key_split_warps, stages);
 }
 
 // Number of 64-key tiles query block `mb` must visit (causal skips tiles above the diagonal).
@@ -119,32 +119,32 @@ LaunchPlan plan_launch(const FlashFwdParams& p, int num_sms, size_t smem_optin, 
     plan.hopper = true;
     plan.variant = FlashVariant::Hopper;
     plan.block_m = hopper_rows(p.head_dim);
-    plan.kv_groups = 1;
+    plan.key_split_warps = 1;
     plan.smem = hopper_smem(p.head_dim);
     plan.n_mblocks = (p.seqlen_q + plan.block_m - 1) / plan.block_m;
     return plan;
   }
   plan.block_m = row->block_m;
-  plan.kv_groups = row->kv_groups;
+  plan.key_split_warps = row->key_split_warps;
   plan.stages = row->stages;
   bool split = row->split_kv;
   const FlashFwdLaunchOverride* ov = p.launch_override;
   if (ov && ov->block_m) plan.block_m = ov->block_m;
-  if (ov && ov->kv_groups) plan.kv_groups = ov->kv_groups;
+  if (ov && ov->key_split_warps) plan.key_split_warps = ov->key_split_warps;
   if (ov && ov->stages) plan.stages = ov->stages;
   if (ov && ov->kv_tiles_per_split < 0) split = false;
   plan.variant = variant == FlashVariant::Auto ? row->variant : variant;
   // Warps: at most 8 compute warps; warp-specialized at most 4 (+1 producer, register cap, BlockShape).
   const int max_warps = plan.variant == FlashVariant::WarpSpecialized ? detail::BlockShape<64, true>::kMaxComputeWarps
                                                                        : detail::BlockShape<64, false>::kMaxComputeWarps;
-  auto warps = [&] { return plan.block_m / detail::kWarpRows * plan.kv_groups; };
+  auto warps = [&] { return plan.block_m / detail::kWarpRows * plan.key_split_warps; };
   while (warps() > max_warps) {
-    if (plan.kv_groups > 1) plan.kv_groups /= 2; else plan.block_m /= 2;
+    if (plan.key_split_warps > 1) plan.key_split_warps /= 2; else plan.block_m /= 2;
   }
   // Fit the device's shared memory: fewer stages first, then fewer KV groups, then fewer rows.
-  auto smem = [&] { return smem_bytes(p.head_dim, plan.block_m, plan.kv_groups, plan.stages); };
+  auto smem = [&] { return smem_bytes(p.head_dim, plan.block_m, plan.key_split_warps, plan.stages); };
   while (plan.stages > 2 && smem() > smem_optin) --plan.stages;
-  while (plan.kv_groups > 1 && smem() > smem_optin) plan.kv_groups /= 2;
+  while (plan.key_split_warps > 1 && smem() > smem_optin) plan.key_split_warps /= 2;
   while (plan.block_m > 16 && smem() > smem_optin) plan.block_m /= 2;
   plan.smem = smem();
   plan.n_mblocks = (p.seqlen_q + plan.block_m - 1) / plan.block_m;
@@ -164,7 +164,7 @@ LaunchPlan plan_launch(const FlashFwdParams& p, int num_sms, size_t smem_optin, 
   if (ov && ov->kv_tiles_per_split > 0) {
     tps = ov->kv_tiles_per_split;
   } else if (split && 2 * base_blocks <= num_sms && max_tiles > 1) {
-    tps = (int)std::max<long long>(plan.kv_groups, (work + num_sms - 1) / num_sms);
+    tps = (int)std::max<long long>(plan.key_split_warps, (work + num_sms - 1) / num_sms);
   }
   if (max_tiles > 0 && tps < max_tiles) {
     tps = std::max(tps, (max_tiles + kMaxSplits - 1) / kMaxSplits);
@@ -172,7 +172,7 @@ LaunchPlan plan_launch(const FlashFwdParams& p, int num_sms, size_t smem_optin, 
     plan.max_splits = (max_tiles + tps - 1) / tps;
     if (plan.max_splits <= 1) plan.tiles_per_split = 1 << 30, plan.max_splits = 1;
   }
-  plan.wide = plan.variant == FlashVariant::AllWarps && plan.kv_groups == 1 && plan.block_m == detail::kWideBlockM &&
+  plan.wide = plan.variant == FlashVariant::AllWarps && plan.key_split_warps == 1 && plan.block_m == detail::kWideBlockM &&
               plan.max_splits == 1;
   return plan;
 }
@@ -288,7 +288,8 @@ std::string flash_fwd_unsupported_reason(const FlashFwdParams& p, int cc_major, 
   if (ov) {
     if (ov->block_m && (ov->block_m % 16 || ov->block_m < 16 || ov->block_m > 128)) return "launch_override.block_m not in {16,32,...,128}";
     if (ov->stages && (ov->stages < 2 || ov->stages > detail::kMaxStages)) return "launch_override.stages not in [2, 4]";
-    if (ov->kv_groups && (ov->kv_groups < 1 || ov->kv_groups > 8)) return "launch_override.kv_groups not in [1, 8]";
+    if (ov->key_split_warps && (ov->key_split_warps < 1 || ov->key_split_warps > 8))
+      return "launch_override.key_split_warps not in [1, 8]";
   }
   if (variant == FlashVariant::Hopper) {
     if (cc_major != 9 || cc_minor != 0)
@@ -332,9 +333,9 @@ cudaError_t flash_fwd(const FlashFwdParams& p, cudaStream_t stream, FlashVariant
   args.p = p;
   args.p.launch_override = nullptr;
   args.scale_log2 = p.scale * 1.4426950408889634f;
-  args.kv_group = p.heads_q / p.heads_kv;
+  args.q_heads_per_kv = p.heads_q / p.heads_kv;
   args.block_m = plan.block_m;
-  args.kv_groups = plan.kv_groups;
+  args.key_split_warps = plan.key_split_warps;
   args.n_mblocks = plan.n_mblocks;
   args.stages = plan.stages;
   args.tiles_per_split = plan.tiles_per_split;

@@ -14,7 +14,7 @@ namespace flashcore::cuda {
 // Development/tuning override of the launch table (flash_fwd.cu, kLaunchTable). 0 = use the table.
 struct FlashFwdLaunchOverride {
   int block_m = 0;           // query rows per block: 16 x (row warps), one of {16, 32, 64, 128}
-  int kv_groups = 0;         // compute warps per row warp, each on every kv_groups-th key tile (1..8)
+  int key_split_warps = 0;         // compute warps per row warp, each on every key_split_warps-th key tile (1..8)
   int stages = 0;            // K/V shared-memory ring depth, 2..4
   int kv_tiles_per_split = 0;  // split-KV: 64-key tiles per split; -1 = never split
 };

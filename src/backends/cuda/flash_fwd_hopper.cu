@@ -144,7 +144,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   const FlashFwdParams& p = a.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
   const int mblock = a.n_mblocks - 1 - (int)blockIdx.x;  // heavy (causal) query blocks first
-  const int h = blockIdx.y, b = blockIdx.z, hk = h / a.kv_group;
+  const int h = blockIdx.y, b = blockIdx.z, hk = h / a.q_heads_per_kv;
   const int m0 = mblock * Cfg::kBlockM;
   const int diag = p.seqlen_k - p.seqlen_q;  // causal: row i sees keys j <= i + diag
   int n_end = p.seqlen_k;

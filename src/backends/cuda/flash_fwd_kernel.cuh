@@ -58,9 +58,9 @@ struct TileConfig {
   static constexpr int kPVSteps = kBlockN / 16;  // k16 steps of O += P·V (4)
   static constexpr int kOTiles = D / 8;          // n8 column tiles of O
   static constexpr int kTileElems = kBlockN * D; // one K (or V) tile
-  // Dynamic shared memory: [Q: block_m x D][ring: stages x kv_groups x (K tile, V tile)], 16-bit elements.
-  __host__ __device__ static constexpr size_t smem_bytes(int block_m, int kv_groups, int stages) {
-    return 2ull * (size_t(block_m) * D + size_t(stages) * kv_groups * 2 * kTileElems);
+  // Dynamic shared memory: [Q: block_m x D][ring: stages x key_split_warps x (K tile, V tile)], 16-bit elements.
+  __host__ __device__ static constexpr size_t smem_bytes(int block_m, int key_split_warps, int stages) {
+    return 2ull * (size_t(block_m) * D + size_t(stages) * key_split_warps * 2 * kTileElems);
   }
 };
 
@@ -76,9 +76,9 @@ __device__ __forceinline__ int swz(int row, int chunk) {
 struct KernelArgs {
   FlashFwdParams p;
   float scale_log2;     // scale · log2(e): softmax runs in exp2
-  int kv_group;         // heads_q / heads_kv (GQA)
+  int q_heads_per_kv;         // heads_q / heads_kv (GQA)
   int block_m;          // 16 · row warps (R)
-  int kv_groups;        // G: warps per row warp, each on its own share of the key tiles
+  int key_split_warps;        // G: warps per row warp, each on its own share of the key tiles
   int n_mblocks;        // ceil(seqlen_q / block_m)
   int stages;           // ring depth
   int tiles_per_split;  // split-KV piece size in tiles (huge = no split)
@@ -469,7 +469,7 @@ struct BlockShape {
 // The kernel.
 //
 // Warp roles. Compute warp w is (row warp rw = w % R, KV group grp = w / R), R = block_m / 16, G =
-// kv_groups: it owns query rows m0 + 16·rw .. +15 and the block's key tiles grp, grp + G, grp + 2G, ...
+// key_split_warps: it owns query rows m0 + 16·rw .. +15 and the block's key tiles grp, grp + G, grp + 2G, ...
 // (G > 1 spreads a small problem over more warps; the G partial softmax states are merged through shared
 // memory at the end). kWarpSpecialized adds one producer warp (the last) that alone issues the K/V
 // loads; otherwise every warp loads its share.
@@ -493,7 +493,7 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   const FlashFwdParams& p = a.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int n_threads = blockDim.x;
-  const int R = a.block_m / kWarpRows, G = a.kv_groups;
+  const int R = a.block_m / kWarpRows, G = a.key_split_warps;
   const int n_compute = 32 * R * G;   // compute threads (all threads unless warp-specialized)
   const int n_epi = 32 * R;           // group-0 threads: they finish the block (epilogue)
   const int rw = warp % R, grp = warp / R;
@@ -503,7 +503,7 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   // query blocks come first in launch order.
   const int mblock = a.n_mblocks - 1 - (int)(blockIdx.x % a.n_mblocks);
   const int split = (int)(blockIdx.x / a.n_mblocks);
-  const int h = blockIdx.y, b = blockIdx.z, hk = h / a.kv_group;
+  const int h = blockIdx.y, b = blockIdx.z, hk = h / a.q_heads_per_kv;
   const int m0 = mblock * a.block_m;
   const int diag = p.seqlen_k - p.seqlen_q;                 // causal: row i sees keys j <= i + diag
   int n_end = p.seqlen_k;                                   // keys [0, n_end) visible to some row
@@ -916,7 +916,7 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int stages = a.stages;
   const int mblock = a.n_mblocks - 1 - (int)blockIdx.x;  // heavy (causal) query blocks first
-  const int h = blockIdx.y, b = blockIdx.z, hk = h / a.kv_group;
+  const int h = blockIdx.y, b = blockIdx.z, hk = h / a.q_heads_per_kv;
   const int m0 = mblock * kWideBlockM;
   const int diag = p.seqlen_k - p.seqlen_q;  // causal: row i sees keys j <= i + diag
   int n_end = p.seqlen_k;
