@@ -26,8 +26,9 @@
 #                                 lib*/cmake/Kokkos) instead of building one; a
 #                                 CUDA-enabled one is used as the cuda config
 #   FLASHCORE_KOKKOS_CUDA_ROOT    use this CUDA-enabled Kokkos install for --cuda
-#   FLASHCORE_KOKKOS4_TARBALL     Kokkos 4.x source tarball for --kokkos4 (top folder
-#                                 kokkos-X.Y.Z/; patches from cmake/kokkos/X.Y.Z/)
+#   FLASHCORE_KOKKOS4_TARBALL     Kokkos 4.x source tarball for --kokkos4 (named
+#                                 kokkos-X.Y.Z.tar.gz, top folder kokkos-X.Y.Z/; patches from
+#                                 cmake/kokkos/X.Y.Z/ when that folder exists)
 #   FLASHCORE_CUDA_ARCH           89 or 90 (default: local GPU's compute
 #                                 capability from nvidia-smi, else 90)
 #   CUDA_HOME / CUDA_PATH         CUDA toolkit (default: nvcc in PATH, else
@@ -209,9 +210,14 @@ select_kokkos() {
   KOKKOS_VERSION=$1
   KOKKOS_TARBALL=${2:-}
   local pdir=$PATCH_ROOT/$KOKKOS_VERSION
-  [[ -d $pdir ]] || die "no patch directory $pdir for Kokkos $KOKKOS_VERSION"
-  mapfile -t PATCHES < <(find "$pdir" -maxdepth 1 -name '*.patch' -type f | LC_ALL=C sort)
-  [[ ${#PATCHES[@]} -gt 0 ]] || die "no *.patch files in $pdir"
+  PATCHES=()
+  if [[ -d $pdir ]]; then
+    mapfile -t PATCHES < <(find "$pdir" -maxdepth 1 -name '*.patch' -type f | LC_ALL=C sort)
+  elif [[ $KOKKOS_VERSION == "$DEFAULT_KOKKOS_VERSION" ]]; then
+    die "patch directory $pdir is missing"
+  else
+    note "no patches for Kokkos $KOKKOS_VERSION in cmake/kokkos/: building it as it is"
+  fi
   PATCH_HASH=$(for p in "${PATCHES[@]}"; do basename "$p"; cat "$p"; done | sha)
   SRC_DIR=$CACHE/src/kokkos-$KOKKOS_VERSION-$PATCH_HASH
   if [[ $KOKKOS_VERSION == "$DEFAULT_KOKKOS_VERSION" ]]; then PREFIX_TAG=""; else PREFIX_TAG=-$KOKKOS_VERSION; fi
