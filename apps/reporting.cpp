@@ -90,7 +90,7 @@ void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const V
   const flashcore::Report rep = cli_report(out.report);  // in the CLI's terms
   JsonObject j;
   j.str("backend", rep.chosen).str("kind", rep.chosen.empty() ? "" : flashcore::to_string(rep.chosen_kind));
-  j.str("how", rep.how).str("device", out.device).str("location", out.location);
+  j.str("how", rep.how).str("plan", rep.plan).str("device", out.device).str("location", out.location);
   j.integer("B", p.batch).integer("Hq", p.heads_q).integer("Hkv", p.heads_kv).integer("Lq", p.seqlen_q);
   j.integer("Lk", p.seqlen_k).integer("D", p.head_dim).str("dtype", flashcore::to_string(p.dtype));
   j.boolean("causal", p.causal).str("layout", to_string(d.layout)).num("scale", p.effective_scale());

@@ -118,12 +118,22 @@ struct Options {
   void* stream = nullptr;
 };
 
+/// What a backend decided for one call when it said yes (its kernel, launch shape, workspace,
+/// descriptors): made once by supports(), handed to run() of the same call. Backends derive their own.
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  /// One line naming what will run, e.g. "sm90-tma-wgmma block_m=128 splits=1" (for reports).
+  virtual std::string describe() const { return {}; }
+};
+
 /// What a backend answers to "can you run this problem here?".
 struct Support {
   bool ok = false;
   std::string reason;  // why not, when !ok
-  static Support yes() { return {true, {}}; }
-  static Support no(std::string why) { return {false, std::move(why)}; }
+  std::shared_ptr<const Plan> plan;  // optional: what run() will execute (see Query::plan)
+  static Support yes(std::shared_ptr<const Plan> plan = nullptr) { return {true, {}, std::move(plan)}; }
+  static Support no(std::string why) { return {false, std::move(why), nullptr}; }
 };
 
 /// Context a backend decides on: the validated problem, where the data lives, and the
@@ -133,6 +143,9 @@ struct Query {
   const Tensors* tensors = nullptr;
   MemoryLocation location = MemoryLocation::Host;  // resolved, never Auto
   bool want_lse = false;
+  /// In run(): the plan this backend's supports() returned for this same call (nullptr if none);
+  /// the registry never passes one backend's plan to another. nullptr in supports().
+  const Plan* plan = nullptr;
 };
 
 /// What a backend is: the correctness oracle (the Kokkos reference), the portable tier, a tuned
@@ -157,6 +170,7 @@ class Backend {
   virtual bool automatic() const { return true; }
   /// The tier the backend belongs to; backends an application registers need not say.
   virtual BackendKind kind() const { return BackendKind::External; }
+  /// Runs a call that supports() accepted; q.plan is what supports() planned for it.
   virtual void run(const Query& q, const Options& opts) const = 0;
 };
 
@@ -189,6 +203,7 @@ struct Report {
   BackendKind chosen_kind = BackendKind::External;  // its kind (meaningless when chosen is "")
   SelectionMode mode = SelectionMode::Automatic;
   std::string how;          // mode in words: "forced by Options::backend", "forced by FLASHCORE_BACKEND", "automatic"
+  std::string plan;         // what the chosen backend runs, in words (its Plan::describe(); "" if it has none)
   std::vector<Decision> decisions;  // every backend considered, in priority order
   std::string to_string() const;
 };

@@ -59,6 +59,7 @@ MemoryLocation resolve_location(const Tensors& t, MemoryLocation requested) {
 struct Selection {
   const Backend* backend = nullptr;
   Query query;
+  std::shared_ptr<const Plan> plan;  // what the chosen backend's supports() planned (may be null)
   Report report;
 };
 
@@ -101,14 +102,19 @@ Selection select(const Problem& p, const Tensors& t, const Options& opts) {
       d.ok = s.ok;
       d.code = s.ok ? DecisionCode::Chosen : DecisionCode::Unsupported;
       d.reason = s.ok ? "chosen" : s.reason;
-      if (s.ok) sel.backend = b;
+      if (s.ok) {
+        sel.backend = b;
+        sel.plan = std::move(s.plan);
+      }
     }
     sel.report.decisions.push_back(d);
   }
   if (sel.backend != nullptr) {
     sel.report.chosen = sel.backend->name();
     sel.report.chosen_kind = sel.backend->kind();
+    if (sel.plan) sel.report.plan = sel.plan->describe();
   }
+  sel.query.plan = sel.plan.get();  // the chosen backend's own plan, for its run()
   return sel;
 }
 
@@ -139,6 +145,7 @@ const char* to_string(DecisionCode code) {
 std::string Report::to_string() const {
   std::ostringstream os;
   os << "backend: " << (chosen.empty() ? "(none)" : chosen) << " (" << how << ")";
+  if (!plan.empty()) os << "\n  plan: " << plan;
   for (const auto& d : decisions) os << "\n  " << d.backend << ": " << (d.ok ? "yes" : "no") << " - " << d.reason;
   return os.str();
 }
