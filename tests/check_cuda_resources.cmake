@@ -1,25 +1,48 @@
 # Compiles the hand-written kernels for one architecture with ptxas' resource report and fails
 # on any register spill or stack frame (local memory) in any kernel.
 #   cmake -DNVCC=... -DSRC=<repo> -DARCH=89 -P check_cuda_resources.cmake
-execute_process(
-  COMMAND ${NVCC} -std=c++17 -O3 --expt-relaxed-constexpr -I${SRC}/src
-          -gencode arch=compute_${ARCH},code=sm_${ARCH} -Xptxas -v -c ${SRC}/src/backends/cuda/flash_fwd.cu
-          -o ${CMAKE_CURRENT_BINARY_DIR}/flash_fwd_sm${ARCH}_check.o
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-set(report "${out}${err}")
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "nvcc failed:\n${report}")
+# One known exception, allowed at its measured size and no more: the D=128 Hopper kernels have an
+# 8-byte stack frame (8 bytes spilled under the 168-register launch allocation of a setmaxnreg kernel).
+# It predates this check's coverage of the Hopper kernel (the sm_90a build of 657cfcd has it too).
+set(allowed_kernel "flash_fwd_hopper_kernelILi128E")
+set(allowed_bytes 8)
+# The mma.sync kernels (sm80/) for ARCH; for ARCH 90 also the Hopper kernel (sm90/, sm_90a).
+set(units "launch_sm80|${SRC}/src/backends/cuda/sm80/launch_sm80.cu|arch=compute_${ARCH},code=sm_${ARCH}")
+if(ARCH STREQUAL "90")
+  list(APPEND units "flash_fwd_sm90|${SRC}/src/backends/cuda/sm90/flash_fwd_sm90.cu|arch=compute_90a,code=sm_90a")
 endif()
+set(report "")
+foreach(unit IN LISTS units)
+  string(REPLACE "|" ";" parts "${unit}")
+  list(GET parts 0 name)
+  list(GET parts 1 source)
+  list(GET parts 2 gencode)
+  execute_process(
+    COMMAND ${NVCC} -std=c++17 -O3 --expt-relaxed-constexpr -I${SRC}/src
+            -gencode ${gencode} -Xptxas -v -c ${source}
+            -o ${CMAKE_CURRENT_BINARY_DIR}/${name}_sm${ARCH}_check.o
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "nvcc failed on ${source}:\n${out}${err}")
+  endif()
+  string(APPEND report "${out}${err}")
+endforeach()
 string(REGEX MATCHALL "Compiling entry function '[^']+'|Used [0-9]+ registers[^\n]*|[0-9]+ bytes stack frame, [0-9]+ bytes spill stores, [0-9]+ bytes spill loads" lines "${report}")
 set(kernels 0)
 set(bad "")
+set(kernel "")
 foreach(line IN LISTS lines)
   message(STATUS "${line}")
-  if(line MATCHES "^Compiling entry")
+  if(line MATCHES "^Compiling entry function '([^']+)'")
+    set(kernel "${CMAKE_MATCH_1}")
     math(EXPR kernels "${kernels} + 1")
   elseif(line MATCHES "^([0-9]+) bytes stack frame, ([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads")
-    if(NOT CMAKE_MATCH_1 EQUAL 0 OR NOT CMAKE_MATCH_2 EQUAL 0 OR NOT CMAKE_MATCH_3 EQUAL 0)
-      string(APPEND bad "  ${line}\n")
+    set(limit 0)
+    if(kernel MATCHES "${allowed_kernel}")
+      set(limit ${allowed_bytes})
+    endif()
+    if(CMAKE_MATCH_1 GREATER limit OR CMAKE_MATCH_2 GREATER limit OR CMAKE_MATCH_3 GREATER limit)
+      string(APPEND bad "  ${kernel}: ${line}\n")
     endif()
   endif()
 endforeach()
@@ -29,4 +52,4 @@ endif()
 if(bad)
   message(FATAL_ERROR "sm_${ARCH}: spills or stack frames in ${kernels} kernels:\n${bad}")
 endif()
-message(STATUS "sm_${ARCH}: ${kernels} kernels, no spills, no stack frame")
+message(STATUS "sm_${ARCH}: ${kernels} kernels, no spills, no stack frame (beyond the one allowance above)")

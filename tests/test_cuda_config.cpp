@@ -64,13 +64,63 @@ TEST(CudaConfig, DeclinesWithReasons) {
             std::string::npos);
 }
 
-#ifdef FLASHCORE_TEST_HOPPER
-#include "backends/cuda/flash_fwd_hopper.h"
+// The plan is made once per call, for a device: kernel, launch shape and workspace follow from the
+// launch table and the device's limits, and every limit is checked before anything is launched.
+TEST(CudaConfig, PlanFollowsTheDevice) {
+  using flashcore::cuda::DeviceLimits;
+  using flashcore::cuda::FlashFwdPlan;
+  using flashcore::cuda::FlashKernel;
+  using flashcore::cuda::FlashVariant;
+  DeviceLimits l4;  // sm_89, 58 SMs, 99 KB per block
+  l4.cc_major = 8, l4.cc_minor = 9, l4.sm_count = 58, l4.smem_optin_per_block = kL4SmemOptin;
+  FlashFwdPlan plan;
+  // A large D=64 problem: the wide-warp kernel (128 rows, 4 warps), no split.
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(4, 16, 16, 4096, 4096, 64, false, false), l4, FlashVariant::Auto, &plan), "");
+  EXPECT_EQ(plan.kernel, FlashKernel::Wide);
+  EXPECT_EQ(plan.block_m, 128);
+  EXPECT_EQ(plan.threads, 128);
+  EXPECT_EQ(plan.max_splits, 1);
+  EXPECT_EQ(plan.n_mblocks, 4096 / 128);
+  EXPECT_EQ(plan.split_partial_bytes, 0u);
+  EXPECT_LE(plan.smem, kL4SmemOptin);
+  EXPECT_NE(plan.describe().find("sm80-wide"), std::string::npos) << plan.describe();
+  // One head, one short query block against many keys: too few blocks for the GPU, so the key range
+  // is split, with a workspace for the partials and tickets.
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 1, 1, 16, 8192, 128, true, false), l4, FlashVariant::Auto, &plan), "");
+  EXPECT_GT(plan.max_splits, 1);
+  EXPECT_LE(plan.max_splits, 8);
+  EXPECT_GT(plan.split_partial_bytes, 0u);
+  EXPECT_GT(plan.split_counter_bytes, 0u);
+  EXPECT_NE(plan.kernel, FlashKernel::Wide);
+  // A compute capability 9.0 device whose Hopper image does not load: Auto plans an mma.sync kernel,
+  // forcing the Hopper variant is declined with that reason.
+  DeviceLimits h100 = l4;
+  h100.cc_major = 9, h100.cc_minor = 0, h100.sm_count = 132, h100.smem_optin_per_block = 227 * 1024;
+  h100.hopper_kernel_loads = false;
+  const auto big = params(2, 16, 16, 4096, 4096, 128, false, true);
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(big, h100, FlashVariant::Auto, &plan), "");
+  EXPECT_NE(plan.kernel, FlashKernel::Hopper);
+  const std::string why = flashcore::cuda::flash_fwd_plan(big, h100, FlashVariant::Hopper, &plan);
+  EXPECT_NE(why.find("Hopper"), std::string::npos) << why;
+  // Forcing the warp-specialized kernel plans it, with its producer warp in the thread count.
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(big, h100, FlashVariant::WarpSpecialized, &plan), "");
+  EXPECT_EQ(plan.kernel, FlashKernel::Rows16WarpSpecialized);
+  EXPECT_EQ(plan.threads, 32 * (plan.block_m / 16 * plan.key_split_warps + 1));
+  // A declined problem leaves the caller's plan untouched.
+  FlashFwdPlan untouched;
+  untouched.block_m = 12345;
+  EXPECT_NE(flashcore::cuda::flash_fwd_plan(params(1, 8, 8, 64, 64, 96, false, false), h100, FlashVariant::Auto, &untouched), "");
+  EXPECT_EQ(untouched.block_m, 12345);
+}
+
+#include "backends/cuda/kernels.h"
 
 // The Hopper kernel reads Q, K, V through TMA tensor maps: layouts TMA cannot describe are declined
 // before any launch, naming the tensor and the stride (the other kernels still run them).
 TEST(CudaConfig, HopperDeclinesLayoutsTmaCannotRead) {
-  using flashcore::cuda::detail::hopper_unsupported_reason;
+  const auto hopper_unsupported_reason = [](const FlashFwdParams& p) {
+    return flashcore::cuda::detail::sm90_tensor_maps(p, nullptr);
+  };
   const auto has = [](const std::string& s, const char* what) { return s.find(what) != std::string::npos; };
   FlashFwdParams zero_seq = params(1, 8, 2, 64, 96, 128, false, false);
   zero_seq.k_seq_stride = 0;  // every key row the same memory: not a TMA layout
@@ -87,8 +137,7 @@ TEST(CudaConfig, HopperDeclinesLayoutsTmaCannotRead) {
   EXPECT_FALSE(has(r3, "batch_stride")) << r3;
   // Without a driver (CPU machine) the remaining reason is the missing encoder, never a crash.
   EXPECT_TRUE(r3.empty() || has(r3, "cuTensorMapEncodeTiled")) << r3;
-  // The answers are cached per thread for the last problem: asking again, or in another order, gives
-  // each problem its own answer.
+  // Asking again, or in another order, gives each problem its own answer.
   EXPECT_EQ(hopper_unsupported_reason(zero_seq), r1);
   EXPECT_EQ(hopper_unsupported_reason(one_batch), r3);
   EXPECT_EQ(hopper_unsupported_reason(negative_head), r2);
@@ -96,4 +145,3 @@ TEST(CudaConfig, HopperDeclinesLayoutsTmaCannotRead) {
   moved.v_head_stride = 64;  // the same problem made valid: no longer declined for the stride
   EXPECT_FALSE(has(hopper_unsupported_reason(moved), "head_stride"));
 }
-#endif

@@ -19,7 +19,7 @@
 #include <random>
 #include <vector>
 
-#include "../../src/backends/cuda/wgmma_ops.inc"
+#include "../../src/backends/cuda/sm90/wgmma_ops.inc"
 
 constexpr int D = 128;
 __host__ __device__ inline int cm_off(int row, int col) {  // element offset in the core-matrix layout

@@ -1,5 +1,6 @@
-// The tuned CUDA kernels (flash_fwd.cu) behind the Backend interface. One backend per variant,
-// so each can be forced and benchmarked by name; "cuda-flash" picks the faster variant per shape.
+// The tuned CUDA kernels behind the Backend interface. One backend per variant, so each can be forced
+// and benchmarked by name; "cuda-flash" picks the faster kernel per shape. supports() makes the plan
+// (plan.cu: every check, the kernel, its launch shape), run() launches it.
 #include "backends/cuda/flash_fwd.h"
 #include "core/internal.hpp"
 
@@ -30,6 +31,13 @@ FlashFwdParams make_params(const Problem& p, const Tensors& t) {
   return f;
 }
 
+// The plan of one call, as the registry hands it from supports() to run().
+struct CudaPlan final : Plan {
+  FlashFwdParams params;
+  FlashFwdPlan launch;
+  std::string describe() const override { return launch.describe(); }
+};
+
 class FlashBackend final : public Backend {
  public:
   FlashBackend(std::string name, int priority, FlashVariant variant, std::string what)
@@ -46,21 +54,26 @@ class FlashBackend final : public Backend {
   std::string description() const override { return what_; }
 
   Support supports(const Query& q) const override {
-    DeviceInfo dev;
+    DeviceLimits dev;
     std::string why;
-    if (!detail::current_cuda_device(&dev, &why)) return Support::no(why);
+    if (!device_limits(&dev, &why)) return Support::no(why);
     if (dev.cc_major < 8)
-      return Support::no("device " + dev.name + " has compute capability " + std::to_string(dev.cc_major) + "." +
-                         std::to_string(dev.cc_minor) + "; this kernel needs 8.0 or newer");
+      return Support::no("device " + dev.name + " has compute capability " +
+                         std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) +
+                         "; this kernel needs 8.0 or newer");
     if (q.problem->dtype == DType::F32) return Support::no("dtype fp32 is not supported (fp16 and bf16 only)");
-    const std::string reason = flash_fwd_unsupported_reason(make_params(*q.problem, *q.tensors), dev.cc_major,
-                                                            dev.cc_minor, dev.smem_optin_per_block, variant_);
-    return reason.empty() ? Support::yes() : Support::no(reason);
+    auto plan = std::make_shared<CudaPlan>();
+    plan->params = make_params(*q.problem, *q.tensors);
+    why = flash_fwd_plan(plan->params, dev, variant_, &plan->launch);
+    if (!why.empty()) return Support::no(why);
+    return Support::yes(std::move(plan));
   }
 
   void run(const Query& q, const Options& opts) const override {
-    const cudaError_t err =
-        flash_fwd(make_params(*q.problem, *q.tensors), static_cast<cudaStream_t>(opts.stream), variant_);
+    const auto stream = static_cast<cudaStream_t>(opts.stream);
+    const auto* plan = dynamic_cast<const CudaPlan*>(q.plan);
+    const cudaError_t err = plan != nullptr ? flash_fwd_run(plan->params, plan->launch, stream)
+                                            : flash_fwd(make_params(*q.problem, *q.tensors), stream, variant_);
     if (err != cudaSuccess) throw Error("backend", name_ + ": kernel launch failed: " + cudaGetErrorString(err));
   }
 

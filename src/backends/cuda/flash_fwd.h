@@ -1,7 +1,10 @@
 // FlashCore: fused attention forward, O = softmax(Q·Kᵀ·scale + mask)·V, on NVIDIA tensor cores.
 //
-// Plain C++ interface (no Kokkos). The kernels (flash_fwd.cu) need compute capability >= 8.0:
-// mma.sync m16n8k16 (fp16/bf16 in, fp32 accumulate), ldmatrix, 16-byte cp.async.
+// Plain C++ interface (no Kokkos) of the tuned CUDA kernels, in two steps (cudnn-frontend style):
+//   flash_fwd_plan()  checks the problem once, for one device, and decides everything a launch needs:
+//                     the kernel, its launch shape, the split-KV workspace, the Hopper TMA descriptors;
+//   flash_fwd_run()   launches a plan, with no further checks or choices.
+// flash_fwd() does both. Folder map: README.md beside this file.
 #pragma once
 
 #include <cstddef>
@@ -11,11 +14,11 @@
 
 namespace flashcore::cuda {
 
-// Development/tuning override of the launch table (flash_fwd.cu, kLaunchTable). 0 = use the table.
+// Development/tuning override of the launch table (plan.cu, kLaunchTable). 0 = use the table.
 struct FlashFwdLaunchOverride {
-  int block_m = 0;           // query rows per block: 16 x (row warps), one of {16, 32, 64, 128}
-  int key_split_warps = 0;         // compute warps per row warp, each on every key_split_warps-th key tile (1..8)
-  int stages = 0;            // K/V shared-memory ring depth, 2..4
+  int block_m = 0;             // query rows per block: 16 x (row warps), one of {16, 32, 64, 128}
+  int key_split_warps = 0;     // compute warps per row warp, each on every key_split_warps-th key tile (1..8)
+  int stages = 0;              // K/V shared-memory ring depth, 2..4
   int kv_tiles_per_split = 0;  // split-KV: 64-key tiles per split; -1 = never split
 };
 
@@ -37,25 +40,72 @@ struct FlashFwdParams {
 
 // AllWarps: every warp loads its share of each K/V tile (cp.async) and computes.
 // WarpSpecialized: one producer warp fills the K/V ring, the consumer warps only compute.
-// Hopper: the TMA + wgmma kernel (flash_fwd_hopper.cu), compute capability 9.0 only, built when sm_90
-// is among the CUDA architectures; Q, K, V strides must be positive multiples of 16 bytes (TMA).
+// Hopper: the TMA + wgmma kernel (sm90/), compute capability 9.0 only, built when sm_90 is among the
+// CUDA architectures; Q, K, V strides must be positive multiples of 16 bytes (TMA).
 // Auto: the launch table's choice (measured, see perf/dev/NOTES.md), the Hopper kernel included.
 enum class FlashVariant { Auto, AllWarps, WarpSpecialized, Hopper };
 
-// nullptr-equivalent (empty string) if this kernel can run the problem on a device of this compute
-// capability with this much opt-in shared memory per block, else a short reason naming the field.
-// `variant` Hopper adds its own conditions (compute capability 9.0, kernel image present).
+// The kernels a plan can launch (folders: sm80/ for the mma.sync family, sm90/ for Hopper).
+enum class FlashKernel {
+  Rows16,                 // sm80/flash_fwd_rows16.cuh, all warps load
+  Rows16WarpSpecialized,  // the same kernel with a producer warp
+  Wide,                   // sm80/flash_fwd_wide.cuh, 32 rows per warp
+  Hopper,                 // sm90/flash_fwd_sm90.cu, TMA + wgmma
+};
+const char* to_string(FlashKernel kernel);  // "sm80-rows16", "sm80-rows16-warpspec", "sm80-wide", "sm90-tma-wgmma"
+
+// What the kernels need to know of a device. device_limits() fills it from the library's device
+// cache (src/platform); tests make one up to ask about devices they do not have.
+struct DeviceLimits {
+  int index = -1;                 // CUDA device index (-1: hypothetical device)
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 132;
+  size_t smem_optin_per_block = 0;
+  bool hopper_kernel_loads = false;  // the sm_90a image of the Hopper kernel loads on this device
+};
+// The current device; false (and *why) when there is none.
+bool device_limits(DeviceLimits* out, std::string* why);
+
+// Everything one call decided. Valid for the params and device it was made for; FlashFwdParams
+// pointers may not change between plan and run when the kernel is Hopper (the TMA descriptors hold them).
+struct FlashFwdPlan {
+  FlashKernel kernel = FlashKernel::Rows16;
+  int device = -1;
+  int block_m = 64;            // query rows per block
+  int key_split_warps = 1;     // Rows16*: warps sharing a row block's key tiles
+  int stages = 2;              // K/V ring depth
+  int n_mblocks = 1;           // query blocks per (batch, head)
+  int tiles_per_split = 1 << 30;  // split-KV piece size in 64-key tiles; 1 << 30 = no split
+  int max_splits = 1;          // pieces of the longest query block
+  int threads = 0;             // per block
+  size_t smem = 0;             // dynamic shared memory per block
+  size_t split_counter_bytes = 0, split_partial_bytes = 0;  // split-KV workspace (0 without)
+  alignas(128) unsigned char tensor_maps[3 * 128] = {};     // Hopper: CUtensorMap of Q, K, V
+  // e.g. "sm80-rows16 block_m=64 key_split_warps=2 stages=2 splits=3"
+  std::string describe() const;
+};
+
+// "" and *plan filled when `variant` can run p on `dev`, else why not (naming the field and value).
+// Checks every limit of the kernels once (head dim, grid limits, alignment, strides, shared memory,
+// the Hopper kernel's TMA layout); nothing is checked again at run time.
+std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant,
+                           FlashFwdPlan* plan);
+
+// Launches a plan on `stream` (asynchronous); returns the launch status.
+//
+// Split-KV needs a scratch buffer; it is allocated on first use per (device, stream) and cached for
+// the process lifetime. During CUDA graph capture no allocation is made: if the cached buffer is too
+// small, the launch runs without split (still correct, possibly slower). Warm up once before capturing.
+cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cudaStream_t stream);
+
+// Plan for the current device, then run. cudaErrorInvalidValue when the problem is not supported.
+cudaError_t flash_fwd(const FlashFwdParams& p, cudaStream_t stream, FlashVariant variant = FlashVariant::Auto);
+
+// flash_fwd_plan's answer for a device of this compute capability and opt-in shared memory per block
+// ("" = supported). For variant Hopper on compute capability 9.0 it asks whether the kernel image
+// loads on the current device.
 std::string flash_fwd_unsupported_reason(const FlashFwdParams& p, int cc_major, int cc_minor,
                                          size_t smem_optin_per_block, FlashVariant variant = FlashVariant::Auto);
-
-// Launches on `stream` (asynchronous). Returns cudaErrorInvalidValue for an unsupported problem
-// (see flash_fwd_unsupported_reason), else the launch status.
-//
-// Split-KV (used when the problem is too small to fill the GPU) needs a scratch buffer; it is
-// allocated on first use per (device, stream) and cached for the process lifetime. During CUDA
-// graph capture no allocation is made: if the cached buffer is too small, the launch falls back to
-// no split (still correct, possibly slower). Warm up once before capturing.
-cudaError_t flash_fwd(const FlashFwdParams& p, cudaStream_t stream,
-                      FlashVariant variant = FlashVariant::Auto);
 
 }  // namespace flashcore::cuda

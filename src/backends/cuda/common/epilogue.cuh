@@ -1,0 +1,135 @@
+// The epilogue every kernel shares: O / l staged through shared memory and stored with 16-byte
+// writes, the LSE, and split-KV (a query block's key range cut across blocks): each piece writes an
+// fp32 partial, the last block to finish (an atomic ticket) merges all pieces in fixed split order,
+// so the result does not depend on which block finishes last (bitwise deterministic).
+//
+// A warp holds rows row0 and row0 + 8 (row0 = first row of a 16-row tile + lane/4) of an accumulator
+// tile; o(j, e) is register e of n8 column tile j (layout: common/mask.cuh).
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cuda/common/elem_ops.cuh"
+#include "backends/cuda/common/kernel_args.h"
+#include "backends/cuda/common/online_softmax.cuh"
+#include "backends/cuda/common/ptx.cuh"
+#include "backends/cuda/common/swizzle.cuh"
+
+namespace flashcore::cuda::detail {
+
+// O·inv of the two rows (o(j, e) = C-fragment register e of n8 column tile j) -> rows lr0, lr0 + 8 of
+// a swizzled [rows x D] smem tile.
+template <int D, typename Elem, typename GetO>
+__device__ __forceinline__ void stage_o_rows(Elem* sO, int lr0, int lane, const float (&inv)[2], GetO o) {
+  const int t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0, j) + 2 * t) = ElemOps<Elem>::pack(o(j, 0) * inv[0], o(j, 1) * inv[0]);
+    *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0 + 8, j) + 2 * t) = ElemOps<Elem>::pack(o(j, 2) * inv[1], o(j, 3) * inv[1]);
+  }
+}
+// LSE (natural log) of query rows row0 and row0 + 8, by the quad leader.
+__device__ __forceinline__ void write_lse_rows(const FlashFwdParams& p, int b, int h, int row0, const float (&lse2)[2],
+                                               int lane) {
+  if (p.lse == nullptr || (lane & 3) != 0) return;
+  float* lse = p.lse + ((long long)b * p.heads_q + h) * p.seqlen_q;
+  if (row0 < p.seqlen_q) lse[row0] = lse2[0] * kLn2;
+  if (row0 + 8 < p.seqlen_q) lse[row0 + 8] = lse2[1] * kLn2;
+}
+// A warp's `rows` staged rows (smem rows lrow0..) -> global query rows row0.. of (b, h), 16-byte stores.
+template <int D, typename Elem>
+__device__ __forceinline__ void store_o_rows(const FlashFwdParams& p, int b, int h, const Elem* sO, int lrow0, int row0,
+                                             int rows, int lane) {
+  constexpr int kChunks = D / 8;
+  Elem* gO = static_cast<Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+#pragma unroll
+  for (int c = lane; c < rows * kChunks; c += 32) {
+    const int r = c / kChunks, ch = c % kChunks;
+    const int row = row0 + r;
+    if (row < p.seqlen_q)
+      *reinterpret_cast<uint4*>(gO + row * p.o_seq_stride + ch * 8) = *reinterpret_cast<const uint4*>(sO + swz<D>(lrow0 + r, ch));
+  }
+}
+
+
+// Split-KV, one piece: this block's fp32 partial of rows row0, row0 + 8 (O normalised by the piece's
+// own l, and its log2-domain LSE), for merge_splits.
+template <int D, int N>
+__device__ __forceinline__ void write_split_partial(const KernelArgs& a, int b, int h, int split, int row0,
+                                                    const float (&o)[N][4], const float (&inv)[2],
+                                                    const float (&lse2)[2], int lane) {
+  const FlashFwdParams& p = a.p;
+  const int t = lane & 3, row1 = row0 + 8;
+  const long long split_rows = (long long)p.batch * p.heads_q * p.seqlen_q;  // rows per split
+  const long long bh_row = ((long long)b * p.heads_q + h) * p.seqlen_q;
+  float* po = a.part_o + (split * split_rows + bh_row) * D;
+  float* pl = a.part_lse + split * split_rows + bh_row;
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    if (row0 < p.seqlen_q)
+      *reinterpret_cast<float2*>(po + (long long)row0 * D + 8 * j + 2 * t) = make_float2(o[j][0] * inv[0], o[j][1] * inv[0]);
+    if (row1 < p.seqlen_q)
+      *reinterpret_cast<float2*>(po + (long long)row1 * D + 8 * j + 2 * t) = make_float2(o[j][2] * inv[1], o[j][3] * inv[1]);
+  }
+  if (t == 0) {
+    if (row0 < p.seqlen_q) pl[row0] = lse2[0];
+    if (row1 < p.seqlen_q) pl[row1] = lse2[1];
+  }
+}
+
+// Split-KV merge, run by the last block of a query block: O = Σ w_s O_s with w_s = 2^(lse_s - max)/Σ,
+// in fixed split order (deterministic). Two phases, each with all its loads in flight at once; the
+// `n_consumers` threads meet at named barrier `bar` between them.
+template <int D, typename Elem>
+__device__ __forceinline__ void merge_splits(const KernelArgs& a, float* s_w, int b, int h, int m0, int n_splits,
+                                             int tid, int n_consumers, int bar) {
+  const FlashFwdParams& p = a.p;
+  const long long split_rows = (long long)p.batch * p.heads_q * p.seqlen_q;
+  const long long bh_row = ((long long)b * p.heads_q + h) * p.seqlen_q;
+  const int rows_here = min(a.block_m, p.seqlen_q - m0);
+  // Phase 1: per-row weights -> smem, final LSE.
+  for (int r = tid; r < rows_here; r += n_consumers) {
+    float l[kMaxSplits];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int sp = 0; sp < kMaxSplits; ++sp) {
+      l[sp] = sp < n_splits ? __ldcg(a.part_lse + sp * split_rows + bh_row + m0 + r) : -INFINITY;
+      mx = fmaxf(mx, l[sp]);
+    }
+    float sum = 0.f;
+#pragma unroll
+    for (int sp = 0; sp < kMaxSplits; ++sp) {
+      l[sp] = mx == -INFINITY ? 0.f : fast_exp2(l[sp] - mx);
+      sum += l[sp];
+    }
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+    for (int sp = 0; sp < kMaxSplits; ++sp) s_w[r * kMaxSplits + sp] = l[sp] * inv;
+    if (p.lse != nullptr) p.lse[bh_row + m0 + r] = (mx == -INFINITY) ? -INFINITY : (mx + __log2f(sum)) * kLn2;
+  }
+  named_bar_sync(bar, n_consumers);
+  // Phase 2: O, 4 columns per item.
+  Elem* gO = static_cast<Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+  for (int it = tid; it < rows_here * (D / 4); it += n_consumers) {
+    const int r = it / (D / 4), c4 = it % (D / 4);
+    float4 v[kMaxSplits];
+#pragma unroll
+    for (int sp = 0; sp < kMaxSplits; ++sp)
+      if (sp < n_splits)
+        v[sp] = __ldcg(reinterpret_cast<const float4*>(a.part_o + (sp * split_rows + bh_row + m0 + r) * D) + c4);
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int sp = 0; sp < kMaxSplits; ++sp)
+      if (sp < n_splits) {
+        const float w = s_w[r * kMaxSplits + sp];
+        acc[0] = fmaf(w, v[sp].x, acc[0]); acc[1] = fmaf(w, v[sp].y, acc[1]);
+        acc[2] = fmaf(w, v[sp].z, acc[2]); acc[3] = fmaf(w, v[sp].w, acc[3]);
+      }
+    uint2 out;
+    out.x = ElemOps<Elem>::pack(acc[0], acc[1]);
+    out.y = ElemOps<Elem>::pack(acc[2], acc[3]);
+    *reinterpret_cast<uint2*>(gO + (m0 + r) * p.o_seq_stride + c4 * 4) = out;
+  }
+}
+
+}  // namespace flashcore::cuda::detail

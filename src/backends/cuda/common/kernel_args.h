@@ -1,0 +1,26 @@
+// What every FlashCore CUDA kernel receives: the caller's FlashFwdParams plus what the plan derived
+// (launch shape, split-KV workspace). Plain struct, passed by value as a __grid_constant__.
+#pragma once
+
+#include "backends/cuda/flash_fwd.h"
+
+namespace flashcore::cuda::detail {
+
+constexpr int kWarpRows = 16;   // query rows of one m16 accumulator tile (one warp's rows in most kernels)
+constexpr int kMaxSplits = 8;   // split-KV pieces per query block (the merge keeps them in registers)
+
+struct KernelArgs {
+  FlashFwdParams p;
+  float scale_log2;     // scale · log2(e): softmax runs in exp2
+  int q_heads_per_kv;   // heads_q / heads_kv (GQA)
+  int block_m;          // query rows per block
+  int key_split_warps;  // G: warps per row warp, each on its own share of the key tiles (sm80 16-row kernel)
+  int n_mblocks;        // ceil(seqlen_q / block_m)
+  int stages;           // K/V ring depth
+  int tiles_per_split;  // split-KV piece size in tiles (huge = no split)
+  float* part_o;        // [split][batch][heads_q][seqlen_q][D] fp32 (split-KV scratch)
+  float* part_lse;      // [split][batch][heads_q][seqlen_q]   log2 domain
+  int* counters;        // [batch][heads_q][n_mblocks] tickets, zero between launches
+};
+
+}  // namespace flashcore::cuda::detail

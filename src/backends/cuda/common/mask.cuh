@@ -1,0 +1,83 @@
+// Score masks, as policies a kernel is templated on. A policy says which keys a query row sees, and
+// every kernel asks it the same three questions:
+//   key_end / tiles     which keys (64- or 128-key tiles) a block of rows must visit at all,
+//   unmasked_tiles      below which tile every key is visible to every row of a warp (no mask work),
+//   apply               -inf for the scores of one accumulator fragment its rows do not see.
+// A new mask (sliding window, varlen bounds, ...) is a new policy with these members; the kernels do
+// not change. Members are __host__ __device__ where the launch plan needs the same answer (tiles).
+//
+// Accumulator fragment (mma.sync m16n8 C layout, also wgmma's): a thread holds rows row0 and row0 + 8
+// (row0 = first row of the 16-row tile + lane/4) and, in n8 column tile i, columns 8i + 2(lane%4) + {0,1}:
+// s[i][0..1] belong to row0, s[i][2..3] to row0 + 8.
+#pragma once
+
+#include <cmath>
+
+#include "backends/cuda/flash_fwd.h"
+
+namespace flashcore::cuda::detail {
+
+// min and max on host and device (the device versions are single instructions the compiler reasons about).
+__host__ __device__ __forceinline__ int imin(int a, int b) {
+#ifdef __CUDA_ARCH__
+  return min(a, b);
+#else
+  return a < b ? a : b;
+#endif
+}
+__host__ __device__ __forceinline__ int imax(int a, int b) {
+#ifdef __CUDA_ARCH__
+  return max(a, b);
+#else
+  return a > b ? a : b;
+#endif
+}
+
+// Causal (bottom-right aligned, when p.causal) and the key tail: query row i sees key j iff
+// j < seqlen_k and (not causal or j <= i + seqlen_k - seqlen_q).
+struct CausalMask {
+  // Reads the problem's fields where they are used (kernel parameters stay in the constant bank
+  // instead of occupying registers for the whole kernel).
+  const FlashFwdParams& p;
+  int diag;  // seqlen_k - seqlen_q: the causal diagonal of row i is key i + diag
+
+  __host__ __device__ explicit CausalMask(const FlashFwdParams& params)
+      : p(params), diag(params.seqlen_k - params.seqlen_q) {}
+
+  // Keys [0, key_end) hold every key that some row before row_end sees.
+  __host__ __device__ int key_end(int row_end) const {
+    int n = p.seqlen_k;
+    if (p.causal) n = imin(n, row_end + diag);
+    return n;
+  }
+  // Number of tile_n-key tiles rows before row_end visit.
+  __host__ __device__ int tiles(int row_end, int tile_n) const {
+    const int n = key_end(row_end);
+    return n > 0 ? (n + tile_n - 1) / tile_n : 0;
+  }
+  // Tiles [0, unmasked_tiles) are visible to every row from row_begin on in full: they need no mask.
+  __host__ __device__ int unmasked_tiles(int row_begin, int tile_n) const {
+    int t = p.seqlen_k / tile_n;
+    if (p.causal) t = imin(t, imax(0, row_begin + diag + 1) / tile_n);
+    return t;
+  }
+  // Masks one fragment: rows row0, row0 + 8; n8 column tile i starts at key key0 + 8i.
+  template <int N>
+  __device__ __forceinline__ void apply(float (&s)[N][4], int row0, int key0, int lane) const {
+    const int t = lane & 3;
+    const int seqlen_k = p.seqlen_k, diag = seqlen_k - p.seqlen_q;
+    const int lim0 = p.causal ? min(seqlen_k - 1, row0 + diag) : seqlen_k - 1;
+    const int lim1 = p.causal ? min(seqlen_k - 1, row0 + 8 + diag) : seqlen_k - 1;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = key0 + 8 * i + 2 * t + e;
+        if (col > lim0) s[i][e] = -INFINITY;
+        if (col > lim1) s[i][2 + e] = -INFINITY;
+      }
+    }
+  }
+};
+
+}  // namespace flashcore::cuda::detail

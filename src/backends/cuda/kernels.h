@@ -1,0 +1,35 @@
+// The seam between the launch plan (plan.cu) and the kernel families: one launch function per folder
+// (sm80/: mma.sync kernels, compute capability 8.0+; sm90/: the TMA + wgmma kernel, 9.0 only).
+// Each launches what the plan says with the arguments the plan derived; none of them checks or chooses.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "backends/cuda/common/kernel_args.h"
+#include "backends/cuda/flash_fwd.h"
+
+namespace flashcore::cuda::detail {
+
+// sm80/launch_sm80.cu: plan.kernel is Rows16, Rows16WarpSpecialized or Wide.
+cudaError_t launch_sm80(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream);
+
+// sm90/flash_fwd_sm90.cu (built when sm_90 is among the CUDA architectures: FLASHCORE_HAVE_HOPPER_KERNELS).
+cudaError_t launch_sm90(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream);
+// True when the kernel's sm_90a image loads on `device` (cached per device).
+bool sm90_kernel_loads(int device);
+
+// sm90/tensor_maps.cpp: the TMA descriptors of Q, K and V (3 CUtensorMap, 128-byte aligned, at `maps`;
+// nullptr: check only). "" when TMA can read the layout, else why not (naming the tensor and stride).
+std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps);
+// Shared memory and query rows per block of the Hopper kernel (sm90/config.h).
+size_t sm90_smem_bytes(int head_dim);
+int sm90_block_m(int head_dim);
+
+// Raises `kernel`'s dynamic shared memory limit on `device` to `bytes` once (plan.cu; the largest size
+// asked so far is remembered per kernel and device).
+cudaError_t raise_smem_limit(const void* kernel, int device, size_t bytes);
+
+}  // namespace flashcore::cuda::detail

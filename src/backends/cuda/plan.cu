@@ -1,0 +1,362 @@
+// The launch plan of the tuned kernels: the launch table, every kernel limit checked once, the kernel
+// and launch shape chosen once (flash_fwd_plan), then launched without further checks (flash_fwd_run).
+// Host code only; the kernels are in sm80/ and sm90/ (seam: kernels.h).
+#include "backends/cuda/flash_fwd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "backends/cuda/common/mask.cuh"
+#include "backends/cuda/kernels.h"
+#include "backends/cuda/sm80/config.cuh"
+#include "core/internal.hpp"
+
+namespace flashcore::cuda {
+
+namespace detail {
+cudaError_t raise_smem_limit(const void* kernel, int device, size_t bytes) {
+  static std::mutex m;
+  static std::map<std::pair<const void*, int>, size_t> raised;
+  std::lock_guard<std::mutex> lock(m);
+  size_t& cur = raised[{kernel, device}];
+  if (bytes > cur) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e != cudaSuccess) return e;
+    cur = bytes;
+  }
+  return cudaSuccess;
+}
+
+#ifndef FLASHCORE_HAVE_HOPPER_KERNELS  // the Hopper kernel is not in this build: nothing to load or launch
+bool sm90_kernel_loads(int) { return false; }
+cudaError_t launch_sm90(const FlashFwdPlan&, const KernelArgs&, cudaStream_t) { return cudaErrorInvalidDeviceFunction; }
+#endif
+}  // namespace detail
+
+namespace {
+
+using detail::kBlockN;
+using detail::kMaxSplits;
+using detail::TileConfig;
+
+// ------------------------------------------------------------------------------------------------
+// Launch table: the one place launch configuration lives. Keyed by head dim and problem size
+// (rows = batch · heads_q · seqlen_q). First matching row wins. Measurements: perf/dev/NOTES.md.
+// ------------------------------------------------------------------------------------------------
+struct LaunchRow {
+  int head_dim;
+  long long max_rows;    // row applies if rows <= max_rows
+  int block_m;           // query rows per block: 16 per row warp (R = block_m / 16)
+  int key_split_warps;   // G: compute warps per row warp, each on every G-th key tile (R x G warps)
+  int stages;            // K/V ring depth (reduced if the device's shared memory is short)
+  bool split_kv;         // split the key range across blocks when the grid would not fill half the GPU
+  FlashVariant variant;  // what Auto runs (AllWarps rows become Hopper where that kernel is available)
+  bool hopper;           // Auto runs the Hopper kernel (TMA + wgmma) on compute capability 9.0 when it
+                         // is available and accepts the layout, else the row's mma.sync kernel (v8)
+};
+constexpr long long kAnyRows = 1ll << 62;
+constexpr LaunchRow kLaunchTable[] = {
+    // D   rows <=     block_m  G  stages split  Auto                            Hopper
+    {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps, false},         // (1,8,512,64): 8.9 us, H200
+    {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, false},  // (1,8,1024,64): 16.5 us (AW 26.5)
+    {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, true},   // (1,8,2048,64): Hopper 28.3 us, WS 43.4
+    {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // Hopper (4,16,1024,64) 59.0 us; wide 64.1 us
+    {128, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, true},    // (1,8,2048,128): Hopper 33.4 us, 89.0
+    {128, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},   // Hopper (2,16,4096,128) 528 TF/s; wide 318
+};
+// AllWarps with block_m 128, one KV group and no split-KV runs the wide-warp kernel (4 warps x 32 query
+// rows, sm80/flash_fwd_wide.cuh); every other mma.sync configuration runs the 16-row kernel.
+
+size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {
+  return head_dim == 64 ? TileConfig<64>::smem_bytes(block_m, key_split_warps, stages)
+                        : TileConfig<128>::smem_bytes(block_m, key_split_warps, stages);
+}
+
+size_t align_up(size_t x) { return (x + 255) & ~size_t(255); }
+
+bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
+
+// Limits every kernel shares: "" or why not, naming the field.
+std::string common_limits(const FlashFwdParams& p, const DeviceLimits& dev) {
+  if (dev.cc_major < 8)
+    return "compute capability " + std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) +
+           " < 8.0 (needs mma.sync bf16, cp.async)";
+  if (p.head_dim != 64 && p.head_dim != 128) return "head_dim " + std::to_string(p.head_dim) + " not in {64, 128}";
+  if (p.batch < 1 || p.batch > 65535) return "batch " + std::to_string(p.batch) + " not in [1, 65535]";
+  if (p.heads_q < 1 || p.heads_q > 65535) return "heads_q " + std::to_string(p.heads_q) + " not in [1, 65535]";
+  if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0)
+    return "heads_kv " + std::to_string(p.heads_kv) + " does not divide heads_q " + std::to_string(p.heads_q);
+  if (p.seqlen_q < 1) return "seqlen_q " + std::to_string(p.seqlen_q) + " < 1";
+  if (p.seqlen_k < 1) return "seqlen_k " + std::to_string(p.seqlen_k) + " < 1";
+  if (!(p.scale > 0.f) || !std::isfinite(p.scale)) return "scale must be finite and > 0";
+  const struct { const void* ptr; const char* name; } ptrs[] = {{p.q, "q"}, {p.k, "k"}, {p.v, "v"}, {p.o, "o"}};
+  for (const auto& x : ptrs) {
+    if (x.ptr == nullptr) return std::string(x.name) + " pointer is null";
+    if (!aligned16(x.ptr)) return std::string(x.name) + " pointer is not 16-byte aligned";
+  }
+  const struct { long long v; const char* name; } strides[] = {
+      {p.q_batch_stride, "q_batch_stride"}, {p.q_seq_stride, "q_seq_stride"}, {p.q_head_stride, "q_head_stride"},
+      {p.k_batch_stride, "k_batch_stride"}, {p.k_seq_stride, "k_seq_stride"}, {p.k_head_stride, "k_head_stride"},
+      {p.v_batch_stride, "v_batch_stride"}, {p.v_seq_stride, "v_seq_stride"}, {p.v_head_stride, "v_head_stride"},
+      {p.o_batch_stride, "o_batch_stride"}, {p.o_seq_stride, "o_seq_stride"}, {p.o_head_stride, "o_head_stride"}};
+  for (const auto& s : strides)
+    if (s.v % 8 != 0) return std::string(s.name) + " " + std::to_string(s.v) + " is not a multiple of 8 elements";
+  if (const FlashFwdLaunchOverride* ov = p.launch_override) {
+    if (ov->block_m && (ov->block_m % 16 || ov->block_m < 16 || ov->block_m > 128))
+      return "launch_override.block_m not in {16,32,...,128}";
+    if (ov->stages && (ov->stages < 2 || ov->stages > detail::kMaxStages)) return "launch_override.stages not in [2, 4]";
+    if (ov->key_split_warps && (ov->key_split_warps < 1 || ov->key_split_warps > 8))
+      return "launch_override.key_split_warps not in [1, 8]";
+  }
+  const size_t need = smem_bytes(p.head_dim, 16, 1, 2);  // the smallest mma.sync configuration
+  if (need > dev.smem_optin_per_block)
+    return "needs " + std::to_string(need) + " bytes of shared memory per block, device allows " +
+           std::to_string(dev.smem_optin_per_block);
+  return {};
+}
+
+// The Hopper kernel's own conditions; on success its TMA descriptors are in plan->tensor_maps.
+std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan) {
+  if (dev.cc_major != 9 || dev.cc_minor != 0)
+    return "the Hopper kernel needs compute capability 9.0 (wgmma, sm_90a); device has " + std::to_string(dev.cc_major) +
+           "." + std::to_string(dev.cc_minor);
+  if (!dev.hopper_kernel_loads)
+#ifdef FLASHCORE_HAVE_HOPPER_KERNELS
+    return "the Hopper kernel's sm_90a image does not load on this device";
+#else
+    return "the Hopper kernel was not built (sm_90 is not among the CUDA architectures of this build)";
+#endif
+  const size_t need = detail::sm90_smem_bytes(p.head_dim);
+  if (need > dev.smem_optin_per_block)
+    return "the Hopper kernel needs " + std::to_string(need) + " bytes of shared memory per block, device allows " +
+           std::to_string(dev.smem_optin_per_block);
+  return detail::sm90_tensor_maps(p, plan->tensor_maps);
+}
+
+// The mma.sync launch shape of a table row (or the override), fitted to the device, and split-KV.
+void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow& row, FlashVariant variant,
+               FlashFwdPlan* plan) {
+  plan->block_m = row.block_m;
+  plan->key_split_warps = row.key_split_warps;
+  plan->stages = row.stages;
+  bool split = row.split_kv;
+  const FlashFwdLaunchOverride* ov = p.launch_override;
+  if (ov && ov->block_m) plan->block_m = ov->block_m;
+  if (ov && ov->key_split_warps) plan->key_split_warps = ov->key_split_warps;
+  if (ov && ov->stages) plan->stages = ov->stages;
+  if (ov && ov->kv_tiles_per_split < 0) split = false;
+  const FlashVariant v = variant == FlashVariant::Auto ? row.variant : variant;
+  const bool ws = v == FlashVariant::WarpSpecialized;
+  // Warps: at most 8 compute warps; warp-specialized at most 4 (+1 producer, register cap, BlockShape).
+  const int max_warps = ws ? detail::BlockShape<64, true>::kMaxComputeWarps : detail::BlockShape<64, false>::kMaxComputeWarps;
+  auto warps = [&] { return plan->block_m / detail::kWarpRows * plan->key_split_warps; };
+  while (warps() > max_warps) {
+    if (plan->key_split_warps > 1) plan->key_split_warps /= 2; else plan->block_m /= 2;
+  }
+  // Fit the device's shared memory: fewer stages first, then fewer KV groups, then fewer rows.
+  auto smem = [&] { return smem_bytes(p.head_dim, plan->block_m, plan->key_split_warps, plan->stages); };
+  while (plan->stages > 2 && smem() > dev.smem_optin_per_block) --plan->stages;
+  while (plan->key_split_warps > 1 && smem() > dev.smem_optin_per_block) plan->key_split_warps /= 2;
+  while (plan->block_m > 16 && smem() > dev.smem_optin_per_block) plan->block_m /= 2;
+  plan->smem = smem();
+  plan->n_mblocks = (p.seqlen_q + plan->block_m - 1) / plan->block_m;
+
+  // Split-KV across blocks (pieces merged by the last block; costs two L2 round trips and a fence):
+  // only when the un-split grid fills less than half the GPU. Piece size = total tile work / SMs.
+  const detail::CausalMask mask(p);
+  const long long base_blocks = (long long)plan->n_mblocks * p.heads_q * p.batch;
+  int max_tiles = 0;
+  long long work = 0;
+  for (int mb = 0; mb < plan->n_mblocks; ++mb) {
+    const int t = mask.tiles((mb + 1) * plan->block_m, kBlockN);
+    max_tiles = std::max(max_tiles, t);
+    work += t;
+  }
+  work *= (long long)p.heads_q * p.batch;
+  int tps = 1 << 30;
+  if (ov && ov->kv_tiles_per_split > 0) {
+    tps = ov->kv_tiles_per_split;
+  } else if (split && 2 * base_blocks <= dev.sm_count && max_tiles > 1) {
+    tps = (int)std::max<long long>(plan->key_split_warps, (work + dev.sm_count - 1) / dev.sm_count);
+  }
+  if (max_tiles > 0 && tps < max_tiles) {
+    tps = std::max(tps, (max_tiles + kMaxSplits - 1) / kMaxSplits);
+    plan->tiles_per_split = tps;
+    plan->max_splits = (max_tiles + tps - 1) / tps;
+    if (plan->max_splits <= 1) plan->tiles_per_split = 1 << 30, plan->max_splits = 1;
+  }
+  const bool wide = v == FlashVariant::AllWarps && plan->key_split_warps == 1 &&
+                    plan->block_m == detail::kWideBlockM && plan->max_splits == 1;
+  plan->kernel = wide ? FlashKernel::Wide : ws ? FlashKernel::Rows16WarpSpecialized : FlashKernel::Rows16;
+  plan->threads = wide ? 32 * detail::kWideWarps
+                       : 32 * ((plan->block_m / detail::kWarpRows) * plan->key_split_warps + (ws ? 1 : 0));
+  if (plan->max_splits > 1) {
+    const size_t rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
+    plan->split_partial_bytes = align_up(rows * plan->max_splits * p.head_dim * sizeof(float)) +
+                                align_up(rows * plan->max_splits * sizeof(float));
+    plan->split_counter_bytes = align_up((size_t)p.batch * p.heads_q * plan->n_mblocks * sizeof(int));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Split-KV scratch, cached per (device, stream): calls on one stream are ordered, so they can share
+// it. Two buffers: the tickets (zeroed once; every launch leaves them zero) and the fp32 partials.
+// ------------------------------------------------------------------------------------------------
+struct Scratch { int* counters = nullptr; size_t counter_bytes = 0; char* partial = nullptr; size_t partial_bytes = 0; };
+std::mutex g_scratch_mutex;
+std::map<std::pair<int, cudaStream_t>, Scratch> g_scratch;
+
+// Returns false when the scratch cannot be had (e.g. while capturing a graph).
+bool get_scratch(int device, cudaStream_t stream, size_t counter_bytes, size_t partial_bytes, int** counters, char** partial) {
+  std::lock_guard<std::mutex> lock(g_scratch_mutex);
+  Scratch& s = g_scratch[{device, stream}];
+  if (s.counter_bytes < counter_bytes || s.partial_bytes < partial_bytes) {
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess || cap != cudaStreamCaptureStatusNone) return false;
+    if (cudaStreamSynchronize(stream) != cudaSuccess) return false;
+    if (s.counter_bytes < counter_bytes) {
+      if (s.counters) cudaFree(s.counters);
+      s.counters = nullptr; s.counter_bytes = 0;
+      void* ptr = nullptr;
+      if (cudaMalloc(&ptr, counter_bytes) != cudaSuccess) { cudaGetLastError(); return false; }
+      if (cudaMemset(ptr, 0, counter_bytes) != cudaSuccess) { cudaFree(ptr); return false; }
+      s.counters = static_cast<int*>(ptr); s.counter_bytes = counter_bytes;
+    }
+    if (s.partial_bytes < partial_bytes) {
+      if (s.partial) cudaFree(s.partial);
+      s.partial = nullptr; s.partial_bytes = 0;
+      void* ptr = nullptr;
+      if (cudaMalloc(&ptr, partial_bytes) != cudaSuccess) { cudaGetLastError(); return false; }
+      s.partial = static_cast<char*>(ptr); s.partial_bytes = partial_bytes;
+    }
+  }
+  *counters = s.counters;
+  *partial = s.partial;
+  return true;
+}
+
+}  // namespace
+
+const char* to_string(FlashKernel kernel) {
+  switch (kernel) {
+    case FlashKernel::Rows16: return "sm80-rows16";
+    case FlashKernel::Rows16WarpSpecialized: return "sm80-rows16-warpspec";
+    case FlashKernel::Wide: return "sm80-wide";
+    case FlashKernel::Hopper: return "sm90-tma-wgmma";
+  }
+  return "invalid";
+}
+
+std::string FlashFwdPlan::describe() const {
+  std::string s = std::string(to_string(kernel)) + " block_m=" + std::to_string(block_m);
+  if (kernel == FlashKernel::Rows16 || kernel == FlashKernel::Rows16WarpSpecialized)
+    s += " key_split_warps=" + std::to_string(key_split_warps);
+  if (kernel != FlashKernel::Hopper) s += " stages=" + std::to_string(stages);
+  s += " splits=" + std::to_string(max_splits);
+  return s;
+}
+
+bool device_limits(DeviceLimits* out, std::string* why) {
+  DeviceInfo info;  // the library's one device cache (src/platform/cuda_runtime.cpp)
+  if (!flashcore::detail::current_cuda_device(&info, why)) return false;
+  DeviceLimits d;
+  d.index = info.index;
+  d.name = info.name;
+  d.cc_major = info.cc_major;
+  d.cc_minor = info.cc_minor;
+  d.sm_count = info.sm_count;
+  d.smem_optin_per_block = info.smem_optin_per_block;
+  d.hopper_kernel_loads = d.cc_major == 9 && d.cc_minor == 0 && detail::sm90_kernel_loads(d.index);
+  *out = d;
+  return true;
+}
+
+std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant,
+                           FlashFwdPlan* plan) {
+  FlashFwdPlan out;
+  out.device = dev.index;
+  std::string why = common_limits(p, dev);
+  if (!why.empty()) return why;
+  if (variant == FlashVariant::Hopper) {
+    why = hopper_limits(p, dev, &out);
+    if (!why.empty()) return why;
+  }
+  const long long rows = (long long)p.batch * p.heads_q * p.seqlen_q;
+  const LaunchRow* row = nullptr;
+  for (const LaunchRow& r : kLaunchTable)
+    if (r.head_dim == p.head_dim && rows <= r.max_rows) { row = &r; break; }
+  // Auto takes the Hopper kernel where the table says so and the kernel accepts the problem.
+  const bool hopper = variant == FlashVariant::Hopper ||
+                      (variant == FlashVariant::Auto && row->hopper && p.launch_override == nullptr &&
+                       hopper_limits(p, dev, &out).empty());
+  if (hopper) {
+    out.kernel = FlashKernel::Hopper;
+    out.block_m = detail::sm90_block_m(p.head_dim);
+    out.key_split_warps = 1;
+    out.smem = detail::sm90_smem_bytes(p.head_dim);
+    out.n_mblocks = (p.seqlen_q + out.block_m - 1) / out.block_m;
+  } else {
+    plan_sm80(p, dev, *row, variant, &out);
+  }
+  if (plan != nullptr) *plan = out;
+  return {};
+}
+
+cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cudaStream_t stream) {
+  detail::KernelArgs args{};
+  args.p = p;
+  args.p.launch_override = nullptr;
+  args.scale_log2 = p.scale * 1.4426950408889634f;
+  args.q_heads_per_kv = p.heads_q / p.heads_kv;
+  args.block_m = plan.block_m;
+  args.key_split_warps = plan.key_split_warps;
+  args.n_mblocks = plan.n_mblocks;
+  args.stages = plan.stages;
+  args.tiles_per_split = plan.tiles_per_split;
+  if (plan.kernel == FlashKernel::Hopper) return detail::launch_sm90(plan, args, stream);
+  if (plan.max_splits > 1) {
+    int* counters = nullptr;
+    char* partial = nullptr;
+    if (get_scratch(plan.device, stream, plan.split_counter_bytes, plan.split_partial_bytes, &counters, &partial)) {
+      const size_t rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
+      args.counters = counters;
+      args.part_o = reinterpret_cast<float*>(partial);
+      args.part_lse = reinterpret_cast<float*>(partial + align_up(rows * plan.max_splits * p.head_dim * sizeof(float)));
+    } else {  // no scratch (graph capture): run un-split
+      FlashFwdPlan unsplit = plan;
+      unsplit.max_splits = 1;
+      unsplit.tiles_per_split = args.tiles_per_split = 1 << 30;
+      return detail::launch_sm80(unsplit, args, stream);
+    }
+  }
+  return detail::launch_sm80(plan, args, stream);
+}
+
+cudaError_t flash_fwd(const FlashFwdParams& p, cudaStream_t stream, FlashVariant variant) {
+  DeviceLimits dev;
+  if (!device_limits(&dev, nullptr)) return cudaErrorInvalidDevice;
+  FlashFwdPlan plan;
+  if (!flash_fwd_plan(p, dev, variant, &plan).empty()) return cudaErrorInvalidValue;
+  return flash_fwd_run(p, plan, stream);
+}
+
+std::string flash_fwd_unsupported_reason(const FlashFwdParams& p, int cc_major, int cc_minor,
+                                         size_t smem_optin_per_block, FlashVariant variant) {
+  DeviceLimits dev;
+  dev.cc_major = cc_major;
+  dev.cc_minor = cc_minor;
+  dev.smem_optin_per_block = smem_optin_per_block;
+  if (variant == FlashVariant::Hopper && cc_major == 9 && cc_minor == 0) {
+    int device = 0;
+    dev.hopper_kernel_loads = cudaGetDevice(&device) == cudaSuccess && detail::sm90_kernel_loads(device);
+    if (!dev.hopper_kernel_loads) cudaGetLastError();
+  }
+  return flash_fwd_plan(p, dev, variant, nullptr);
+}
+
+}  // namespace flashcore::cuda

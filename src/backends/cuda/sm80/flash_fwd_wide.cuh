@@ -1,0 +1,216 @@
+// The wide-warp mma.sync kernel (large problems, compute capability 8.0+): every warp owns 32 query
+// rows (two m16 tiles) that share each K and V fragment read from shared memory, halving the ldmatrix
+// traffic per MMA (16 rows per warp re-read the whole K/V tile for every 16 rows: 16 FLOP per byte of
+// ldmatrix; here 32, or 25.6 for D=128 where Q is re-read from shared memory because 2x(Q, O, S)
+// fragments do not fit registers).
+// Fixed shape: 4 warps x 32 rows = 128 rows per block, one K/V tile ring (`stages` deep, slot s holds
+// K and V of the same tile), AllWarps loads, one __syncthreads per tile, no KV groups, no split-KV,
+// no S(i+1) prefetch (two blocks per SM = 2 warps per scheduler hide the softmax instead).
+// Mask, online softmax, scheduler and epilogue: common/.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cuda/common/epilogue.cuh"
+#include "backends/cuda/common/mask.cuh"
+#include "backends/cuda/common/online_softmax.cuh"
+#include "backends/cuda/common/scheduler.cuh"
+#include "backends/cuda/sm80/tile_ops.cuh"
+
+namespace flashcore::cuda::detail {
+
+// Per-lane ldmatrix offsets of the wide kernel, 4 registers for Q, K and V: with sw = lane & 7 and the
+// half-chunk bit h, ((2c + h) ^ sw) << 4 = ((h ^ (sw & 1)) << 4) + ((c << 5) ^ ((sw & 6) << 4)), so the
+// row part and h go into one base per operand and the chunk term x(c) is one XOR (registers are short).
+struct WideOffsets {
+  uint32_t q, k, v;  // row offset + half-chunk term (Q: row lane&15, h lane>>4; K, V as in LaneOffsets)
+  uint32_t x0;       // (lane & 6) << 4
+  __device__ __forceinline__ uint32_t x(int c) const { return x0 ^ (uint32_t(c) << 5); }
+};
+template <int D>
+__device__ __forceinline__ WideOffsets wide_offsets(int lane) {
+  WideOffsets o;
+  const int sw = lane & 7;
+  const int krow = (lane & 7) + ((lane >> 4) << 3), kchk = (lane >> 3) & 1;
+  const int vrow = (lane & 7) + (((lane >> 3) & 1) << 3), vchk = lane >> 4;
+  const int qrow = lane & 15, qchk = lane >> 4;
+  o.q = 2 * qrow * D + ((qchk ^ (sw & 1)) << 4);
+  o.k = 2 * krow * D + ((kchk ^ (sw & 1)) << 4);
+  o.v = 2 * vrow * D + ((vchk ^ (sw & 1)) << 4);
+  o.x0 = (sw & 6) << 4;
+  return o;
+}
+
+template <int D>
+struct WideState {
+  static constexpr bool kQRegs = D <= 64;         // Q A-fragments kept in registers (D=64 only)
+  uint32_t q[2][kQRegs ? D / 16 : 1][4];
+  float o[2][D / 8][4];
+  SoftmaxRows sm[2];    // per m tile: rows g, g+8
+};
+
+// One 64-key tile for a 32-row warp: S = Q·Kᵀ (both m tiles share each K fragment), mask, online
+// softmax, O += P·V (both m tiles share each V fragment). D=128 walks the tile as two 32-key halves, one
+// softmax update each, in a loop that is NOT unrolled: unrolled (or as one 64-key step) ptxas issues both
+// halves' Q·Kᵀ together (S 64 + O 128 + prefetched fragments) and spills.
+template <int D, typename Elem, bool kMask, class Mask>
+__device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, uint32_t sK, uint32_t sV,
+                                          const WideOffsets& lo, const Mask& mask, float sl2, int row_lo, int key0,
+                                          int lane) {
+  using Cfg = TileConfig<D>;
+  using Ops = ElemOps<Elem>;
+  constexpr bool kQRegs = WideState<D>::kQRegs;
+  constexpr int kSub = D > 64 ? 2 : 1;          // softmax updates per 64-key tile
+  constexpr int kSubKeys = kBlockN / kSub;      // keys per update
+  constexpr int kST = kSubKeys / 8;             // n8 score tiles per update
+  const int g = lane >> 2;
+#pragma unroll 1
+  for (int sub = 0; sub < kSub; ++sub) {
+    float s[2][kST][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int i = 0; i < kST; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kQKSteps; ++kk) {
+      uint32_t qa[2][4];
+      if constexpr (kQRegs) {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) qa[mt][e] = st.q[mt][kk][e];
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) ldmatrix_x4(qa[mt], sQw + lo.q + lo.x(kk & 3) + (kk >> 2) * 128 + mt * 16 * D * 2);
+      }
+      const uint32_t base = sK + lo.k + lo.x(kk & 3) + (kk >> 2) * 128 + sub * kSubKeys * D * 2;
+#pragma unroll
+      for (int np = 0; np < kST / 2; ++np) {
+        uint32_t b[4];
+        ldmatrix_x4(b, base + np * 16 * D * 2);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          Ops::mma(s[mt][2 * np], qa[mt], b[0], b[1]);
+          Ops::mma(s[mt][2 * np + 1], qa[mt], b[2], b[3]);
+        }
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+      if constexpr (kMask) mask.apply(s[mt], row_lo + 16 * mt + g, key0 + sub * kSubKeys, lane);
+      float alpha[2];
+      st.sm[mt].update(s[mt], sl2, alpha);
+      scale_rows(st.o[mt], alpha);
+    }
+    // O += P·V: P C-fragments are the A-fragments (pack_p_fragment); each V fragment feeds both m tiles.
+#pragma unroll
+    for (int kk = 0; kk < kST / 2; ++kk) {
+      uint32_t pa[2][4];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) pack_p_fragment<Elem>(pa[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
+#pragma unroll
+      for (int dp = 0; dp < Cfg::kOTiles / 2; ++dp) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, sV + lo.v + lo.x(dp & 3) + (dp >> 2) * 128 + (sub * kST / 2 + kk) * 16 * D * 2);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          Ops::mma(st.o[mt][2 * dp], pa[mt], b[0], b[1]);
+          Ops::mma(st.o[mt][2 * dp + 1], pa[mt], b[2], b[3]);
+        }
+      }
+    }
+  }
+}
+
+template <int D, typename Elem, class Mask>
+__global__ void __launch_bounds__(32 * kWideWarps, 2)
+flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
+  using Cfg = TileConfig<D>;
+  constexpr int kThreads = 32 * kWideWarps;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  Elem* sQ = reinterpret_cast<Elem*>(smem_raw);
+  Elem* sRing = sQ + kWideBlockM * D;
+
+  const FlashFwdParams& p = a.p;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int stages = a.stages;
+  const BlockCoord blk = heavy_first_block<false>(a.n_mblocks, a.q_heads_per_kv);
+  const int h = blk.h, b = blk.b, hk = blk.hk;
+  const int m0 = blk.mblock * kWideBlockM;
+  const Mask mask(p);
+  const int n_tiles = mask.tiles(m0 + kWideBlockM, kBlockN);  // tiles the block loads
+  const int row_lo = m0 + warp * kWideWarpRows;  // this warp's first query row
+  // This warp computes tiles [0, w_tiles); tiles before w_full need no mask.
+  const int w_tiles = min(n_tiles, mask.tiles(row_lo + kWideWarpRows, kBlockN));
+  const int w_full = mask.unmasked_tiles(row_lo, kBlockN);
+
+  const Elem* gQ = static_cast<const Elem*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
+  const Elem* gK = static_cast<const Elem*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
+  const Elem* gV = static_cast<const Elem*>(p.v) + b * p.v_batch_stride + hk * p.v_head_stride;
+  const uint32_t ring = smem_u32(sRing);
+  auto fill = [&](int t, int slot) {
+    if (t < n_tiles) {
+      Elem* k = sRing + slot * 2 * Cfg::kTileElems;
+      load_tile_async<D>(k, gK, p.k_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, tid, kThreads);
+      load_tile_async<D>(k + Cfg::kTileElems, gV, p.v_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, tid, kThreads);
+    }
+  };
+  // Prologue: Q + tile 0 (group 0), tiles 1..stages-2 (one group each; empty groups keep the count).
+  load_tile_async<D>(sQ, gQ, p.q_seq_stride, m0, kWideBlockM, p.seqlen_q, tid, kThreads);
+  for (int i = 0; i < stages - 1; ++i) {
+    fill(i, i);
+    cp_async_commit();
+  }
+
+  WideState<D> st;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+    for (int j = 0; j < Cfg::kOTiles; ++j) st.o[mt][j][0] = st.o[mt][j][1] = st.o[mt][j][2] = st.o[mt][j][3] = 0.f;
+    st.sm[mt].init();
+  }
+  // Q A-fragments: x4 = rows 0-7 / 8-15 of the m tile at chunk 2kk, then at chunk 2kk+1 (as load_q_fragments).
+  const WideOffsets lo = wide_offsets<D>(lane);
+  const uint32_t sQw = smem_u32(sQ) + warp * kWideWarpRows * D * 2;
+
+  int slot = 0;
+  for (int i = 0; i < n_tiles; ++i) {
+    cp_async_wait_dyn(stages - 2);  // tile i landed (this thread's copies)...
+    __syncthreads();                // ...and everyone's; everyone is done with tile i-1
+    fill(i + stages - 1, slot == 0 ? stages - 1 : slot - 1);
+    cp_async_commit();
+    if constexpr (WideState<D>::kQRegs) {
+      if (i == 0) {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < Cfg::kQKSteps; ++kk)
+            ldmatrix_x4(st.q[mt][kk], sQw + lo.q + lo.x(kk & 3) + (kk >> 2) * 128 + mt * 16 * D * 2);
+      }
+    }
+    const uint32_t sK = ring + slot * 4 * Cfg::kTileElems, sV = sK + 2 * Cfg::kTileElems;
+    if (i < w_full)
+      wide_tile<D, Elem, false>(st, sQw, sK, sV, lo, mask, a.scale_log2, row_lo, i * kBlockN, lane);
+    else if (i < w_tiles)
+      wide_tile<D, Elem, true>(st, sQw, sK, sV, lo, mask, a.scale_log2, row_lo, i * kBlockN, lane);
+    slot = (slot + 1 == stages) ? 0 : slot + 1;
+  }
+  cp_async_wait<0>();  // nothing of this thread in flight (only empty groups can remain)
+  if (n_tiles == 0) __syncthreads();  // Q copies of all threads landed before the staging below
+
+  // ---- epilogue: O / l -> this warp's own 32 rows of the Q tile -> 16-byte stores; LSE.
+  const int g = lane >> 2;
+  Elem* sO = sQ;
+  __syncwarp();  // all lanes' ldmatrix reads of these rows are done
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+    float inv[2], lse2[2];
+    st.sm[mt].finish(a.scale_log2, inv, lse2);
+    stage_o_rows<D>(sO, warp * kWideWarpRows + 16 * mt + g, lane, inv, [&](int j, int e) { return st.o[mt][j][e]; });
+    write_lse_rows(p, b, h, row_lo + 16 * mt + g, lse2, lane);
+  }
+  __syncwarp();
+  store_o_rows<D>(p, b, h, sO, warp * kWideWarpRows, row_lo, kWideWarpRows, lane);
+}
+
+}  // namespace flashcore::cuda::detail

@@ -1,0 +1,266 @@
+// FlashCore forward attention, Hopper-native kernel (sm_90a only: TMA, mbarriers, warpgroup MMA).
+//
+// Same algorithm as the sm80/ kernels, with the same building blocks (common/: mask policy, online
+// softmax, scheduler, epilogue), on a different machine:
+//
+//   block = 3 warpgroups, 128 query rows of one (batch, head), 128-key K/V tiles
+//   warpgroup 0 (producer): one thread issues the bulk tensor copies (TMA) of Q and of every K/V tile
+//                           into a kStages-deep ring; the warpgroup gives its registers back (setmaxnreg)
+//   warpgroups 1, 2 (consumers): 64 query rows each
+//     S  = Q · Kᵀ    wgmma m64n128k16, Q and K straight from shared memory
+//     P  = softmax(S) in registers (accumulator layout = the mma.sync one: same masking arithmetic)
+//     O += P · V     wgmma m64nDk16, P from registers, V from shared memory (MN-major: transposed)
+//
+// Synchronisation: FULL_K[s], FULL_V[s] mbarriers complete when slot s's bytes have landed (TMA
+// complete_tx); EMPTY_K[s], EMPTY_V[s] complete when all 8 consumer warps have finished the wgmma that
+// reads slot s. No block-wide barrier after the prologue.
+//
+// Pipelining inside a consumer warpgroup (wgmma is asynchronous): step i issues S(i+1) = Q·K(i+1)ᵀ,
+// rescales O, issues P(i)·V(i), waits for S(i+1) only and runs the softmax of tile i+1 while
+// P(i)·V(i) is on the tensor cores. S is declared inside the step (never loop-carried): loop-carried S
+// rewritten while a wgmma group is in flight makes ptxas 13.0 serialise every wgmma (C7513).
+//
+// Shared memory (1024-byte aligned): every tile is stored as 64-column panels (128 bytes per row) in
+// the 128-byte swizzle that TMA writes and wgmma reads: element (row, col) of a panel at byte
+// row·128 + ((col/8) ^ (row%8))·16 + (col%8)·2.
+//   Q [D/64 panels x 128 rows] | K slots [kStages] | V slots [kStages] | mbarriers
+// TMA zero-fills rows past seqlen (query tail, key tail): masked keys meet V rows of zeros, never NaN.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "backends/cuda/common/elem_ops.cuh"
+#include "backends/cuda/common/epilogue.cuh"
+#include "backends/cuda/common/mask.cuh"
+#include "backends/cuda/common/online_softmax.cuh"
+#include "backends/cuda/common/ptx.cuh"
+#include "backends/cuda/common/scheduler.cuh"
+#include "backends/cuda/kernels.h"
+#include "backends/cuda/sm90/config.h"
+#include "backends/cuda/sm90/ptx_sm90.cuh"
+
+namespace flashcore::cuda::detail {
+namespace {
+
+// ------------------------------------------------------------------------------------------------
+// The kernel. Warp roles: warpgroup 0 = producer (its warp 0, lane 0 issues every copy); warpgroup
+// 1 + c (c = 0, 1) = consumer c, query rows m0 + 64c .. +63 (its warp w & 3 the accumulator rows
+// 16·(w & 3) + lane/4 (+8)).
+// ------------------------------------------------------------------------------------------------
+template <int D, typename Elem, class Mask>
+__global__ void __launch_bounds__(HopperConfig<D>::kThreads, 1)
+flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_constant__ HopperMaps maps) {
+  using Cfg = HopperConfig<D>;
+  constexpr int kS = Cfg::kStages, kBN = Cfg::kBlockN;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t sQ = (smem_u32(smem_raw) + 1023u) & ~1023u;  // swizzle atoms need 1024-byte alignment
+  const uint32_t sK = sQ + Cfg::kQBytes;                       // K slot s at sK + s·kTileBytes
+  const uint32_t sV = sK + kS * Cfg::kTileBytes;               // V slot s at sV + s·kTileBytes
+  const uint32_t bar_q = sQ + Cfg::kBarOffset;
+  auto full_k = [&](int s) { return bar_q + 8 * (1 + s); };
+  auto full_v = [&](int s) { return bar_q + 8 * (1 + kS + s); };
+  auto empty_k = [&](int s) { return bar_q + 8 * (1 + 2 * kS + s); };
+  auto empty_v = [&](int s) { return bar_q + 8 * (1 + 3 * kS + s); };
+
+  const FlashFwdParams& p = a.p;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
+  const BlockCoord blk = heavy_first_block<false>(a.n_mblocks, a.q_heads_per_kv);
+  const int h = blk.h, b = blk.b, hk = blk.hk;
+  const int m0 = blk.mblock * Cfg::kBlockM;
+  const Mask mask(p);
+  const int n_tiles = mask.tiles(m0 + Cfg::kBlockM, kBN);  // tiles the block loads
+
+  if (tid == 0) {
+    mbar_init(bar_q, 1);
+    for (int s = 0; s < kS; ++s) {
+      mbar_init(full_k(s), 1);
+      mbar_init(full_v(s), 1);
+      mbar_init(empty_k(s), 4 * Cfg::kConsumerWGs);
+      mbar_init(empty_v(s), 4 * Cfg::kConsumerWGs);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {  // ---------------- producer ----------------
+    setmaxnreg_dec<Cfg::kProducerRegs>();
+    if (tid == 0) {
+      mbar_expect_tx(bar_q, Cfg::kQBytes);
+      for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, 64 * pn, m0, h, b, bar_q);
+      for (int t = 0; t < n_tiles; ++t) {
+        const int s = t % kS;
+        const uint32_t parity = ((t / kS) + 1) & 1;  // the previous use of slot s (tile t - kS) was released
+        if (t >= kS) mbar_wait_parity(empty_k(s), parity);
+        mbar_expect_tx(full_k(s), Cfg::kTileBytes);
+        for (int pn = 0; pn < Cfg::kPanels; ++pn)
+          tma_load_4d(sK + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, t * kBN, hk, b, full_k(s));
+        if (t >= kS) mbar_wait_parity(empty_v(s), parity);
+        mbar_expect_tx(full_v(s), Cfg::kTileBytes);
+        for (int pn = 0; pn < Cfg::kPanels; ++pn)
+          tma_load_4d(sV + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, t * kBN, hk, b, full_v(s));
+      }
+    }
+    return;
+  }
+
+  // ---------------- consumers ----------------
+  setmaxnreg_inc<Cfg::kConsumerRegs>();
+  const int cw = wg - 1;                       // consumer warpgroup index
+  const int g = lane >> 2;
+  const int wg_row0 = m0 + 64 * cw;
+  // Tiles before wg_full need no mask; tiles from wg_tiles on hold no key this warpgroup's rows see.
+  const int wg_tiles = min(n_tiles, mask.tiles(wg_row0 + 64, kBN));
+  const int wg_full = mask.unmasked_tiles(wg_row0, kBN);
+  const int row_lo = wg_row0 + 16 * (warp & 3);  // this warp's first accumulator row
+
+  // Accumulators in the mma.sync C-fragment layout (common/mask.cuh), n8 column tile j in [j][0..3];
+  // wgmma sees the same registers as one flat array.
+  float o[D / 8][4];                // O accumulator (64 rows x D per warpgroup)
+  auto& o_flat = reinterpret_cast<float (&)[Cfg::kOAcc]>(o);
+  uint32_t pf[Cfg::kPVSteps][4];    // P of the next P·V as its A operand, one k16 step per [k]
+  auto& pf_flat = reinterpret_cast<uint32_t (&)[4 * Cfg::kPVSteps]>(pf);
+#pragma unroll
+  for (int i = 0; i < Cfg::kOAcc; ++i) o_flat[i] = 0.f;
+  SoftmaxRows sm;
+  sm.init();
+  float alpha[2] = {1.f, 1.f};  // rescale of O before the next P·V
+
+  // Descriptor address fields are in 16-byte units: adding (bytes >> 4) moves the start address. Inside
+  // a panel the k16 step kk moves 32 bytes along the (swizzled) row; the panel index moves kk / 4 panels.
+  const uint64_t q_desc = make_desc_sw128(sQ + cw * 64 * 128, 16);
+  const uint64_t k_desc = make_desc_sw128(sK, 16);
+  const uint64_t v_desc = make_desc_sw128(sV, Cfg::kKVPanelBytes);
+  auto issue_qk = [&](float (&s2)[Cfg::kSTiles][4], int slot) {
+    auto& s = reinterpret_cast<float (&)[kBN / 2]>(s2);
+    const uint64_t kd = k_desc + ((slot * Cfg::kTileBytes) >> 4);
+    wgmma_ss_m64n128k16_init(s, q_desc, kd, Elem{});
+#pragma unroll
+    for (int kk = 1; kk < D / 16; ++kk) {
+      const uint32_t qo = ((kk / 4) * Cfg::kQPanelBytes + (kk % 4) * 32) >> 4;
+      const uint32_t ko = ((kk / 4) * Cfg::kKVPanelBytes + (kk % 4) * 32) >> 4;
+      wgmma_ss_m64n128k16(s, q_desc + qo, kd + ko, 1, Elem{});
+    }
+  };
+  auto issue_pv = [&](int slot) {
+    const uint64_t vd = v_desc + ((slot * Cfg::kTileBytes) >> 4);
+#pragma unroll
+    for (int k = 0; k < Cfg::kPVSteps; ++k) wgmma_pv<Elem>(o_flat, pf[k], vd + ((k * 16 * 128) >> 4));
+  };
+
+  const float sl2 = a.scale_log2;
+  // Mask (tiles from wg_full on), online softmax of S(tile) in place, alpha for O. Tiles this warpgroup
+  // does not need (from wg_tiles on) leave the state alone and give P = 0.
+  auto softmax = [&](float (&s)[Cfg::kSTiles][4], int tile) {
+    alpha[0] = alpha[1] = 1.f;
+    if (tile >= wg_tiles) {
+#pragma unroll
+      for (int j = 0; j < Cfg::kSTiles; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+      return;
+    }
+    if (tile >= wg_full) mask.apply(s, row_lo + g, tile * kBN, lane);
+    sm.update(s, sl2, alpha);
+  };
+  auto pack_p = [&](const float (&s)[Cfg::kSTiles][4]) {
+#pragma unroll
+    for (int k = 0; k < Cfg::kPVSteps; ++k) pack_p_fragment<Elem>(pf[k], s[2 * k], s[2 * k + 1]);
+  };
+  // Slot release: every consumer warp arrives once its wgmma reading the slot has completed.
+  auto release = [&](uint32_t bar) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bar);
+  };
+
+  mbar_wait_parity(bar_q, 0);
+  {  // tile 0: S, softmax, P (S registers are fresh in every step: never loop-carried, see header)
+    float s[Cfg::kSTiles][4];
+    if (n_tiles > 0) mbar_wait_parity(full_k(0), 0);
+    wgmma_fence();
+    issue_qk(s, 0);  // no tile (n_tiles == 0): result ignored (softmax gives P = 0)
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(reinterpret_cast<float (&)[kBN / 2]>(s));
+    if (n_tiles > 0) release(empty_k(0));
+    softmax(s, 0);
+    pack_p(s);
+  }
+  for (int i = 0; i < n_tiles; ++i) {
+    const int sc = i % kS, sn = (i + 1) % kS;
+    const bool has_next = i + 1 < n_tiles;
+    if (has_next) mbar_wait_parity(full_k(sn), ((i + 1) / kS) & 1);
+    float s[Cfg::kSTiles][4];
+    wgmma_fence();
+    issue_qk(s, sn);  // past the last tile: stale slot, result ignored
+    wgmma_commit();
+    scale_rows(o, alpha);  // O is idle: P(i-1)·V(i-1) completed in the last step
+    mbar_wait_parity(full_v(sc), (i / kS) & 1);
+    wgmma_fence();
+    issue_pv(sc);
+    wgmma_commit();
+    wgmma_wait<1>();  // S(i+1) done; P(i)·V(i) runs under the softmax
+    fence_regs(reinterpret_cast<float (&)[kBN / 2]>(s));
+    if (has_next) release(empty_k(sn));
+    softmax(s, i + 1);
+    wgmma_wait<0>();  // P(i)·V(i) done: pf may be overwritten, V slot free
+    fence_regs(o_flat);
+    fence_regs(pf_flat);
+    release(empty_v(sc));
+    pack_p(s);
+  }
+  // Both consumer warpgroups are done reading Q (wgmma waits above): its region takes the output staging.
+  named_bar_sync(Cfg::kBarEpilogue, 128 * Cfg::kConsumerWGs);
+
+  // ---- epilogue: O / l -> this warp's 16 rows of the Q region (row-major, swizzled) -> 16-byte stores
+  float inv[2], lse2[2];
+  sm.finish(sl2, inv, lse2);
+  Elem* sO = reinterpret_cast<Elem*>(smem_raw + (sQ - smem_u32(smem_raw)));
+  stage_o_rows<D>(sO, row_lo - m0 + g, lane, inv, [&](int j, int e) { return o[j][e]; });
+  write_lse_rows(p, b, h, row_lo + g, lse2, lane);
+  __syncwarp();
+  store_o_rows<D>(p, b, h, sO, row_lo - m0, row_lo, 16, lane);
+}
+
+template <int D, typename Elem>
+cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, const HopperMaps& maps, cudaStream_t stream) {
+  using Cfg = HopperConfig<D>;
+  void (*kernel)(KernelArgs, HopperMaps) = flash_fwd_hopper_kernel<D, Elem, CausalMask>;
+  const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), plan.device, Cfg::kSmemBytes);
+  if (e != cudaSuccess) return e;
+  const dim3 grid = heavy_first_grid(args.n_mblocks, 1, args.p.heads_q, args.p.batch);
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args, maps);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool sm90_kernel_loads(int device) {
+  static std::mutex m;
+  static std::map<int, bool> cache;
+  std::lock_guard<std::mutex> lock(m);
+  auto it = cache.find(device);
+  if (it != cache.end()) return it->second;
+  int prev = -1;
+  bool ok = cudaGetDevice(&prev) == cudaSuccess && cudaSetDevice(device) == cudaSuccess;
+  if (ok) {
+    cudaFuncAttributes attr{};
+    ok = cudaFuncGetAttributes(&attr, flash_fwd_hopper_kernel<64, __half, CausalMask>) == cudaSuccess;
+    if (!ok) cudaGetLastError();  // no sm_90a image for this device: not an error of the caller
+    cudaSetDevice(prev);
+  }
+  cache[device] = ok;
+  return ok;
+}
+
+cudaError_t launch_sm90(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream) {
+  HopperMaps maps;
+  std::memcpy(static_cast<void*>(&maps), plan.tensor_maps, sizeof maps);
+  if (args.p.head_dim == 64)
+    return args.p.bf16 ? launch_typed<64, __nv_bfloat16>(plan, args, maps, stream)
+                       : launch_typed<64, __half>(plan, args, maps, stream);
+  return args.p.bf16 ? launch_typed<128, __nv_bfloat16>(plan, args, maps, stream)
+                     : launch_typed<128, __half>(plan, args, maps, stream);
+}
+
+}  // namespace flashcore::cuda::detail

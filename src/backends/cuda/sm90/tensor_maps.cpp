@@ -1,0 +1,120 @@
+// The Hopper kernel's TMA descriptors (host side): Q, K and V as 4-D tensor maps (D, seqlen, heads,
+// batch) with 64-column x kBlockM/kBlockN-row boxes and the 128-byte swizzle the kernel reads. The
+// plan encodes them once per call (flash_fwd_plan); layouts TMA cannot describe are declined here,
+// naming the tensor and the stride. Plain C++ against the CUDA headers (no kernels).
+#include <cuda.h>  // CUtensorMap and its enums (types only: the encoder comes through the runtime)
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "backends/cuda/kernels.h"
+#include "backends/cuda/sm90/config.h"
+
+namespace flashcore::cuda::detail {
+namespace {
+
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+EncodeTiledFn encode_tiled_fn() {  // cuTensorMapEncodeTiled through the runtime (no libcuda link)
+  static EncodeTiledFn fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    return reinterpret_cast<EncodeTiledFn>(f);
+  }();
+  return fn;
+}
+
+// A [batch][heads][seqlen][D] view (element strides; the D stride is 1) as TMA sees it: dims innermost
+// first and byte strides of dims 1..3.
+struct TmaView {
+  const char* name;
+  const void* ptr;
+  cuuint64_t dim[4];
+  cuuint64_t stride[3];
+  cuuint32_t box_rows;
+};
+
+// Empty string if TMA can read the view, else why not (naming the tensor, the stride and its value).
+std::string make_view(TmaView* v, const char* name, const void* ptr, int batch, int heads, int seqlen, int d,
+                      long long batch_stride, long long head_stride, long long seq_stride, int box_rows) {
+  const std::string who = std::string("the Hopper kernel (TMA) needs ") + name;
+  if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return who + " 16-byte aligned";
+  const long long strides[3] = {seq_stride, head_stride, batch_stride};
+  const int extents[3] = {seqlen, heads, batch};
+  const char* sname[3] = {"seq_stride", "head_stride", "batch_stride"};
+  *v = TmaView{name, ptr, {(cuuint64_t)d, (cuuint64_t)seqlen, (cuuint64_t)heads, (cuuint64_t)batch}, {}, (cuuint32_t)box_rows};
+  long long span = d;  // elements spanned by the inner dimensions: stand-in stride of extent-1 dims
+  for (int i = 0; i < 3; ++i) {
+    long long s = strides[i];
+    if (extents[i] == 1) s = (span + 7) / 8 * 8;  // never stepped: any valid stride will do
+    if (s <= 0 || s % 8 != 0 || s >= (1ll << 37))
+      return who + " " + sname[i] + " to be a positive multiple of 8 elements (16 bytes), got " + std::to_string(strides[i]);
+    v->stride[i] = (cuuint64_t)s * 2;
+    span = std::max(span, s * extents[i]);
+  }
+  return {};
+}
+
+std::string encode_view(CUtensorMap* map, const TmaView& v, bool bf16) {
+  EncodeTiledFn enc = encode_tiled_fn();
+  if (enc == nullptr) return "the Hopper kernel needs cuTensorMapEncodeTiled (driver entry point not found)";
+  const cuuint32_t box[4] = {64, v.box_rows, 1, 1};
+  const cuuint32_t estride[4] = {1, 1, 1, 1};
+  const CUresult r = enc(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+                         const_cast<void*>(v.ptr), v.dim, v.stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return std::string("the Hopper kernel (TMA) needs ") + v.name + " in a layout cuTensorMapEncodeTiled accepts (error " +
+           std::to_string((int)r) + ")";
+  return {};
+}
+
+// Every layout check first (they need no driver), then the three encodings.
+std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
+  static_assert(HopperConfig<64>::kBlockM == HopperConfig<128>::kBlockM &&
+                    HopperConfig<64>::kBlockN == HopperConfig<128>::kBlockN,
+                "one box shape for both head dims");
+  constexpr int bm = HopperConfig<64>::kBlockM, bn = HopperConfig<64>::kBlockN;
+  TmaView q, k, v;
+  std::string why = make_view(&q, "q", p.q, p.batch, p.heads_q, p.seqlen_q, p.head_dim, p.q_batch_stride,
+                              p.q_head_stride, p.q_seq_stride, bm);
+  if (why.empty())
+    why = make_view(&k, "k", p.k, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.k_batch_stride, p.k_head_stride,
+                    p.k_seq_stride, bn);
+  if (why.empty())
+    why = make_view(&v, "v", p.v, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.v_batch_stride, p.v_head_stride,
+                    p.v_seq_stride, bn);
+  if (why.empty()) why = encode_view(&m->q, q, p.bf16);
+  if (why.empty()) why = encode_view(&m->k, k, p.bf16);
+  if (why.empty()) why = encode_view(&m->v, v, p.bf16);
+  return why;
+}
+
+}  // namespace
+
+std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps) {
+  static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) <= 128, "FlashFwdPlan::tensor_maps holds 3 of them");
+  HopperMaps m;
+  const std::string why = encode_maps(p, &m);
+  if (why.empty() && maps != nullptr) {
+    CUtensorMap* out = static_cast<CUtensorMap*>(maps);
+    out[0] = m.q;
+    out[1] = m.k;
+    out[2] = m.v;
+  }
+  return why;
+}
+
+size_t sm90_smem_bytes(int head_dim) {
+  return head_dim == 64 ? HopperConfig<64>::kSmemBytes : HopperConfig<128>::kSmemBytes;
+}
+int sm90_block_m(int head_dim) { return head_dim == 64 ? HopperConfig<64>::kBlockM : HopperConfig<128>::kBlockM; }
+
+}  // namespace flashcore::cuda::detail
