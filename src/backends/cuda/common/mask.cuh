@@ -65,7 +65,7 @@ struct CausalMask {
   template <int N>
   __device__ __forceinline__ void apply(float (&s)[N][4], int row0, int key0, int lane) const {
     const int t = lane & 3;
-    const int seqlen_k = p.seqlen_k, diag = seqlen_k - p.seqlen_q;
+    const int seqlen_k = p.seqlen_k;
     const int lim0 = p.causal ? min(seqlen_k - 1, row0 + diag) : seqlen_k - 1;
     const int lim1 = p.causal ? min(seqlen_k - 1, row0 + 8 + diag) : seqlen_k - 1;
 #pragma unroll

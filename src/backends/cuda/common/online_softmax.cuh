@@ -14,7 +14,58 @@ namespace flashcore::cuda::detail {
 
 constexpr float kLn2 = 0.6931471805599453f;
 
-// State of the two rows (row0 = lane/4 and row0 + 8) of one 16-row accumulator tile a thread holds.
+// One tile of the online softmax for the two rows (row0 = lane/4 and row0 + 8) of a 16-row accumulator
+// tile a thread holds: scores -> unnormalised probabilities in place, running max (quad-uniform) and
+// this thread's running sum updated, alpha = the factor the O rows must be scaled by.
+template <int N>
+__device__ __forceinline__ void softmax_update(float (&s)[N][4], float (&row_max)[2], float (&row_sum)[2],
+                                               float scale_log2, float (&alpha)[2]) {
+  float mx[2] = {row_max[0], row_max[1]};
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    mx[0] = fmaxf(mx[0], fmaxf(s[i][0], s[i][1]));
+    mx[1] = fmaxf(mx[1], fmaxf(s[i][2], s[i][3]));
+  }
+  float ms[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    // A row that has seen only masked keys keeps max -inf; subtract 0 instead so that
+    // exp2(-inf - 0) = 0 rather than exp2(-inf + inf) = NaN.
+    ms[r] = (mx[r] == -INFINITY) ? 0.f : mx[r] * scale_log2;
+    alpha[r] = fast_exp2(row_max[r] * scale_log2 - ms[r]);  // old max -inf -> 0 (accumulators are 0 then)
+    row_max[r] = mx[r];
+  }
+  float sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    s[i][0] = fast_exp2(fmaf(s[i][0], scale_log2, -ms[0]));
+    s[i][1] = fast_exp2(fmaf(s[i][1], scale_log2, -ms[0]));
+    s[i][2] = fast_exp2(fmaf(s[i][2], scale_log2, -ms[1]));
+    s[i][3] = fast_exp2(fmaf(s[i][3], scale_log2, -ms[1]));
+    sum[0] += s[i][0] + s[i][1];
+    sum[1] += s[i][2] + s[i][3];
+  }
+  row_sum[0] = row_sum[0] * alpha[0] + sum[0];
+  row_sum[1] = row_sum[1] * alpha[1] + sum[1];
+}
+
+// The end of the softmax: 1/l and the log2-domain LSE of the two rows (the sum is quad-reduced here);
+// l == 0 <=> the row saw no key: O = 0, LSE = -inf.
+__device__ __forceinline__ void softmax_finish(const float (&row_max)[2], const float (&row_sum)[2], float scale_log2,
+                                               float (&inv)[2], float (&lse2)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = row_sum[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    inv[r] = l > 0.f ? 1.f / l : 0.f;
+    lse2[r] = l > 0.f ? row_max[r] * scale_log2 + __log2f(l) : -INFINITY;
+  }
+}
+
+// The state of those two rows as one object (kernels that hold several tiles may keep the arrays).
 struct SoftmaxRows {
   float row_max[2];  // running max of raw scores (quad-uniform)
   float row_sum[2];  // running denominator, this thread's columns only (quad-reduced by finish)
@@ -23,51 +74,12 @@ struct SoftmaxRows {
     row_max[0] = row_max[1] = -INFINITY;
     row_sum[0] = row_sum[1] = 0.f;
   }
-
-  // Scores -> unnormalised probabilities in place; updates max and sum; alpha = rescale factor of O.
   template <int N>
   __device__ __forceinline__ void update(float (&s)[N][4], float scale_log2, float (&alpha)[2]) {
-    float mx[2] = {row_max[0], row_max[1]};
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-      mx[0] = fmaxf(mx[0], fmaxf(s[i][0], s[i][1]));
-      mx[1] = fmaxf(mx[1], fmaxf(s[i][2], s[i][3]));
-    }
-    float ms[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      // A row that has seen only masked keys keeps max -inf; subtract 0 instead so that
-      // exp2(-inf - 0) = 0 rather than exp2(-inf + inf) = NaN.
-      ms[r] = (mx[r] == -INFINITY) ? 0.f : mx[r] * scale_log2;
-      alpha[r] = fast_exp2(row_max[r] * scale_log2 - ms[r]);  // old max -inf -> 0 (accumulators are 0 then)
-      row_max[r] = mx[r];
-    }
-    float sum[2] = {0.f, 0.f};
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-      s[i][0] = fast_exp2(fmaf(s[i][0], scale_log2, -ms[0]));
-      s[i][1] = fast_exp2(fmaf(s[i][1], scale_log2, -ms[0]));
-      s[i][2] = fast_exp2(fmaf(s[i][2], scale_log2, -ms[1]));
-      s[i][3] = fast_exp2(fmaf(s[i][3], scale_log2, -ms[1]));
-      sum[0] += s[i][0] + s[i][1];
-      sum[1] += s[i][2] + s[i][3];
-    }
-    row_sum[0] = row_sum[0] * alpha[0] + sum[0];
-    row_sum[1] = row_sum[1] * alpha[1] + sum[1];
+    softmax_update(s, row_max, row_sum, scale_log2, alpha);
   }
-
-  // 1/l and the log2-domain LSE of the two rows; l == 0 <=> the row saw no key: O = 0, LSE = -inf.
   __device__ __forceinline__ void finish(float scale_log2, float (&inv)[2], float (&lse2)[2]) const {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float l = row_sum[r];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      inv[r] = l > 0.f ? 1.f / l : 0.f;
-      lse2[r] = l > 0.f ? row_max[r] * scale_log2 + __log2f(l) : -INFINITY;
-    }
+    softmax_finish(row_max, row_sum, scale_log2, inv, lse2);
   }
 };
 

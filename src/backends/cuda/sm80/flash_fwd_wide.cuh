@@ -46,7 +46,8 @@ struct WideState {
   static constexpr bool kQRegs = D <= 64;         // Q A-fragments kept in registers (D=64 only)
   uint32_t q[2][kQRegs ? D / 16 : 1][4];
   float o[2][D / 8][4];
-  SoftmaxRows sm[2];    // per m tile: rows g, g+8
+  float row_max[2][2];  // [m tile][rows g, g+8]: the softmax state of common/online_softmax.cuh
+  float row_sum[2][2];
 };
 
 // One 64-key tile for a 32-row warp: S = Q·Kᵀ (both m tiles share each K fragment), mask, online
@@ -99,7 +100,7 @@ __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, uint32
     for (int mt = 0; mt < 2; ++mt) {
       if constexpr (kMask) mask.apply(s[mt], row_lo + 16 * mt + g, key0 + sub * kSubKeys, lane);
       float alpha[2];
-      st.sm[mt].update(s[mt], sl2, alpha);
+      softmax_update(s[mt], st.row_max[mt], st.row_sum[mt], sl2, alpha);
       scale_rows(st.o[mt], alpha);
     }
     // O += P·V: P C-fragments are the A-fragments (pack_p_fragment); each V fragment feeds both m tiles.
@@ -167,7 +168,8 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
     for (int j = 0; j < Cfg::kOTiles; ++j) st.o[mt][j][0] = st.o[mt][j][1] = st.o[mt][j][2] = st.o[mt][j][3] = 0.f;
-    st.sm[mt].init();
+    st.row_max[mt][0] = st.row_max[mt][1] = -INFINITY;
+    st.row_sum[mt][0] = st.row_sum[mt][1] = 0.f;
   }
   // Q A-fragments: x4 = rows 0-7 / 8-15 of the m tile at chunk 2kk, then at chunk 2kk+1 (as load_q_fragments).
   const WideOffsets lo = wide_offsets<D>(lane);
@@ -205,7 +207,7 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) {
     float inv[2], lse2[2];
-    st.sm[mt].finish(a.scale_log2, inv, lse2);
+    softmax_finish(st.row_max[mt], st.row_sum[mt], a.scale_log2, inv, lse2);
     stage_o_rows<D>(sO, warp * kWideWarpRows + 16 * mt + g, lane, inv, [&](int j, int e) { return st.o[mt][j][e]; });
     write_lse_rows(p, b, h, row_lo + 16 * mt + g, lse2, lane);
   }
