@@ -11,7 +11,8 @@
 #include <sstream>
 #include <thread>
 
-#include "core/elements.hpp"
+#include "core/numeric.hpp"
+#include "verify/elements.hpp"
 
 #if defined(FLASHCORE_HAVE_CUDA_RUNTIME)
 #include <cuda_runtime_api.h>
@@ -352,7 +353,7 @@ void fill_inputs(HostInputs* in, const Shape& s, DType dt, std::uint64_t seed) {
 }
 
 float load(DType dt, const void* base, std::int64_t i) {
-  return static_cast<float>(flashcore::numeric::load_element(dt, base, i));
+  return static_cast<float>(flashcore::verify::load_element(dt, base, i));
 }
 
 bool backend_accepts(const std::string& backend, const flashcore::Problem& p, const flashcore::Tensors& t,

@@ -1,3 +1,4 @@
+// Test support: cases, host data, the oracle adapters and error measurement (see testing.hpp).
 #include "testing.hpp"
 
 #include <cmath>
@@ -8,14 +9,14 @@
 #include <random>
 #include <sstream>
 
-#include "core/elements.hpp"
-#include "core/naive_attention.hpp"
-#include "core/tolerance.hpp"
+#include "verify/elements.hpp"
+#include "verify/oracle.hpp"
+#include "verify/tolerance.hpp"
 
 namespace fctest {
 
 using flashcore::Strides;
-namespace num = flashcore::numeric;
+namespace verify = flashcore::verify;
 
 std::string Case::name() const {
   std::ostringstream os;
@@ -87,10 +88,8 @@ Problem make_problem(const Case& c) {
 namespace {
 
 void store(DType dt, std::vector<unsigned char>& buf, std::int64_t idx, double v) {
-  num::store_element(dt, buf.data(), idx, v);
+  verify::store_element(dt, buf.data(), idx, v);
 }
-
-using num::round_to;
 
 template <class Fill>
 void fill_tensor(const Problem& p, std::vector<unsigned char>& buf, const Strides& s, int seq, int heads, Fill fill) {
@@ -100,17 +99,15 @@ void fill_tensor(const Problem& p, std::vector<unsigned char>& buf, const Stride
         for (int d = 0; d < p.head_dim; ++d) store(p.dtype, buf, flashcore::element_offset(s, b, i, h, d), fill());
 }
 
-// Both oracles are flashcore::naive::attention (plain loops, no Kokkos).
-OracleOut attention(const HostData& data, bool same_precision, int row_stride) {
-  flashcore::naive::Result r =
-      flashcore::naive::attention(data.problem, data.q.data(), data.k.data(), data.v.data(), same_precision, row_stride);
-  return {std::move(r.o), std::move(r.lse)};
+// Both oracles are flashcore::verify::attention (plain loops, no Kokkos).
+OracleOut attention(const HostData& data, verify::Precision precision, int row_stride) {
+  return verify::attention(data.problem, data.q.data(), data.k.data(), data.v.data(), precision, row_stride);
 }
 
 }  // namespace
 
 double element(const Problem& p, const std::vector<unsigned char>& buf, const Strides& s, int b, int i, int h, int d) {
-  return num::load_element(p.dtype, buf.data(), flashcore::element_offset(s, b, i, h, d));
+  return verify::load_element(p.dtype, buf.data(), flashcore::element_offset(s, b, i, h, d));
 }
 
 void HostData::poison_outputs() {
@@ -151,8 +148,10 @@ HostData make_data(const Case& c, std::uint64_t seed) {
   return d;
 }
 
-OracleOut oracle(const HostData& d, int row_stride) { return attention(d, false, row_stride); }
-OracleOut naive_same_precision(const HostData& d, int row_stride) { return attention(d, true, row_stride); }
+OracleOut oracle(const HostData& d, int row_stride) { return attention(d, verify::Precision::Exact, row_stride); }
+OracleOut naive_same_precision(const HostData& d, int row_stride) {
+  return attention(d, verify::Precision::Same, row_stride);
+}
 
 Errors compare_o(const HostData& d, const OracleOut& ref, double atol, double rtol, bool kernel_lse) {
   const Problem& p = d.problem;
@@ -163,7 +162,7 @@ Errors compare_o(const HostData& d, const OracleOut& ref, double atol, double rt
     for (int i = 0; i < p.seqlen_q; ++i)
       for (int h = 0; h < p.heads_q; ++h)
         for (int dd = 0; dd < p.head_dim; ++dd) {
-          const double r = ref.o[((static_cast<std::size_t>(b) * p.seqlen_q + i) * p.heads_q + h) * p.head_dim + dd];
+          const double r = ref.o[verify::o_index(p, b, i, h, dd)];
           if (std::isnan(r)) continue;  // row not computed by a sampled oracle
           const double g = element(p, d.o, p.o, b, i, h, dd);
           const double err = std::fabs(g - r);
@@ -203,11 +202,7 @@ Errors compare(const HostData& d, const OracleOut& ref) {
 }
 
 double naive_error(const HostData& d, const OracleOut& ref, int row_stride) {
-  const OracleOut n = naive_same_precision(d, row_stride);
-  double mx = 0;
-  for (std::size_t i = 0; i < n.o.size(); ++i)
-    if (!std::isnan(ref.o[i])) mx = std::max(mx, std::fabs(n.o[i] - ref.o[i]));
-  return mx;
+  return verify::max_abs_difference(naive_same_precision(d, row_stride).o, ref.o);
 }
 
 }  // namespace fctest

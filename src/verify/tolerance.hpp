@@ -1,5 +1,6 @@
-// Error bounds FlashCore promises against the exact (fp64) attention of the same rounded inputs.
-// Used by the tests and by `flashcore run --validate`; see README "Accuracy".
+// Error bounds FlashCore promises against the exact (fp64) attention of the same rounded inputs
+// (part of the verification library, src/verify). Used by the tests and by `flashcore run
+// --validate`; see README "Accuracy".
 //
 // An element o passes when |o - ref| <= atol + rtol * |ref|.
 //   fp32: rtol 1e-5, atol 2e-5. fp32 accumulation over up to ~10^5 keys with the online softmax
@@ -10,7 +11,8 @@
 //   bf16: rtol 2^-8, half a bf16 ulp; atol 2e-5 as for fp16.
 // Tuned kernels round P to the input precision before P·V, as every fast implementation does;
 // their bound ("kernel") is twice the error of a naive same-precision computation plus a floor,
-// measured per case by the tests (tests/support), not a fixed number.
+// measured per case (verify::attention with Precision::Same, src/verify/oracle.hpp), not a fixed
+// number.
 // LSE (fp32 always): |lse - ref| <= 2e-5 * max(1, |ref|); -inf must be exactly -inf.
 #pragma once
 
@@ -63,5 +65,6 @@ inline bool lse_ok(double got, double ref, double rel = kReferenceLseRel) {
   return std::fabs(got - ref) <= rel * std::max(1.0, std::fabs(ref));
 }
 inline bool kernel_lse_ok(double got, double ref) { return lse_ok(got, ref, kKernelLseRel); }
+
 
 }  // namespace flashcore::tolerance
