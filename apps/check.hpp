@@ -11,8 +11,6 @@
 namespace fcapp {
 
 using flashcore::verify::load_element;
-using flashcore::verify::round_to;
-using flashcore::verify::store_element;
 
 /// The exact answer for one problem and its inputs, computed once per invocation.
 struct Oracle {

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "support/testing.hpp"
+#include "verify/data.hpp"
+#include "verify/elements.hpp"
 #include "verify/oracle.hpp"
 
 namespace {
@@ -97,6 +99,17 @@ TEST(Verify, ByHand) {
   EXPECT_EQ(rc.lse[0], -std::numeric_limits<double>::infinity());
   EXPECT_EQ(rc.o[1], 0.25);
   EXPECT_DOUBLE_EQ(rc.lse[1], 10.0);
+}
+
+TEST(Verify, FillIsNeverZeroAndPoisonIsNaN) {
+  Problem p = Problem::make(1, 2, 2, 3, 3, 4, DType::F16);
+  std::vector<unsigned char> buf(static_cast<std::size_t>(2) * 3 * 2 * 4, 0);
+  // Every other draw is below fp16's smallest subnormal: it is replaced by the next one.
+  int n = 0;
+  verify::fill_random(p.dtype, buf.data(), p.q, 1, 3, 2, 4, [&] { return (n++ % 2 == 0) ? 1e-9 : 0.5; });
+  for (int i = 0; i < 24; ++i) EXPECT_EQ(verify::load_element(p.dtype, buf.data(), i), 0.5);
+  verify::poison(p.dtype, buf.data(), p.q, 1, 3, 2, 4);
+  for (int i = 0; i < 24; ++i) EXPECT_TRUE(std::isnan(verify::load_element(p.dtype, buf.data(), i)));
 }
 
 }  // namespace

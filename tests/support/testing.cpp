@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "verify/data.hpp"
 #include "verify/elements.hpp"
 #include "verify/oracle.hpp"
 #include "verify/tolerance.hpp"
@@ -87,18 +88,6 @@ Problem make_problem(const Case& c) {
 
 namespace {
 
-void store(DType dt, std::vector<unsigned char>& buf, std::int64_t idx, double v) {
-  verify::store_element(dt, buf.data(), idx, v);
-}
-
-template <class Fill>
-void fill_tensor(const Problem& p, std::vector<unsigned char>& buf, const Strides& s, int seq, int heads, Fill fill) {
-  for (int b = 0; b < p.batch; ++b)
-    for (int i = 0; i < seq; ++i)
-      for (int h = 0; h < heads; ++h)
-        for (int d = 0; d < p.head_dim; ++d) store(p.dtype, buf, flashcore::element_offset(s, b, i, h, d), fill());
-}
-
 // Both oracles are flashcore::verify::attention (plain loops, no Kokkos).
 OracleOut attention(const HostData& data, verify::Precision precision, int row_stride) {
   return verify::attention(data.problem, data.q.data(), data.k.data(), data.v.data(), precision, row_stride);
@@ -112,11 +101,7 @@ double element(const Problem& p, const std::vector<unsigned char>& buf, const St
 
 void HostData::poison_outputs() {
   const Problem& p = problem;
-  for (int b = 0; b < p.batch; ++b)
-    for (int i = 0; i < p.seqlen_q; ++i)
-      for (int h = 0; h < p.heads_q; ++h)
-        for (int d = 0; d < p.head_dim; ++d)
-          store(p.dtype, o, flashcore::element_offset(p.o, b, i, h, d), std::numeric_limits<double>::quiet_NaN());
+  verify::poison(p.dtype, o.data(), p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
   std::fill(lse.begin(), lse.end(), std::numeric_limits<float>::quiet_NaN());
 }
 
@@ -140,9 +125,10 @@ HostData make_data(const Case& c, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  fill_tensor(p, d.q, p.q, p.seqlen_q, p.heads_q, [&] { return normal(rng) * c.q_gain; });
-  fill_tensor(p, d.k, p.k, p.seqlen_k, p.heads_kv, [&] { return normal(rng); });
-  fill_tensor(p, d.v, p.v, p.seqlen_k, p.heads_kv, [&] { return uniform(rng); });
+  verify::fill_random(p.dtype, d.q.data(), p.q, p.batch, p.seqlen_q, p.heads_q, p.head_dim,
+                      [&] { return normal(rng) * c.q_gain; });
+  verify::fill_random(p.dtype, d.k.data(), p.k, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, [&] { return normal(rng); });
+  verify::fill_random(p.dtype, d.v.data(), p.v, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, [&] { return uniform(rng); });
   if (c.lse) d.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0f);
   d.poison_outputs();
   return d;

@@ -1,5 +1,5 @@
 // Test support: random problems and their host data, the fp64 oracle on them, error measurement.
-// The oracle, the bounds and element access are the verification
+// The oracle, the bounds, element access, random fill and poisoning are the verification
 // library's (src/verify: plain loops in double precision, no Kokkos, no code shared with the
 // library's kernels, so it checks the Kokkos reference independently); this adapts them to Case
 // and HostData.
@@ -49,8 +49,8 @@ void set_openmp_binding_defaults();
 /// Printed once so a failure can be replayed.
 std::uint64_t run_seed();
 
-/// Host tensors of one case: inputs filled with random values (never zeros), O and LSE
-/// poisoned with NaN so that unwritten elements fail.
+/// Host tensors of one case: inputs filled with random values (never zeros, verify::fill_random),
+/// O and LSE poisoned with NaN so that unwritten elements fail.
 struct HostData {
   Problem problem;
   std::vector<unsigned char> q, k, v, o;
