@@ -1,6 +1,6 @@
 // Error bounds FlashCore promises against the exact (fp64) attention of the same rounded inputs
-// (part of the verification library, src/verify). Used by the tests and by `flashcore run
-// --validate`; see README "Accuracy".
+// (part of the verification library, src/verify). Used by the tests, by `flashcore run --validate`
+// and by flashcore_bench's output check; see README "Accuracy".
 //
 // An element o passes when |o - ref| <= atol + rtol * |ref|.
 //   fp32: rtol 1e-5, atol 2e-5. fp32 accumulation over up to ~10^5 keys with the online softmax
@@ -66,5 +66,18 @@ inline bool lse_ok(double got, double ref, double rel = kReferenceLseRel) {
 }
 inline bool kernel_lse_ok(double got, double ref) { return lse_ok(got, ref, kKernelLseRel); }
 
+/// Bound of flashcore_bench's output check (perf/bench_support.cpp, sampled rows of every
+/// benchmarked case): it catches broken kernels, not 1-ulp drifts (the tests check accuracy). A
+/// correct kernel that rounds P to the input precision before P·V and rounds O stays within (half
+/// an ulp of P) * max|V| + (half an ulp of O) * |O|, with |V| <= 1; twice that as margin. fp32
+/// leaves room for TF32-style tuned kernels.
+inline Bound bench_check_bound(DType dt) {
+  switch (dt) {
+    case DType::F32: return {2e-4, 1e-3};
+    case DType::F16: return {1e-3, 4e-3};
+    case DType::BF16: return {8e-3, 1.6e-2};
+  }
+  return {0, 0};
+}
 
 }  // namespace flashcore::tolerance
