@@ -63,7 +63,7 @@ const char* kRunHelp =
     "  --warmup N               untimed calls before timing, >= 1 (default 1 on the host,\n"
     "                           3 on a GPU); the first one's output is validated too\n"
     "  --validate               compare O and LSE with the fp64 reference and check the bound\n"
-    "                           (reference backends: src/core/tolerance.hpp; tuned kernels:\n"
+    "                           (reference backends: src/verify/tolerance.hpp; tuned kernels:\n"
     "                           2 x the error of a naive same-precision computation + a floor)\n"
     "  --no-validate            skip validation (the main job validates by default)\n"
     "  --json                   print one JSON object on stdout instead of the report\n"

@@ -1,3 +1,4 @@
+// Validation of one result of the flashcore tool (see check.hpp).
 #include "check.hpp"
 
 #include <algorithm>
@@ -8,36 +9,17 @@
 #include <sstream>
 
 #include "backends/reference/reference_api.hpp"
-#include "core/naive_attention.hpp"
-#include "core/numeric.hpp"
-#include "core/tolerance.hpp"
+#include "verify/oracle.hpp"
+#include "verify/tolerance.hpp"
 
 namespace fcapp {
 
 using flashcore::DType;
 using flashcore::Problem;
 using flashcore::Strides;
-namespace num = flashcore::numeric;
+namespace verify = flashcore::verify;
 
 namespace {
-
-// Max abs error against the oracle of a naive computation in the input precision: scores and
-// softmax in fp64, the probabilities rounded to the dtype before P·V, the output rounded to the
-// dtype (flashcore::naive::attention, plain loops independent of the library's kernels).
-double naive_same_precision_error(const Problem& p, const void* qv, const void* kv, const void* vv,
-                                  const std::vector<double>& ref_o) {
-  const flashcore::naive::Result n = flashcore::naive::attention(p, qv, kv, vv, /*same_precision=*/true);
-  double worst = 0;
-  for (int b = 0; b < p.batch; ++b)
-    for (int i = 0; i < p.seqlen_q; ++i)
-      for (int h = 0; h < p.heads_q; ++h)
-        for (int d = 0; d < p.head_dim; ++d) {
-          const double got = n.o[((static_cast<std::size_t>(b) * p.seqlen_q + i) * p.heads_q + h) * p.head_dim + d];
-          const double err = std::fabs(got - ref_o[flashcore::element_offset(p.o, b, i, h, d)]);
-          if (!(err <= worst)) worst = err;
-        }
-  return worst;
-}
 
 std::string fmt(double v) {
   char buf[64];
@@ -49,12 +31,18 @@ std::string fmt(double v) {
 
 Oracle compute_oracle(const Problem& p, const void* q, const void* k, const void* v, bool naive) {
   Oracle r;
-  r.o.assign(static_cast<std::size_t>(flashcore::span_elements(p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim)),
-             0.0);
+  // The exact answer written contiguously (B, Lq, Hq, D), the layout of verify::o_index.
+  Problem contiguous_o = p;
+  contiguous_o.o = {static_cast<std::int64_t>(p.seqlen_q) * p.heads_q * p.head_dim,
+                    static_cast<std::int64_t>(p.heads_q) * p.head_dim, p.head_dim};
+  r.o.assign(static_cast<std::size_t>(p.batch) * p.seqlen_q * p.heads_q * p.head_dim, 0.0);
   r.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0);
-  flashcore::reference::run_host_fp64(p, q, k, v, r.o.data(), r.lse.data());
+  flashcore::reference::run_host_fp64(contiguous_o, q, k, v, r.o.data(), r.lse.data());
   if (naive) {
-    r.naive_err = naive_same_precision_error(p, q, k, v, r.o);
+    // A naive computation in the input precision: scores and softmax in fp64, the probabilities
+    // rounded to the dtype before P·V, the output rounded to the dtype (plain loops independent
+    // of the library's kernels).
+    r.naive_err = verify::max_abs_difference(verify::attention(p, q, k, v, verify::Precision::Same).o, r.o);
   }
   return r;
 }
@@ -72,9 +60,8 @@ Validation compare(const Problem& p, const Oracle& ref, const unsigned char* o, 
     for (int i = 0; i < p.seqlen_q; ++i)
       for (int h = 0; h < p.heads_q; ++h)
         for (int d = 0; d < p.head_dim; ++d) {
-          const std::int64_t idx = flashcore::element_offset(p.o, b, i, h, d);
-          const double r = ref.o[idx];
-          const double g = load_element(p.dtype, o, idx);
+          const double r = ref.o[verify::o_index(p, b, i, h, d)];
+          const double g = load_element(p.dtype, o, flashcore::element_offset(p.o, b, i, h, d));
           double err = std::fabs(g - r);
           if (!std::isfinite(g)) {
             err = inf;
@@ -117,14 +104,14 @@ Validation compare(const Problem& p, const Oracle& ref, const unsigned char* o, 
                           fmt(reference ? flashcore::tolerance::kReferenceLseRel : flashcore::tolerance::kKernelLseRel) +
                           " * max(1, |ref|)";
   if (reference) {
-    val.bound_text = "reference bound of src/core/tolerance.hpp: |err| <= " + fmt(bound.atol) + " + " +
+    val.bound_text = "reference bound of src/verify/tolerance.hpp: |err| <= " + fmt(bound.atol) + " + " +
                      fmt(bound.rtol) + " * |ref| per element" + lse_text;
     val.passed = val.o_bad == 0 && val.lse_bad == 0;
   } else {
     const double floor = flashcore::tolerance::kernel_floor(p.dtype);
     val.naive_err = ref.naive_err;
     val.threshold = flashcore::tolerance::kernel_bound(p.dtype, ref.naive_err).atol;  // 2 * naive + floor
-    val.bound_text = "kernel bound of src/core/tolerance.hpp: max abs err <= 2 * " + fmt(ref.naive_err) +
+    val.bound_text = "kernel bound of src/verify/tolerance.hpp: max abs err <= 2 * " + fmt(ref.naive_err) +
                      " (naive same-precision error: P rounded to " + flashcore::to_string(p.dtype) +
                      " before P.V, output rounded) + floor " + fmt(floor) + " = " + fmt(val.threshold) + lse_text;
     val.passed = val.o_nonfinite == 0 && val.max_abs_err <= val.threshold && val.lse_bad == 0;

@@ -1,28 +1,27 @@
 // Validation of one result of the flashcore tool against the library's fp64 oracle
-// (reference::run_host_fp64), with the bounds of src/core/tolerance.hpp.
+// (reference::run_host_fp64), with the bounds of src/verify/tolerance.hpp.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "core/elements.hpp"
 #include "flashcore/flashcore.hpp"
+#include "verify/elements.hpp"
 
 namespace fcapp {
 
-using flashcore::numeric::load_element;
-using flashcore::numeric::round_to;
-using flashcore::numeric::store_element;
+using flashcore::verify::load_element;
 
 /// The exact answer for one problem and its inputs, computed once per invocation.
 struct Oracle {
-  std::vector<double> o;    // with the problem's o strides (span elements)
+  std::vector<double> o;    // contiguous (B, Lq, Hq, D): flashcore::verify::o_index
   std::vector<double> lse;  // contiguous (B, Hq, Lq)
   double naive_err = 0;     // max abs error of the naive same-precision computation vs o
 };
 
 /// Runs the fp64 oracle; when naive is true also the naive same-precision computation
-/// (P rounded to the input dtype before P·V, output rounded), for the kernel bound.
+/// (P rounded to the input dtype before P·V, output rounded: verify::attention with
+/// Precision::Same), for the kernel bound.
 Oracle compute_oracle(const flashcore::Problem& p, const void* q, const void* k, const void* v, bool naive);
 
 struct Validation {

@@ -11,6 +11,7 @@
 
 #include "check.hpp"
 #include "flashcore/flashcore.hpp"
+#include "verify/data.hpp"
 
 namespace fcapp {
 
@@ -81,9 +82,7 @@ struct HostData {
   bool from_files = false;
 
   void poison() {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    const std::int64_t n = static_cast<std::int64_t>(o.size()) / flashcore::dtype_size(p.dtype);
-    for (std::int64_t i = 0; i < n; ++i) store_element(p.dtype, o.data(), i, nan);
+    flashcore::verify::poison(p.dtype, o.data(), p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
     std::fill(lse.begin(), lse.end(), std::numeric_limits<float>::quiet_NaN());
   }
 };

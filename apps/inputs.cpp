@@ -150,21 +150,6 @@ void load_inputs(const RunArgs& a, HostData& d) {
   d.from_files = true;
 }
 
-// Fills a tensor in logical (b, s, h, d) order, so that a seed gives the same values in both
-// layouts; values are rounded to the dtype and never zero.
-template <class Draw>
-void fill_random(const Problem& p, std::vector<unsigned char>& buf, const Strides& s, int seq, int heads, Draw draw) {
-  for (int b = 0; b < p.batch; ++b)
-    for (int i = 0; i < seq; ++i)
-      for (int h = 0; h < heads; ++h)
-        for (int dd = 0; dd < p.head_dim; ++dd) {
-          double x = draw();
-          while (round_to(p.dtype, x) == 0.0) x = draw();
-          store_element(p.dtype, buf.data(),
-                        flashcore::element_offset(s, b, i, h, dd), x);
-        }
-}
-
 HostData make_data(const RunArgs& a) {
   HostData d;
   d.layout = a.layout;
@@ -199,9 +184,12 @@ HostData make_data(const RunArgs& a) {
     std::mt19937_64 rng(a.seed);
     std::normal_distribution<double> normal(0.0, 1.0);
     std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-    fill_random(p, d.q, p.q, p.seqlen_q, p.heads_q, [&] { return normal(rng); });
-    fill_random(p, d.k, p.k, p.seqlen_k, p.heads_kv, [&] { return normal(rng); });
-    fill_random(p, d.v, p.v, p.seqlen_k, p.heads_kv, [&] { return uniform(rng); });
+    // In logical (b, s, h, d) order, so that a seed gives the same values in both layouts;
+    // rounded to the dtype and never zero.
+    using flashcore::verify::fill_random;
+    fill_random(p.dtype, d.q.data(), p.q, p.batch, p.seqlen_q, p.heads_q, p.head_dim, [&] { return normal(rng); });
+    fill_random(p.dtype, d.k.data(), p.k, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, [&] { return normal(rng); });
+    fill_random(p.dtype, d.v.data(), p.v, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, [&] { return uniform(rng); });
   }
   d.o.assign(tensor_bytes(p, p.o, p.seqlen_q, p.heads_q), 0);
   if (a.lse) d.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0f);

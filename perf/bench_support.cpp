@@ -11,7 +11,10 @@
 #include <sstream>
 #include <thread>
 
-#include "core/elements.hpp"
+#include "core/numeric.hpp"
+#include "verify/elements.hpp"
+#include "verify/oracle.hpp"
+#include "verify/tolerance.hpp"
 
 #if defined(FLASHCORE_HAVE_CUDA_RUNTIME)
 #include <cuda_runtime_api.h>
@@ -352,7 +355,7 @@ void fill_inputs(HostInputs* in, const Shape& s, DType dt, std::uint64_t seed) {
 }
 
 float load(DType dt, const void* base, std::int64_t i) {
-  return static_cast<float>(flashcore::numeric::load_element(dt, base, i));
+  return static_cast<float>(flashcore::verify::load_element(dt, base, i));
 }
 
 bool backend_accepts(const std::string& backend, const flashcore::Problem& p, const flashcore::Tensors& t,
@@ -393,63 +396,39 @@ CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, cons
                 " output elements are not finite (poisoned output not written, or NaN/Inf computed)";
     return r;
   }
-  // Bounds against fp64 from the same rounded inputs: a correct kernel that rounds P to the input
-  // precision before P.V and rounds O stays within (half an ulp of P) * max|V| + (half an ulp of
-  // O) * |O|, with |V| <= 1; twice that as margin. This catches broken kernels, not 1-ulp drifts
-  // (the tests check accuracy).
-  double atol = 0, rtol = 0;
-  switch (p.dtype) {
-    case DType::F32: atol = 2e-4, rtol = 1e-3; break;  // room for TF32-style tuned kernels
-    case DType::F16: atol = 1e-3, rtol = 4e-3; break;
-    case DType::BF16: atol = 8e-3, rtol = 1.6e-2; break;
-  }
-  const double scale = p.effective_scale();
+  // Sampled rows: the first and the last row, then rows from a splitmix64 stream seeded by the size.
   std::uint64_t st = 0xC0FFEEull ^ static_cast<std::uint64_t>(count);
-  std::vector<double> s(static_cast<std::size_t>(p.seqlen_k));
-  std::vector<double> acc(static_cast<std::size_t>(p.head_dim));
+  std::vector<flashcore::verify::Row> sample;
+  for (int row = 0; row < rows; ++row) {
+    if (row == 0) {
+      sample.push_back({0, 0, 0});
+    } else if (row == 1) {
+      sample.push_back({p.batch - 1, p.heads_q - 1, p.seqlen_q - 1});
+    } else {
+      const int b = static_cast<int>(splitmix64(&st) % static_cast<std::uint64_t>(p.batch));
+      const int h = static_cast<int>(splitmix64(&st) % static_cast<std::uint64_t>(p.heads_q));
+      const int i = static_cast<int>(splitmix64(&st) % static_cast<std::uint64_t>(p.seqlen_q));
+      sample.push_back({b, h, i});
+    }
+  }
+  // fp64 from the same rounded inputs (the oracle of src/verify), within the bench check's bound.
+  const flashcore::verify::RowsResult ref = flashcore::verify::attention_rows(
+      p, in.q.data(), in.k.data(), in.v.data(), sample, flashcore::verify::Precision::Exact);
+  const flashcore::tolerance::Bound bound = flashcore::tolerance::bench_check_bound(p.dtype);
+  const double atol = bound.atol, rtol = bound.rtol;
   double worst = 0;  // largest error / allowed
   std::string worst_where;
-  const int group = p.heads_q / p.heads_kv;
-  for (int row = 0; row < rows; ++row) {
-    int b, h, i;
-    if (row == 0) {
-      b = 0, h = 0, i = 0;
-    } else if (row == 1) {
-      b = p.batch - 1, h = p.heads_q - 1, i = p.seqlen_q - 1;
-    } else {
-      b = static_cast<int>(splitmix64(&st) % static_cast<std::uint64_t>(p.batch));
-      h = static_cast<int>(splitmix64(&st) % static_cast<std::uint64_t>(p.heads_q));
-      i = static_cast<int>(splitmix64(&st) % static_cast<std::uint64_t>(p.seqlen_q));
-    }
-    const int hk = h / group;
-    const int last = flashcore::numeric::visible_keys(i, p.seqlen_q, p.seqlen_k, p.causal) - 1;
-    const std::int64_t qo = flashcore::element_offset(p.q, b, i, h, 0);
-    double m = -INFINITY;
-    for (int j = 0; j <= last; ++j) {
-      const std::int64_t ko = flashcore::element_offset(p.k, b, j, hk, 0);
-      double dot = 0;
-      for (int d = 0; d < p.head_dim; ++d)
-        dot += double(load(p.dtype, in.q.data(), qo + d)) * double(load(p.dtype, in.k.data(), ko + d));
-      s[j] = scale * dot;
-      m = std::max(m, s[j]);
-    }
-    std::fill(acc.begin(), acc.end(), 0.0);
-    double l = 0;
-    for (int j = 0; j <= last; ++j) {
-      const double pj = std::exp(s[j] - m);
-      l += pj;
-      const std::int64_t vo = flashcore::element_offset(p.v, b, j, hk, 0);
-      for (int d = 0; d < p.head_dim; ++d) acc[d] += pj * double(load(p.dtype, in.v.data(), vo + d));
-    }
-    const std::int64_t oo = flashcore::element_offset(p.o, b, i, h, 0);
+  for (std::size_t n = 0; n < sample.size(); ++n) {
+    const flashcore::verify::Row& x = sample[n];
+    const std::int64_t oo = flashcore::element_offset(p.o, x.b, x.i, x.h, 0);
     for (int d = 0; d < p.head_dim; ++d) {
-      const double ref = last >= 0 ? acc[d] / l : 0.0;
+      const double want = ref.o[n * static_cast<std::size_t>(p.head_dim) + d];
       const double got = load(p.dtype, o, oo + d);
-      const double ratio = std::fabs(got - ref) / (atol + rtol * std::fabs(ref));
+      const double ratio = std::fabs(got - want) / (atol + rtol * std::fabs(want));
       if (!(ratio <= worst)) {  // NaN-safe
         worst = std::isnan(ratio) ? INFINITY : ratio;
         char buf[200];
-        std::snprintf(buf, sizeof buf, "b=%d h=%d row=%d d=%d: got %.6g, fp64 %.6g", b, h, i, d, got, ref);
+        std::snprintf(buf, sizeof buf, "b=%d h=%d row=%d d=%d: got %.6g, fp64 %.6g", x.b, x.h, x.i, d, got, want);
         worst_where = buf;
       }
     }

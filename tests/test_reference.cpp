@@ -14,7 +14,7 @@ using flashcore::DType;
 namespace {
 
 // Runs one case on the host reference and checks O and LSE against the oracle, with the
-// per-dtype bound of src/core/tolerance.hpp.
+// per-dtype bound of src/verify/tolerance.hpp.
 void check_case(const Case& c, std::uint64_t salt = 0) {
   SCOPED_TRACE(c.name());
   fctest::HostData d = fctest::make_data(c, fctest::run_seed() ^ (salt * 0x9e3779b97f4a7c15ull));

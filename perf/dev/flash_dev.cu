@@ -1,8 +1,9 @@
 // Development harness for flashcore::cuda::flash_fwd (src/backends/cuda/flash_fwd.cu).
 //
 //   flash_dev check     correctness over a shape list (odd lengths, GQA/MQA, causal, Lq != Lk, strides,
-//                       both dtypes, both variants, forced split-KV) vs a CPU fp64 reference and a naive
-//                       same-precision CPU computation; poisoned outputs; determinism (3 runs, bitwise)
+//                       both dtypes, both variants, forced split-KV) vs the fp64 oracle and its naive
+//                       same-precision mode (src/verify/oracle.cpp, compiled in); poisoned outputs;
+//                       determinism (3 runs, bitwise)
 //   flash_dev time      CUDA-graph timing (20 calls per graph, median of replays) of the perf shapes
 //   flash_dev sweep     launch-config sweep (block_m, stages, split) on the small shapes
 //   flash_dev sweep-mid launch-config sweep of D=64 problems between the main job and the large ones
@@ -13,7 +14,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "../../src/backends/cuda/flash_fwd.h"
+#include "../../src/verify/oracle.hpp"
 
 using namespace flashcore::cuda;
 
@@ -45,7 +46,6 @@ static uint16_t float_to_bits(float f, bool bf16) {
   if (bf16) { __nv_bfloat16 h = __float2bfloat16(f); uint16_t b; memcpy(&b, &h, 2); return b; }
   __half h = __float2half(f); uint16_t b; memcpy(&b, &h, 2); return b;
 }
-static float round_to(float f, bool bf16) { return bits_to_float(float_to_bits(f, bf16), bf16); }
 
 enum Layout { BSHD = 0, BHSD = 1, BSHD_PADDED = 2 };
 static const char* layout_name(int l) { return l == 0 ? "BSHD" : l == 1 ? "BHSD" : "BSHDpad"; }
@@ -114,76 +114,44 @@ struct Problem {
     CK(cudaMemset(lse, 0xFF, sizeof(float) * (size_t)c.B * c.Hq * c.Lq));
   }
   void free_all() { q.free_dev(); k.free_dev(); v.free_dev(); o.free_dev(); cudaFree(lse); }
+  // The same problem for the oracle of src/verify (host copies, the kernel's scale).
+  flashcore::Problem verify_problem() const {
+    flashcore::Problem p;
+    p.batch = c.B; p.heads_q = c.Hq; p.heads_kv = c.Hkv; p.seqlen_q = c.Lq; p.seqlen_k = c.Lk; p.head_dim = c.D;
+    p.dtype = c.bf16 ? flashcore::DType::BF16 : flashcore::DType::F16;
+    p.causal = c.causal;
+    p.scale = params().scale;
+    p.q = {q.sb, q.ss, q.sh}; p.k = {k.sb, k.ss, k.sh}; p.v = {v.sb, v.ss, v.sh}; p.o = {o.sb, o.ss, o.sh};
+    return p;
+  }
 };
 
-// Reference rows: fp64 exact and naive same-precision (fp32 scores/softmax, P rounded to the input
-// type, fp32 accumulation, O rounded to the output type).
-struct RefRow { int b, h, i; std::vector<double> o64; double lse64; std::vector<float> onaive; bool empty; };
+// Reference of sampled rows: fp64 exact and the naive same-precision computation (P rounded to the
+// input type before P.V, O rounded to it), both by the oracle of src/verify on all host threads.
+struct Reference {
+  flashcore::verify::RowsResult exact, naive;
+  bool empty(size_t n) const { return std::isinf(exact.lse[n]) && exact.lse[n] < 0; }  // the row sees no key
+};
 
-static void reference_rows(const Problem& P, std::vector<RefRow>& rows) {
-  const Case& c = P.c;
-  const double scale = 1.0 / std::sqrt((double)c.D);
-  const float scalef = 1.0f / std::sqrt((float)c.D);
-  std::atomic<size_t> next{0};
-  auto work = [&]() {
-    std::vector<double> s(c.Lk);
-    std::vector<float> sf(c.Lk);
-    for (;;) {
-      size_t n = next.fetch_add(1);
-      if (n >= rows.size()) break;
-      RefRow& r = rows[n];
-      const int hk = r.h / (c.Hq / c.Hkv);
-      int lim = c.Lk - 1;
-      if (c.causal) lim = std::min(lim, r.i + c.Lk - c.Lq);
-      r.o64.assign(c.D, 0.0);
-      r.onaive.assign(c.D, 0.f);
-      r.empty = lim < 0;
-      if (r.empty) { r.lse64 = -INFINITY; continue; }
-      double mx = -INFINITY; float mxf = -INFINITY;
-      for (int j = 0; j <= lim; ++j) {
-        double acc = 0; float accf = 0;
-        for (int d = 0; d < c.D; ++d) {
-          const float qv = P.q.at(r.b, r.i, r.h, d, c.bf16), kv = P.k.at(r.b, j, hk, d, c.bf16);
-          acc += (double)qv * kv;
-          accf += qv * kv;
-        }
-        s[j] = acc * scale; sf[j] = accf * scalef;
-        mx = std::max(mx, s[j]); mxf = std::max(mxf, sf[j]);
-      }
-      double l = 0; float lf = 0;
-      std::vector<float> accn(c.D, 0.f);
-      for (int j = 0; j <= lim; ++j) {
-        const double pj = std::exp(s[j] - mx);
-        const float pf = std::exp(sf[j] - mxf);
-        l += pj; lf += pf;
-        const float pr = round_to(pf, c.bf16);
-        for (int d = 0; d < c.D; ++d) {
-          const float vv = P.v.at(r.b, j, hk, d, c.bf16);
-          r.o64[d] += pj * vv;
-          accn[d] += pr * vv;
-        }
-      }
-      for (int d = 0; d < c.D; ++d) { r.o64[d] /= l; r.onaive[d] = round_to(accn[d] / lf, c.bf16); }
-      r.lse64 = std::log(l) + mx;
-    }
-  };
-  int nt = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> th;
-  for (int t = 0; t < nt; ++t) th.emplace_back(work);
-  for (auto& t : th) t.join();
+static Reference reference_rows(const Problem& P, const std::vector<flashcore::verify::Row>& rows) {
+  const flashcore::Problem p = P.verify_problem();
+  const int nt = (int)std::max(1u, std::thread::hardware_concurrency());
+  using flashcore::verify::Precision;
+  return {flashcore::verify::attention_rows(p, P.q.host.data(), P.k.host.data(), P.v.host.data(), rows, Precision::Exact, nt),
+          flashcore::verify::attention_rows(p, P.q.host.data(), P.k.host.data(), P.v.host.data(), rows, Precision::Same, nt)};
 }
 
-static std::vector<RefRow> pick_rows(const Case& c, int max_rows_per_head, std::mt19937& rng) {
-  std::vector<RefRow> rows;
+static std::vector<flashcore::verify::Row> pick_rows(const Case& c, int max_rows_per_head, std::mt19937& rng) {
+  std::vector<flashcore::verify::Row> rows;
   for (int b = 0; b < c.B; ++b)
     for (int h = 0; h < c.Hq; ++h) {
       if (c.Lq <= max_rows_per_head) {
-        for (int i = 0; i < c.Lq; ++i) rows.push_back({b, h, i, {}, 0, {}, false});
+        for (int i = 0; i < c.Lq; ++i) rows.push_back({b, h, i});
       } else {
-        rows.push_back({b, h, 0, {}, 0, {}, false});
-        rows.push_back({b, h, c.Lq - 1, {}, 0, {}, false});
+        rows.push_back({b, h, 0});
+        rows.push_back({b, h, c.Lq - 1});
         std::uniform_int_distribution<int> u(0, c.Lq - 1);
-        for (int n = 2; n < max_rows_per_head; ++n) rows.push_back({b, h, u(rng), {}, 0, {}, false});
+        for (int n = 2; n < max_rows_per_head; ++n) rows.push_back({b, h, u(rng)});
       }
     }
   return rows;
@@ -194,28 +162,32 @@ struct ErrStats {
   long bad = 0;  // NaN / unwritten / nonzero-for-empty / wrong -inf LSE / clobbered padding
 };
 
-static ErrStats compare(const Problem& P, const std::vector<RefRow>& rows) {
+static ErrStats compare(const Problem& P, const Reference& ref) {
   const Case& c = P.c;
   std::vector<uint16_t> o(P.o.elems);
   std::vector<float> lse((size_t)c.B * c.Hq * c.Lq);
   CK(cudaMemcpy(o.data(), P.o.dev, P.o.elems * 2, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(lse.data(), P.lse, lse.size() * 4, cudaMemcpyDeviceToHost));
   ErrStats e;
-  for (const RefRow& r : rows) {
+  for (size_t n = 0; n < ref.exact.rows.size(); ++n) {
+    const flashcore::verify::Row& r = ref.exact.rows[n];
+    const double* o64 = &ref.exact.o[n * c.D];
+    const double* onaive = &ref.naive.o[n * c.D];
+    const bool empty = ref.empty(n);
     for (int d = 0; d < c.D; ++d) {
       const float got = bits_to_float(o[P.o.idx(r.b, r.i, r.h, d)], c.bf16);
       if (!std::isfinite(got)) { ++e.bad; continue; }
-      if (r.empty) { if (got != 0.f) ++e.bad; continue; }
-      e.max_ours = std::max(e.max_ours, std::fabs(got - r.o64[d]));
-      e.max_naive = std::max(e.max_naive, std::fabs(r.onaive[d] - r.o64[d]));
-      e.max_ours_vs_naive = std::max(e.max_ours_vs_naive, (double)std::fabs(got - r.onaive[d]));
-      e.l2_num += (got - r.o64[d]) * (got - r.o64[d]);
-      e.l2_den += r.o64[d] * r.o64[d];
+      if (empty) { if (got != 0.f) ++e.bad; continue; }
+      e.max_ours = std::max(e.max_ours, std::fabs(got - o64[d]));
+      e.max_naive = std::max(e.max_naive, std::fabs(onaive[d] - o64[d]));
+      e.max_ours_vs_naive = std::max(e.max_ours_vs_naive, std::fabs(got - onaive[d]));
+      e.l2_num += (got - o64[d]) * (got - o64[d]);
+      e.l2_den += o64[d] * o64[d];
     }
     const float gl = lse[((size_t)r.b * c.Hq + r.h) * c.Lq + r.i];
-    if (r.empty) { if (!(std::isinf(gl) && gl < 0)) ++e.bad; }
+    if (empty) { if (!(std::isinf(gl) && gl < 0)) ++e.bad; }
     else if (!std::isfinite(gl)) ++e.bad;
-    else e.max_lse = std::max(e.max_lse, std::fabs(gl - r.lse64));
+    else e.max_lse = std::max(e.max_lse, std::fabs(gl - ref.exact.lse[n]));
   }
   // Padding between rows (BSHDpad) and after each batch must still hold the poison.
   if (c.layout == BSHD_PADDED) {
@@ -253,8 +225,9 @@ static bool has_override(const FlashFwdLaunchOverride& o) {
 static void check_case(const Case& c, std::mt19937& rng, bool sanitize_mode) {
   Problem P;
   P.init(c, rng);
-  std::vector<RefRow> rows = pick_rows(c, sanitize_mode ? 8 : 1100, rng);
-  if (!sanitize_mode) reference_rows(P, rows);
+  const std::vector<flashcore::verify::Row> rows = pick_rows(c, sanitize_mode ? 8 : 1100, rng);
+  Reference ref;
+  if (!sanitize_mode) ref = reference_rows(P, rows);
   std::vector<RunCfg> runs = {
       {FlashVariant::AllWarps, {}, "allwarps"},
       {FlashVariant::WarpSpecialized, {}, "warpspec"},
@@ -287,7 +260,7 @@ static void check_case(const Case& c, std::mt19937& rng, bool sanitize_mode) {
       CK(flash_fwd(p, 0, rc.variant));
       CK(cudaGetLastError());
       CK(cudaDeviceSynchronize());
-      if (rep == 0 && !sanitize_mode) e = compare(P, rows);
+      if (rep == 0 && !sanitize_mode) e = compare(P, ref);
       if (!sanitize_mode) det = same_output(P, o_prev, l_prev, rep == 0) && det;
     }
     if (sanitize_mode) { printf("ran %s B%d Hq%d Hkv%d Lq%d Lk%d D%d %s %s\n", rc.name, c.B, c.Hq, c.Hkv, c.Lq, c.Lk, c.D, c.causal ? "causal" : "full", c.bf16 ? "bf16" : "fp16"); continue; }
@@ -376,15 +349,15 @@ static void time_case(const Shape& s, bool causal, bool bf16, const RunCfg& rc, 
   FlashFwdParams p = P.params();
   p.launch_override = has_override(rc.ov) ? &rc.ov : nullptr;
   // quick sampled correctness check of exactly this configuration
-  std::vector<RefRow> rows;
+  std::vector<flashcore::verify::Row> rows;
   std::uniform_int_distribution<int> u(0, s.L - 1);
   for (int h = 0; h < std::min(2, s.H); ++h)
-    for (int n = 0; n < 6; ++n) rows.push_back({0, h, n == 0 ? s.L - 1 : u(rng), {}, 0, {}, false});
-  reference_rows(P, rows);
+    for (int n = 0; n < 6; ++n) rows.push_back({0, h, n == 0 ? s.L - 1 : u(rng)});
+  const Reference ref = reference_rows(P, rows);
   P.poison();
   CK(flash_fwd(p, 0, rc.variant));
   CK(cudaDeviceSynchronize());
-  ErrStats e = compare(P, rows);
+  ErrStats e = compare(P, ref);
   const bool ok = e.bad == 0 && e.max_ours <= 3 * e.max_naive + (bf16 ? 8e-3 : 1e-3);
   if (!ok) ++g_fail;
   double spread = 0;

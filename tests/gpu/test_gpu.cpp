@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <random>
 
-#include "core/tolerance.hpp"
+#include "verify/tolerance.hpp"
 #include "support/testing.hpp"
 #if defined(FLASHCORE_HAVE_KOKKOS_CUDA)
 #include "flashcore/kokkos.hpp"

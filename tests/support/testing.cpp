@@ -1,3 +1,4 @@
+// Test support: cases, host data, the oracle adapters and error measurement (see testing.hpp).
 #include "testing.hpp"
 
 #include <cmath>
@@ -8,14 +9,15 @@
 #include <random>
 #include <sstream>
 
-#include "core/elements.hpp"
-#include "core/naive_attention.hpp"
-#include "core/tolerance.hpp"
+#include "verify/data.hpp"
+#include "verify/elements.hpp"
+#include "verify/oracle.hpp"
+#include "verify/tolerance.hpp"
 
 namespace fctest {
 
 using flashcore::Strides;
-namespace num = flashcore::numeric;
+namespace verify = flashcore::verify;
 
 std::string Case::name() const {
   std::ostringstream os;
@@ -86,40 +88,20 @@ Problem make_problem(const Case& c) {
 
 namespace {
 
-void store(DType dt, std::vector<unsigned char>& buf, std::int64_t idx, double v) {
-  num::store_element(dt, buf.data(), idx, v);
-}
-
-using num::round_to;
-
-template <class Fill>
-void fill_tensor(const Problem& p, std::vector<unsigned char>& buf, const Strides& s, int seq, int heads, Fill fill) {
-  for (int b = 0; b < p.batch; ++b)
-    for (int i = 0; i < seq; ++i)
-      for (int h = 0; h < heads; ++h)
-        for (int d = 0; d < p.head_dim; ++d) store(p.dtype, buf, flashcore::element_offset(s, b, i, h, d), fill());
-}
-
-// Both oracles are flashcore::naive::attention (plain loops, no Kokkos).
-OracleOut attention(const HostData& data, bool same_precision, int row_stride) {
-  flashcore::naive::Result r =
-      flashcore::naive::attention(data.problem, data.q.data(), data.k.data(), data.v.data(), same_precision, row_stride);
-  return {std::move(r.o), std::move(r.lse)};
+// Both oracles are flashcore::verify::attention (plain loops, no Kokkos).
+OracleOut attention(const HostData& data, verify::Precision precision, int row_stride) {
+  return verify::attention(data.problem, data.q.data(), data.k.data(), data.v.data(), precision, row_stride);
 }
 
 }  // namespace
 
 double element(const Problem& p, const std::vector<unsigned char>& buf, const Strides& s, int b, int i, int h, int d) {
-  return num::load_element(p.dtype, buf.data(), flashcore::element_offset(s, b, i, h, d));
+  return verify::load_element(p.dtype, buf.data(), flashcore::element_offset(s, b, i, h, d));
 }
 
 void HostData::poison_outputs() {
   const Problem& p = problem;
-  for (int b = 0; b < p.batch; ++b)
-    for (int i = 0; i < p.seqlen_q; ++i)
-      for (int h = 0; h < p.heads_q; ++h)
-        for (int d = 0; d < p.head_dim; ++d)
-          store(p.dtype, o, flashcore::element_offset(p.o, b, i, h, d), std::numeric_limits<double>::quiet_NaN());
+  verify::poison(p.dtype, o.data(), p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
   std::fill(lse.begin(), lse.end(), std::numeric_limits<float>::quiet_NaN());
 }
 
@@ -143,16 +125,19 @@ HostData make_data(const Case& c, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  fill_tensor(p, d.q, p.q, p.seqlen_q, p.heads_q, [&] { return normal(rng) * c.q_gain; });
-  fill_tensor(p, d.k, p.k, p.seqlen_k, p.heads_kv, [&] { return normal(rng); });
-  fill_tensor(p, d.v, p.v, p.seqlen_k, p.heads_kv, [&] { return uniform(rng); });
+  verify::fill_random(p.dtype, d.q.data(), p.q, p.batch, p.seqlen_q, p.heads_q, p.head_dim,
+                      [&] { return normal(rng) * c.q_gain; });
+  verify::fill_random(p.dtype, d.k.data(), p.k, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, [&] { return normal(rng); });
+  verify::fill_random(p.dtype, d.v.data(), p.v, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, [&] { return uniform(rng); });
   if (c.lse) d.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0f);
   d.poison_outputs();
   return d;
 }
 
-OracleOut oracle(const HostData& d, int row_stride) { return attention(d, false, row_stride); }
-OracleOut naive_same_precision(const HostData& d, int row_stride) { return attention(d, true, row_stride); }
+OracleOut oracle(const HostData& d, int row_stride) { return attention(d, verify::Precision::Exact, row_stride); }
+OracleOut naive_same_precision(const HostData& d, int row_stride) {
+  return attention(d, verify::Precision::Same, row_stride);
+}
 
 Errors compare_o(const HostData& d, const OracleOut& ref, double atol, double rtol, bool kernel_lse) {
   const Problem& p = d.problem;
@@ -163,7 +148,7 @@ Errors compare_o(const HostData& d, const OracleOut& ref, double atol, double rt
     for (int i = 0; i < p.seqlen_q; ++i)
       for (int h = 0; h < p.heads_q; ++h)
         for (int dd = 0; dd < p.head_dim; ++dd) {
-          const double r = ref.o[((static_cast<std::size_t>(b) * p.seqlen_q + i) * p.heads_q + h) * p.head_dim + dd];
+          const double r = ref.o[verify::o_index(p, b, i, h, dd)];
           if (std::isnan(r)) continue;  // row not computed by a sampled oracle
           const double g = element(p, d.o, p.o, b, i, h, dd);
           const double err = std::fabs(g - r);
@@ -203,11 +188,7 @@ Errors compare(const HostData& d, const OracleOut& ref) {
 }
 
 double naive_error(const HostData& d, const OracleOut& ref, int row_stride) {
-  const OracleOut n = naive_same_precision(d, row_stride);
-  double mx = 0;
-  for (std::size_t i = 0; i < n.o.size(); ++i)
-    if (!std::isnan(ref.o[i])) mx = std::max(mx, std::fabs(n.o[i] - ref.o[i]));
-  return mx;
+  return verify::max_abs_difference(naive_same_precision(d, row_stride).o, ref.o);
 }
 
 }  // namespace fctest

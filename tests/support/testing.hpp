@@ -1,6 +1,8 @@
-// Test support: random problems, an independent naive fp64 oracle, poisoned outputs and error
-// measurement. The oracle is plain loops in double precision with no Kokkos and no code shared
-// with the library's kernels, so it checks the Kokkos reference independently.
+// Test support: random problems and their host data, the fp64 oracle on them, error measurement.
+// The oracle, the bounds, element access, random fill and poisoning are the verification
+// library's (src/verify: plain loops in double precision, no Kokkos, no code shared with the
+// library's kernels, so it checks the Kokkos reference independently); this adapts them to Case
+// and HostData.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "flashcore/flashcore.hpp"
+#include "verify/oracle.hpp"
 
 namespace fctest {
 
@@ -46,8 +49,8 @@ void set_openmp_binding_defaults();
 /// Printed once so a failure can be replayed.
 std::uint64_t run_seed();
 
-/// Host tensors of one case: inputs filled with random values (never zeros), O and LSE
-/// poisoned with NaN so that unwritten elements fail.
+/// Host tensors of one case: inputs filled with random values (never zeros, verify::fill_random),
+/// O and LSE poisoned with NaN so that unwritten elements fail.
 struct HostData {
   Problem problem;
   std::vector<unsigned char> q, k, v, o;
@@ -63,15 +66,13 @@ HostData make_data(const Case& c, std::uint64_t seed);
 double element(const Problem& p, const std::vector<unsigned char>& buf, const flashcore::Strides& s, int b, int i,
                int h, int d);
 
-/// Naive fp64 oracle. precision_p: if not F32, softmax probabilities are rounded to that type
-/// before P·V and the output is rounded too: the "naive same-precision computation" that tuned
-/// kernels are compared with. Returns O as contiguous (b, i, h, d) doubles and LSE (b, h, i).
-struct OracleOut {
-  std::vector<double> o;
-  std::vector<double> lse;
-};
-/// row_stride > 1 computes only query rows i with i % row_stride == 0 and the last row (for
-/// problems too large for the full oracle); the other rows are NaN and comparisons skip them.
+/// The fp64 oracle of src/verify on a case's data: O as contiguous (b, i, h, d) doubles and LSE
+/// (b, h, i). naive_same_precision: softmax probabilities rounded to the case's dtype before P·V
+/// and the output rounded too, the "naive same-precision computation" that tuned kernels are
+/// compared with. row_stride > 1 computes only query rows i with i % row_stride == 0 and the
+/// last row (for problems too large for the full oracle); the other rows are NaN and comparisons
+/// skip them.
+using OracleOut = flashcore::verify::Result;
 OracleOut oracle(const HostData& d, int row_stride = 1);
 OracleOut naive_same_precision(const HostData& d, int row_stride = 1);
 

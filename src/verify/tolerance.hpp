@@ -1,5 +1,6 @@
-// Error bounds FlashCore promises against the exact (fp64) attention of the same rounded inputs.
-// Used by the tests and by `flashcore run --validate`; see README "Accuracy".
+// Error bounds FlashCore promises against the exact (fp64) attention of the same rounded inputs
+// (part of the verification library, src/verify). Used by the tests, by `flashcore run --validate`
+// and by flashcore_bench's output check; see README "Accuracy".
 //
 // An element o passes when |o - ref| <= atol + rtol * |ref|.
 //   fp32: rtol 1e-5, atol 2e-5. fp32 accumulation over up to ~10^5 keys with the online softmax
@@ -10,7 +11,8 @@
 //   bf16: rtol 2^-8, half a bf16 ulp; atol 2e-5 as for fp16.
 // Tuned kernels round P to the input precision before P·V, as every fast implementation does;
 // their bound ("kernel") is twice the error of a naive same-precision computation plus a floor,
-// measured per case by the tests (tests/support), not a fixed number.
+// measured per case (verify::attention with Precision::Same, src/verify/oracle.hpp), not a fixed
+// number.
 // LSE (fp32 always): |lse - ref| <= 2e-5 * max(1, |ref|); -inf must be exactly -inf.
 #pragma once
 
@@ -63,5 +65,19 @@ inline bool lse_ok(double got, double ref, double rel = kReferenceLseRel) {
   return std::fabs(got - ref) <= rel * std::max(1.0, std::fabs(ref));
 }
 inline bool kernel_lse_ok(double got, double ref) { return lse_ok(got, ref, kKernelLseRel); }
+
+/// Bound of flashcore_bench's output check (perf/bench_support.cpp, sampled rows of every
+/// benchmarked case): it catches broken kernels, not 1-ulp drifts (the tests check accuracy). A
+/// correct kernel that rounds P to the input precision before P·V and rounds O stays within (half
+/// an ulp of P) * max|V| + (half an ulp of O) * |O|, with |V| <= 1; twice that as margin. fp32
+/// leaves room for TF32-style tuned kernels.
+inline Bound bench_check_bound(DType dt) {
+  switch (dt) {
+    case DType::F32: return {2e-4, 1e-3};
+    case DType::F16: return {1e-3, 4e-3};
+    case DType::BF16: return {8e-3, 1.6e-2};
+  }
+  return {0, 0};
+}
 
 }  // namespace flashcore::tolerance

@@ -1,5 +1,6 @@
 // Host-side access to single elements of a tensor of any FlashCore dtype, as double, and rounding
-// of a value to a dtype. For tools and tests (validation, input generation), not for kernels.
+// of a value to a dtype (part of the verification library, src/verify). For the oracle, tools and
+// tests (validation, input generation), not for kernels.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,7 @@
 #include "core/numeric.hpp"
 #include "flashcore/flashcore.hpp"
 
-namespace flashcore::numeric {
+namespace flashcore::verify {
 
 /// Element idx (in elements) of a buffer of dtype dt.
 inline double load_element(DType dt, const void* buf, std::int64_t idx) {
@@ -20,7 +21,7 @@ inline double load_element(DType dt, const void* buf, std::int64_t idx) {
   }
   std::uint16_t h;
   std::memcpy(&h, b + idx * 2, 2);
-  return dt == DType::F16 ? half_to_float(h) : bf16_to_float(h);
+  return dt == DType::F16 ? numeric::half_to_float(h) : numeric::bf16_to_float(h);
 }
 
 /// Stores v, rounded to nearest even in dt, as element idx.
@@ -31,7 +32,7 @@ inline void store_element(DType dt, void* buf, std::int64_t idx, double v) {
     std::memcpy(b + idx * 4, &f, 4);
     return;
   }
-  const std::uint16_t h = dt == DType::F16 ? float_to_half(f) : float_to_bf16(f);
+  const std::uint16_t h = dt == DType::F16 ? numeric::float_to_half(f) : numeric::float_to_bf16(f);
   std::memcpy(b + idx * 2, &h, 2);
 }
 
@@ -40,10 +41,10 @@ inline double round_to(DType dt, double v) {
   const float f = static_cast<float>(v);
   switch (dt) {
     case DType::F32: return f;
-    case DType::F16: return half_to_float(float_to_half(f));
-    case DType::BF16: return bf16_to_float(float_to_bf16(f));
+    case DType::F16: return numeric::half_to_float(numeric::float_to_half(f));
+    case DType::BF16: return numeric::bf16_to_float(numeric::float_to_bf16(f));
   }
   return v;
 }
 
-}  // namespace flashcore::numeric
+}  // namespace flashcore::verify

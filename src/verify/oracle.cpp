@@ -1,0 +1,152 @@
+// The fp64 attention oracle (see oracle.hpp): rows grouped by (batch, kv head), whose keys and
+// values are converted to double once per group, then one row at a time in plain loops.
+#include "verify/oracle.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "core/numeric.hpp"
+#include "verify/elements.hpp"
+
+namespace flashcore::verify {
+
+namespace {
+
+// Rows [b, hk] of one tensor (seqlen_k x head_dim) as doubles.
+void load_head(const Problem& p, const void* buf, const Strides& s, int b, int hk, std::vector<double>& out) {
+  const int D = p.head_dim;
+  out.resize(static_cast<std::size_t>(p.seqlen_k) * D);
+  for (int j = 0; j < p.seqlen_k; ++j)
+    for (int d = 0; d < D; ++d)
+      out[static_cast<std::size_t>(j) * D + d] = load_element(p.dtype, buf, element_offset(s, b, j, hk, d));
+}
+
+// Scratch of one thread: scores, accumulator and the query row.
+struct Scratch {
+  std::vector<double> s, acc, q;
+};
+
+// One query row against the keys and values of its kv head (kd, vd: seqlen_k x head_dim
+// doubles). Writes head_dim outputs to o and returns the LSE.
+double one_row(const Problem& p, const void* q, const Row& r, double scale, bool same, const double* kd,
+               const double* vd, Scratch& w, double* o) {
+  const int D = p.head_dim;
+  const long long visible = numeric::visible_keys(r.i, p.seqlen_q, p.seqlen_k, p.causal);
+  if (visible == 0) {
+    std::fill(o, o + D, 0.0);
+    return -std::numeric_limits<double>::infinity();
+  }
+  auto round = [&](double x) { return same ? round_to(p.dtype, x) : x; };
+  w.q.resize(D);
+  w.acc.assign(D, 0.0);
+  w.s.resize(static_cast<std::size_t>(p.seqlen_k));
+  for (int d = 0; d < D; ++d) w.q[d] = load_element(p.dtype, q, element_offset(p.q, r.b, r.i, r.h, d));
+  double mx = -std::numeric_limits<double>::infinity();
+  for (long long j = 0; j < visible; ++j) {
+    double dot = 0;
+    for (int d = 0; d < D; ++d) dot += w.q[d] * kd[j * D + d];
+    w.s[j] = dot * scale;
+    mx = std::max(mx, w.s[j]);
+  }
+  double sum = 0;
+  for (long long j = 0; j < visible; ++j) {
+    const double e = std::exp(w.s[j] - mx);
+    sum += e;
+    const double pj = round(e);
+    for (int d = 0; d < D; ++d) w.acc[d] += pj * vd[j * D + d];
+  }
+  for (int d = 0; d < D; ++d) o[d] = round(w.acc[d] / sum);
+  return mx + std::log(sum);
+}
+
+// Computes rows[n] for every n, writing its output through dst(n) -> {double* o, double* lse}.
+template <class Dst>
+void compute(const Problem& p, const void* q, const void* k, const void* v, const std::vector<Row>& rows,
+             Precision precision, int threads, Dst dst) {
+  const double scale = softmax_scale(p);
+  const bool same = precision == Precision::Same;
+  const int q_per_kv = p.heads_q / p.heads_kv;
+  // Row indices ordered by (b, kv head), so that each head's keys and values are converted once.
+  std::vector<std::size_t> order(rows.size());
+  for (std::size_t n = 0; n < order.size(); ++n) order[n] = n;
+  auto group = [&](std::size_t n) { return static_cast<long long>(rows[n].b) * p.heads_kv + rows[n].h / q_per_kv; };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return group(a) < group(b); });
+
+  std::vector<double> kd, vd;
+  for (std::size_t begin = 0; begin < order.size();) {
+    std::size_t end = begin;
+    while (end < order.size() && group(order[end]) == group(order[begin])) ++end;
+    const Row& first = rows[order[begin]];
+    load_head(p, k, p.k, first.b, first.h / q_per_kv, kd);
+    load_head(p, v, p.v, first.b, first.h / q_per_kv, vd);
+    std::atomic<std::size_t> next{begin};
+    auto work = [&] {
+      Scratch w;
+      for (std::size_t x; (x = next.fetch_add(1)) < end;) {
+        const std::size_t n = order[x];
+        auto out = dst(n);
+        *out.second = one_row(p, q, rows[n], scale, same, kd.data(), vd.data(), w, out.first);
+      }
+    };
+    const std::size_t helpers = threads > 1 ? std::min<std::size_t>(threads, end - begin) - 1 : 0;
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < helpers; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+    begin = end;
+  }
+}
+
+}  // namespace
+
+double softmax_scale(const Problem& p) {
+  return p.scale > 0.0f ? p.scale : 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+}
+
+RowsResult attention_rows(const Problem& p, const void* q, const void* k, const void* v, const std::vector<Row>& rows,
+                          Precision precision, int threads) {
+  RowsResult r;
+  r.rows = rows;
+  r.o.assign(rows.size() * static_cast<std::size_t>(p.head_dim), 0.0);
+  r.lse.assign(rows.size(), 0.0);
+  compute(p, q, k, v, rows, precision, threads, [&](std::size_t n) {
+    return std::make_pair(&r.o[n * static_cast<std::size_t>(p.head_dim)], &r.lse[n]);
+  });
+  return r;
+}
+
+std::vector<Row> strided_rows(const Problem& p, int row_stride) {
+  std::vector<Row> rows;
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.seqlen_q; ++i)
+        if (row_stride <= 1 || i % row_stride == 0 || i == p.seqlen_q - 1) rows.push_back({b, h, i});
+  return rows;
+}
+
+Result attention(const Problem& p, const void* q, const void* k, const void* v, Precision precision, int row_stride,
+                 int threads) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Result out;
+  out.o.assign(static_cast<std::size_t>(p.batch) * p.seqlen_q * p.heads_q * p.head_dim, nan);
+  out.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, nan);
+  const std::vector<Row> rows = strided_rows(p, row_stride);
+  compute(p, q, k, v, rows, precision, threads, [&](std::size_t n) {
+    const Row& r = rows[n];
+    return std::make_pair(&out.o[o_index(p, r.b, r.i, r.h, 0)], &out.lse[lse_index(p, r.b, r.h, r.i)]);
+  });
+  return out;
+}
+
+double max_abs_difference(const std::vector<double>& a, const std::vector<double>& ref) {
+  double mx = 0;
+  const std::size_t n = std::min(a.size(), ref.size());
+  for (std::size_t i = 0; i < n; ++i)
+    if (!std::isnan(ref[i])) mx = std::max(mx, std::fabs(a[i] - ref[i]));
+  return mx;
+}
+
+}  // namespace flashcore::verify

@@ -1,0 +1,75 @@
+// The fp64 attention oracle of the tests and tools (part of the verification library, src/verify):
+// attention by plain loops in double precision on host buffers, with no Kokkos and nothing shared
+// with the kernels it checks. It computes every query row, every row_stride-th row (large
+// problems) or an explicit list of rows (perf harnesses), either exactly or as the "naive
+// same-precision computation" that defines the tuned kernels' error bound (tolerance.hpp).
+//
+// It uses only the header-defined parts of flashcore/flashcore.hpp (Problem, Strides,
+// element_offset), no symbol of libflashcore, so that perf/dev/flash_dev.cu can compile it
+// without the library.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "flashcore/flashcore.hpp"
+
+namespace flashcore::verify {
+
+enum class Precision {
+  Exact,  // fp64 throughout: the exact attention of the (rounded) inputs
+  Same,   // the probabilities rounded to the problem's dtype before P·V and the output rounded to
+          // it, as a straightforward kernel in that precision would (scores and sums in fp64)
+};
+
+/// One query row: batch b, query head h, row i.
+struct Row {
+  int b = 0, h = 0, i = 0;
+};
+
+/// Rows computed by attention_rows, in the order asked for.
+struct RowsResult {
+  std::vector<Row> rows;
+  std::vector<double> o;    // rows.size() x head_dim: row n at o[n * head_dim]
+  std::vector<double> lse;  // rows.size(); -inf for a row that sees no key (its O is 0)
+};
+
+/// Attention of the given rows of a problem whose Q, K, V are host buffers with the problem's
+/// strides and dtype (the problem is not validated here: pass a valid one). threads > 1 computes
+/// rows on that many std::threads; the result does not depend on it.
+RowsResult attention_rows(const Problem& p, const void* q, const void* k, const void* v, const std::vector<Row>& rows,
+                          Precision precision, int threads = 1);
+
+/// All rows, as contiguous arrays.
+struct Result {
+  std::vector<double> o;    // (batch, seqlen_q, heads_q, head_dim), index o_index()
+  std::vector<double> lse;  // (batch, heads_q, seqlen_q), index lse_index(); -inf for rows that see no key
+};
+
+/// Attention of the whole problem. row_stride > 1 computes only rows i with i % row_stride == 0
+/// and the last row (for problems too large for the full oracle); the others are NaN.
+Result attention(const Problem& p, const void* q, const void* k, const void* v, Precision precision,
+                 int row_stride = 1, int threads = 1);
+
+/// The rows attention() computes for a row_stride: (b, h, i) in that order, i % row_stride == 0
+/// or i the last row.
+std::vector<Row> strided_rows(const Problem& p, int row_stride);
+
+inline std::size_t o_index(const Problem& p, int b, int i, int h, int d) {
+  return ((static_cast<std::size_t>(b) * p.seqlen_q + i) * p.heads_q + h) * p.head_dim + d;
+}
+inline std::size_t lse_index(const Problem& p, int b, int h, int i) {
+  return (static_cast<std::size_t>(b) * p.heads_q + h) * p.seqlen_q + i;
+}
+
+/// max |a[n] - ref[n]| over the elements where ref is not NaN (rows a sampled oracle skipped);
+/// a NaN in a is ignored as well. The error of the naive same-precision computation is
+/// max_abs_difference(attention(..., Same).o, attention(..., Exact).o).
+double max_abs_difference(const std::vector<double>& a, const std::vector<double>& ref);
+
+/// The softmax scale of a problem: the given one, or 1/sqrt(head_dim) in fp32 (the rule of
+/// Problem::effective_scale, restated here so that this library needs no symbol of libflashcore;
+/// tests/test_verify.cpp checks that the two agree).
+double softmax_scale(const Problem& p);
+
+}  // namespace flashcore::verify
