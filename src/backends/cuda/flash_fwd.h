@@ -80,7 +80,8 @@ struct FlashFwdPlan {
   int max_splits = 1;          // pieces of the longest query block
   int threads = 0;             // per block
   size_t smem = 0;             // dynamic shared memory per block
-  size_t split_counter_bytes = 0, split_partial_bytes = 0;  // split-KV workspace (0 without)
+  size_t split_counter_bytes = 0, split_partial_bytes = 0;  // split-KV workspace (0 without): tickets, partials
+  size_t split_lse_offset = 0;  // where the LSE partials start in the partials buffer (after the O partials)
   alignas(128) unsigned char tensor_maps[3 * 128] = {};     // Hopper: CUtensorMap of Q, K, V
   // e.g. "sm80-rows16 block_m=64 key_split_warps=2 stages=2 splits=3"
   std::string describe() const;

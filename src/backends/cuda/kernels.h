@@ -24,9 +24,6 @@ bool sm90_kernel_loads(int device);
 // sm90/tensor_maps.cpp: the TMA descriptors of Q, K and V (3 CUtensorMap, 128-byte aligned, at `maps`;
 // nullptr: check only). "" when TMA can read the layout, else why not (naming the tensor and stride).
 std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps);
-// Shared memory and query rows per block of the Hopper kernel (sm90/config.h).
-size_t sm90_smem_bytes(int head_dim);
-int sm90_block_m(int head_dim);
 
 // Raises `kernel`'s dynamic shared memory limit on `device` to `bytes` once (plan.cu; the largest size
 // asked so far is remembered per kernel and device).

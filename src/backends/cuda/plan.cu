@@ -14,6 +14,7 @@
 #include "backends/cuda/common/mask.cuh"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/sm80/config.cuh"
+#include "backends/cuda/sm90/config.h"
 #include "core/internal.hpp"
 
 namespace flashcore::cuda {
@@ -197,8 +198,8 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
                        : 32 * ((plan->block_m / detail::kWarpRows) * plan->key_split_warps + (ws ? 1 : 0));
   if (plan->max_splits > 1) {
     const size_t rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
-    plan->split_partial_bytes = align_up(rows * plan->max_splits * p.head_dim * sizeof(float)) +
-                                align_up(rows * plan->max_splits * sizeof(float));
+    plan->split_lse_offset = align_up(rows * plan->max_splits * p.head_dim * sizeof(float));
+    plan->split_partial_bytes = plan->split_lse_offset + align_up(rows * plan->max_splits * sizeof(float));
     plan->split_counter_bytes = align_up((size_t)p.batch * p.heads_q * plan->n_mblocks * sizeof(int));
   }
 }
@@ -323,10 +324,9 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
     int* counters = nullptr;
     char* partial = nullptr;
     if (get_scratch(plan.device, stream, plan.split_counter_bytes, plan.split_partial_bytes, &counters, &partial)) {
-      const size_t rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
       args.counters = counters;
       args.part_o = reinterpret_cast<float*>(partial);
-      args.part_lse = reinterpret_cast<float*>(partial + align_up(rows * plan.max_splits * p.head_dim * sizeof(float)));
+      args.part_lse = reinterpret_cast<float*>(partial + plan.split_lse_offset);
     } else {  // no scratch (graph capture): run un-split
       FlashFwdPlan unsplit = plan;
       unsplit.max_splits = 1;

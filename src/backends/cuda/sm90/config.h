@@ -38,6 +38,12 @@ struct HopperConfig {
   static constexpr int kBarEpilogue = 1;                   // named barrier of the consumer threads
 };
 
+// Query rows per block and dynamic shared memory of one launch (head_dim 64 or 128), for the plan.
+inline int sm90_block_m(int head_dim) { return head_dim == 64 ? HopperConfig<64>::kBlockM : HopperConfig<128>::kBlockM; }
+inline size_t sm90_smem_bytes(int head_dim) {
+  return head_dim == 64 ? HopperConfig<64>::kSmemBytes : HopperConfig<128>::kSmemBytes;
+}
+
 // The kernel's TMA tensor maps of Q, K, V: dims (D, seqlen, heads, batch), boxes of 64 columns x
 // kBlockM (Q) or kBlockN (K, V) rows. Encoded by sm90/tensor_maps.cpp, kept in FlashFwdPlan.
 struct HopperMaps {

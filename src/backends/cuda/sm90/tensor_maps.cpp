@@ -112,9 +112,4 @@ std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps) {
   return why;
 }
 
-size_t sm90_smem_bytes(int head_dim) {
-  return head_dim == 64 ? HopperConfig<64>::kSmemBytes : HopperConfig<128>::kSmemBytes;
-}
-int sm90_block_m(int head_dim) { return head_dim == 64 ? HopperConfig<64>::kBlockM : HopperConfig<128>::kBlockM; }
-
 }  // namespace flashcore::cuda::detail
