@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "support/testing.hpp"
@@ -52,6 +54,22 @@ TEST(Verify, ExplicitRowsMatchTheFullOracle) {
         }
       }
     }
+}
+
+TEST(Verify, RowsOutsideTheProblemAreRefused) {
+  const fctest::HostData d = gqa_case(DType::F16);
+  const Problem& p = d.problem;
+  for (const verify::Row& bad : std::vector<verify::Row>{{2, 0, 0}, {0, 6, 0}, {0, 0, 37}, {-1, 0, 0}, {0, 0, -1}}) {
+    try {
+      verify::attention_rows(p, d.q.data(), d.k.data(), d.v.data(), {{0, 0, 0}, bad}, verify::Precision::Exact);
+      ADD_FAILURE() << "row (" << bad.b << ", " << bad.h << ", " << bad.i << ") accepted";
+    } catch (const std::out_of_range& e) {
+      EXPECT_NE(std::string(e.what()).find("b " + std::to_string(bad.b) + ", h " + std::to_string(bad.h) + ", i " +
+                                           std::to_string(bad.i)),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(Verify, StridedRowsAndThreads) {

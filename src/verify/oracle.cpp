@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "core/numeric.hpp"
@@ -108,6 +110,11 @@ double softmax_scale(const Problem& p) {
 
 RowsResult attention_rows(const Problem& p, const void* q, const void* k, const void* v, const std::vector<Row>& rows,
                           Precision precision, int threads) {
+  for (const Row& x : rows)
+    if (x.b < 0 || x.b >= p.batch || x.h < 0 || x.h >= p.heads_q || x.i < 0 || x.i >= p.seqlen_q)
+      throw std::out_of_range("verify::attention_rows: row (b " + std::to_string(x.b) + ", h " + std::to_string(x.h) +
+                              ", i " + std::to_string(x.i) + ") is outside the problem (batch " + std::to_string(p.batch) +
+                              ", heads_q " + std::to_string(p.heads_q) + ", seqlen_q " + std::to_string(p.seqlen_q) + ")");
   RowsResult r;
   r.rows = rows;
   r.o.assign(rows.size() * static_cast<std::size_t>(p.head_dim), 0.0);

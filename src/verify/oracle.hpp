@@ -36,7 +36,8 @@ struct RowsResult {
 
 /// Attention of the given rows of a problem whose Q, K, V are host buffers with the problem's
 /// strides and dtype (the problem is not validated here: pass a valid one). threads > 1 computes
-/// rows on that many std::threads; the result does not depend on it.
+/// rows on that many std::threads; the result does not depend on it. A row outside the problem
+/// throws std::out_of_range naming the row, before anything is computed.
 RowsResult attention_rows(const Problem& p, const void* q, const void* k, const void* v, const std::vector<Row>& rows,
                           Precision precision, int threads = 1);
 
