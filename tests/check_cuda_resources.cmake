@@ -6,8 +6,14 @@
 # It predates this check's coverage of the Hopper kernel (the sm_90a build of 657cfcd has it too).
 set(allowed_kernel "flash_fwd_hopper_kernelILi128E")
 set(allowed_bytes 8)
-# The mma.sync kernels (sm80/) for ARCH; for ARCH 90 also the Hopper kernel (sm90/, sm_90a).
-set(units "launch_sm80|${SRC}/src/backends/cuda/sm80/launch_sm80.cu|arch=compute_${ARCH},code=sm_${ARCH}")
+# The mma.sync kernels (sm80/instances/: one file per head dim) for ARCH; for ARCH 90 also the Hopper
+# kernel (sm90/, sm_90a).
+file(GLOB instances ${SRC}/src/backends/cuda/sm80/instances/*.cu)
+set(units "")
+foreach(source IN LISTS instances)
+  get_filename_component(name ${source} NAME_WE)
+  list(APPEND units "${name}|${source}|arch=compute_${ARCH},code=sm_${ARCH}")
+endforeach()
 if(ARCH STREQUAL "90")
   list(APPEND units "flash_fwd_sm90|${SRC}/src/backends/cuda/sm90/flash_fwd_sm90.cu|arch=compute_90a,code=sm_90a")
 endif()

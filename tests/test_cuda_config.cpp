@@ -1,7 +1,7 @@
 // Launch configuration of the tuned kernels, checked without a GPU: every promised problem
-// (fp16/bf16, head_dim 64/128, any lengths, causal, GQA) fits an sm_89 (L4-class) device's
-// 99 KB opt-in shared memory per block, and problems outside the promise are declined with a
-// reason naming the field.
+// (fp16/bf16, head_dim a multiple of 8 up to 128, any lengths, causal, GQA) fits an sm_89 (L4-class)
+// device's 99 KB opt-in shared memory per block, head dims up to 256 fit an H100's 227 KB, and
+// problems outside the promise are declined with a reason naming the field.
 #include <gtest/gtest.h>
 
 #include "backends/cuda/flash_fwd.h"
@@ -33,16 +33,21 @@ constexpr size_t kL4SmemOptin = 99 * 1024;
 
 TEST(CudaConfig, PromisedProblemsFitSm89SharedMemory) {
   const int lens[][2] = {{1, 1}, {17, 17}, {77, 77}, {113, 203}, {203, 113}, {512, 512}, {4097, 4097}, {16384, 16384}};
-  for (int d : {64, 128})
+  for (int d : {8, 32, 40, 64, 80, 96, 112, 128, 160, 192, 256})
     for (bool bf16 : {false, true})
       for (bool causal : {false, true})
         for (auto& l : lens)
           for (int b : {1, 4})
             for (int h : {1, 8, 32}) {
               const auto p = params(b, h, h > 1 ? h / 2 : 1, l[0], l[1], d, bf16, causal);
-              EXPECT_EQ(flashcore::cuda::flash_fwd_unsupported_reason(p, 8, 9, kL4SmemOptin), "")
-                  << "D" << d << " L" << l[0] << "x" << l[1] << " B" << b << " H" << h;
-              EXPECT_EQ(flashcore::cuda::flash_fwd_unsupported_reason(p, 9, 0, 227 * 1024), "");
+              if (d <= 128)
+                EXPECT_EQ(flashcore::cuda::flash_fwd_unsupported_reason(p, 8, 9, kL4SmemOptin), "")
+                    << "D" << d << " L" << l[0] << "x" << l[1] << " B" << b << " H" << h;
+              else  // two 64-key K/V stages of 192 or 256 columns do not fit 99 KB: declined, saying so
+                EXPECT_NE(flashcore::cuda::flash_fwd_unsupported_reason(p, 8, 9, kL4SmemOptin).find("shared memory"),
+                          std::string::npos);
+              EXPECT_EQ(flashcore::cuda::flash_fwd_unsupported_reason(p, 9, 0, 227 * 1024), "") << "D" << d;
+              EXPECT_EQ(flashcore::cuda::flash_fwd_unsupported_reason(p, 8, 0, 163 * 1024), "") << "D" << d;  // A100
             }
 }
 
@@ -50,7 +55,17 @@ TEST(CudaConfig, DeclinesWithReasons) {
   auto reason = [](FlashFwdParams p, int major = 9) {
     return flashcore::cuda::flash_fwd_unsupported_reason(p, major, 0, 227 * 1024);
   };
-  EXPECT_NE(reason(params(1, 8, 8, 64, 64, 80, false, false)).find("head_dim"), std::string::npos);
+  for (int d : {0, 4, 36, 100, 264}) {  // not a multiple of 8 in [8, 256]
+    const std::string why = reason(params(1, 8, 8, 64, 64, d, false, false));
+    EXPECT_NE(why.find("head_dim " + std::to_string(d)), std::string::npos) << why;
+  }
+  // Kernels built for fewer head dims say so: the Hopper kernel (64, 128), warp-specialized (<= 128).
+  const auto forced = [](int d, flashcore::cuda::FlashVariant v) {
+    return flashcore::cuda::flash_fwd_unsupported_reason(params(1, 8, 8, 64, 64, d, false, false), 9, 0, 227 * 1024, v);
+  };
+  EXPECT_NE(forced(96, flashcore::cuda::FlashVariant::Hopper).find("head_dim 64 and 128"), std::string::npos);
+  EXPECT_NE(forced(192, flashcore::cuda::FlashVariant::WarpSpecialized).find("head_dim <= 128"), std::string::npos);
+  EXPECT_EQ(forced(192, flashcore::cuda::FlashVariant::AllWarps), "");
   EXPECT_NE(reason(params(1, 8, 8, 64, 64, 64, false, false), 7).find("7"), std::string::npos);
   FlashFwdParams misaligned = params(1, 8, 8, 64, 64, 64, false, false);
   misaligned.q_seq_stride = 8 * 64 + 4;  // not a multiple of 8 elements
@@ -109,8 +124,57 @@ TEST(CudaConfig, PlanFollowsTheDevice) {
   // A declined problem leaves the caller's plan untouched.
   FlashFwdPlan untouched;
   untouched.block_m = 12345;
-  EXPECT_NE(flashcore::cuda::flash_fwd_plan(params(1, 8, 8, 64, 64, 96, false, false), h100, FlashVariant::Auto, &untouched), "");
+  EXPECT_NE(flashcore::cuda::flash_fwd_plan(params(1, 8, 8, 64, 64, 100, false, false), h100, FlashVariant::Auto, &untouched), "");
   EXPECT_EQ(untouched.block_m, 12345);
+}
+
+// Head dims that are not a kernel's own run on the next one's kernel (80 on 96, 40 on 64): the plan
+// takes that head dim's launch table row, shared memory and split-KV workspace. Above 128 there is
+// one KV group and no split-KV (the 16-row kernel's registers hold the O accumulator and nothing more).
+TEST(CudaConfig, PlanRunsEachHeadDimOnItsNativeKernel) {
+  using flashcore::cuda::DeviceLimits;
+  using flashcore::cuda::FlashFwdPlan;
+  using flashcore::cuda::FlashKernel;
+  using flashcore::cuda::FlashVariant;
+  DeviceLimits l4;
+  l4.cc_major = 8, l4.cc_minor = 9, l4.sm_count = 58, l4.smem_optin_per_block = kL4SmemOptin;
+  DeviceLimits h100 = l4;
+  h100.cc_major = 9, h100.cc_minor = 0, h100.sm_count = 132, h100.smem_optin_per_block = 227 * 1024;
+  FlashFwdPlan p80, p96;
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(4, 16, 16, 4096, 4096, 80, false, false), l4, FlashVariant::Auto, &p80), "");
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(4, 16, 16, 4096, 4096, 96, false, false), l4, FlashVariant::Auto, &p96), "");
+  EXPECT_EQ(p80.describe(), p96.describe());
+  EXPECT_EQ(p80.smem, p96.smem);
+  EXPECT_LE(p80.smem, kL4SmemOptin);
+  // Split-KV partial rows are the native head dim's width: 40 plans the workspace of 64.
+  FlashFwdPlan p40, p64;
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 1, 1, 16, 8192, 40, true, false), l4, FlashVariant::Auto, &p40), "");
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 1, 1, 16, 8192, 64, true, false), l4, FlashVariant::Auto, &p64), "");
+  EXPECT_GT(p40.max_splits, 1);
+  EXPECT_EQ(p40.split_partial_bytes, p64.split_partial_bytes);
+  // 256: one KV group, no split even for a one-block grid, even when asked for.
+  FlashFwdPlan p256;
+  flashcore::cuda::FlashFwdLaunchOverride ov{};
+  ov.key_split_warps = 4;
+  ov.kv_tiles_per_split = 2;
+  auto small = params(1, 1, 1, 16, 8192, 256, true, false);
+  small.launch_override = &ov;
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(small, h100, FlashVariant::Auto, &p256), "");
+  EXPECT_EQ(p256.kernel, FlashKernel::Rows16);
+  EXPECT_EQ(p256.key_split_warps, 1);
+  EXPECT_EQ(p256.max_splits, 1);
+  EXPECT_EQ(p256.split_partial_bytes, 0u);
+  EXPECT_LE(p256.smem, 227u * 1024);
+  // The wide-warp kernel is built up to 128: a 128-row all-warps plan at 192 is the 16-row kernel.
+  FlashFwdPlan p192;
+  ov = {};
+  ov.block_m = 128;
+  auto big192 = params(4, 16, 16, 4096, 4096, 192, false, false);
+  big192.launch_override = &ov;
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(big192, h100, FlashVariant::AllWarps, &p192), "");
+  EXPECT_EQ(p192.kernel, FlashKernel::Rows16);
+  EXPECT_EQ(p192.block_m, 128);
+  EXPECT_EQ(p192.threads, 256);
 }
 
 #include "backends/cuda/kernels.h"

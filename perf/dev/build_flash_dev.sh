@@ -12,6 +12,6 @@ nvcc $F ${HOPPER_FLAGS:-} -gencode arch=compute_90a,code=sm_90a -c -o .gpu-dev/$
 # The plan (plan.cu), the mma.sync kernels (sm80/), the TMA descriptors, the device cache (src/platform)
 # and the fp64 oracle of src/verify.
 nvcc $F -DFLASHCORE_HAVE_HOPPER_KERNELS -gencode arch=compute_90,code=sm_90 -o .gpu-dev/$OUTNAME \
-  perf/dev/flash_dev.cu src/backends/cuda/plan.cu src/backends/cuda/sm80/launch_sm80.cu \
+  perf/dev/flash_dev.cu src/backends/cuda/plan.cu src/backends/cuda/sm80/launch_sm80.cu src/backends/cuda/sm80/instances/*.cu \
   src/backends/cuda/sm90/tensor_maps.cpp src/platform/cuda_runtime.cpp src/verify/oracle.cpp .gpu-dev/$OUTNAME.hopper.o
 nvcc -std=c++17 -O2 -gencode arch=compute_90a,code=sm_90a -o .gpu-dev/wgmma_probe perf/dev/wgmma_probe.cu

@@ -5,6 +5,7 @@
 //                       same-precision mode (src/verify/oracle.cpp, compiled in); poisoned outputs;
 //                       determinism (3 runs, bitwise)
 //   flash_dev time      CUDA-graph timing (20 calls per graph, median of replays) of the perf shapes
+//   flash_dev headdims  every head dim class (8..256): correctness, then (4,16,2048,D) timing per launch shape
 //   flash_dev sweep     launch-config sweep (block_m, stages, split) on the small shapes
 //   flash_dev sweep-mid launch-config sweep of D=64 problems between the main job and the large ones
 //   flash_dev sanitize  a few small cases once each (for compute-sanitizer)
@@ -251,6 +252,8 @@ static void check_case(const Case& c, std::mt19937& rng, bool sanitize_mode) {
   else printf("SKIP hopper: %s\n", why_h.c_str());
   for (const RunCfg& rc : runs) {
     p.launch_override = has_override(rc.ov) ? &rc.ov : nullptr;
+    const std::string why_v = flash_fwd_unsupported_reason(p, prop.major, prop.minor, prop.sharedMemPerBlockOptin, rc.variant);
+    if (!why_v.empty()) { printf("SKIP %s D%d: %s\n", rc.name, c.D, why_v.c_str()); continue; }
     std::vector<uint16_t> o_prev; std::vector<float> l_prev;
     bool det = true;
     ErrStats e;
@@ -399,6 +402,30 @@ int main(int argc, char** argv) {
           cases.push_back({1, 2, 2, 4097, 4097, D, (bool)causal, (bool)bf, BSHD});
         }
     for (const Case& c : cases) check_case(c, rng, san);
+  } else if (mode == "headdims") {
+    // Every head dim class on the mma.sync kernels: correctness (odd lengths, GQA, layouts, both dtypes),
+    // then (4,16,2048,D) fp16 timing with the launch table (auto) and candidate launch shapes.
+    for (int D : {8, 32, 40, 80, 96, 112, 160, 192, 256})
+      for (int causal = 0; causal < 2; ++causal) {
+        check_case({2, 6, 2, 113, 203, D, (bool)causal, causal == 1, BSHD_PADDED}, rng, false);
+        check_case({1, 4, 1, 1000, 1000, D, (bool)causal, false, BHSD}, rng, false);
+      }
+    const FlashVariant AW = FlashVariant::AllWarps, WS = FlashVariant::WarpSpecialized;
+    for (int D : {32, 64, 80, 96, 128, 160, 192, 256})
+      for (int causal = 0; causal < 2; ++causal) {
+        const Shape s{4, 16, 2048, D};
+        time_case(s, causal, false, RunCfg{FlashVariant::Auto, {}, "auto"}, rng, "HD");
+        const struct { FlashVariant v; FlashFwdLaunchOverride ov; } cfgs[] = {
+            {AW, {128, 1, 2, -1}}, {AW, {128, 1, 3, -1}}, {AW, {64, 1, 2, -1}}, {AW, {64, 1, 3, -1}},
+            {AW, {64, 2, 2, -1}}, {WS, {64, 1, 3, -1}},
+        };
+        for (const auto& c : cfgs) {
+          if (D > 128 && c.v == WS) continue;  // built up to 128
+          char name[96];
+          snprintf(name, sizeof name, "%s bm%d g%d s%d", variant_name(c.v), c.ov.block_m, c.ov.key_split_warps, c.ov.stages);
+          time_case(s, causal, false, RunCfg{c.v, c.ov, name}, rng, "HD");
+        }
+      }
   } else if (mode == "time") {
     printf("FLOOR  graph of 20 empty kernels (132x128): %.2f us per kernel\n", time_empty_graph());
     const Shape shapes[] = {{1, 8, 512, 64}, {4, 16, 1024, 64}, {2, 16, 4096, 128}, {1, 16, 16384, 128}};

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: correctness, determinism, timing, sweep, torch SDPA comparison, sanitizers.
 # Usage (repo root, on the GPU machine): perf/dev/run_flash_dev.sh [steps...]
-#   steps: check time time-big hopper-mid ncu-big time-big-old sweep sweep-mid torch torch-big probe ncu ncutorch memcheck racecheck synccheck (default: check time torch)
+#   steps: check headdims torch-headdims time time-big hopper-mid ncu-big time-big-old sweep sweep-mid torch torch-big probe ncu ncutorch memcheck racecheck synccheck (default: check time torch)
 # Binary: .gpu-dev/flash_dev (built on the CPU machine, see NOTES.md) or built here if missing.
 # Logs go to $OUT (or ./.gpu-dev/out).
 set -u
@@ -38,6 +38,8 @@ for s in $steps; do
     time-big) timeout 120 "$BIN" time-big > "$OUT/time-big.log" 2>&1; echo "time-big rc=$?"; cat "$OUT/time-big.log" ;;
     time-big-old) [ -x .gpu-dev/flash_dev_old ] && { timeout 100 .gpu-dev/flash_dev_old time-big > "$OUT/time-big-old.log" 2>&1; echo "time-big-old rc=$?"; cat "$OUT/time-big-old.log"; } ;;
     torch-big) PYTHONUNBUFFERED=1 timeout 100 python3 perf/dev/torch_sdpa_time.py --big > "$OUT/torch-big.log" 2>&1; echo "torch-big rc=$?"; cat "$OUT/torch-big.log" ;;
+    headdims) timeout 400 "$BIN" headdims > "$OUT/headdims.log" 2>&1; echo "headdims rc=$?"; grep -E "FAIL|UNSUPP|error" "$OUT/headdims.log" | head -20 ;;
+    torch-headdims) PYTHONUNBUFFERED=1 timeout 150 python3 perf/dev/torch_sdpa_time.py --headdims > "$OUT/torch-headdims.log" 2>&1; echo "torch-headdims rc=$?" ;;
     torch)    PYTHONUNBUFFERED=1 timeout 120 python3 perf/dev/torch_sdpa_time.py > "$OUT/torch.log" 2>&1; echo "torch rc=$?" ;;
     memcheck|racecheck|synccheck) t=$s
                 timeout 90 compute-sanitizer --tool $t "$BIN" sanitize > "$OUT/san.tmp" 2>&1; echo "sanitize $t rc=$?"; tail -3 "$OUT/san.tmp"; cat "$OUT/san.tmp" >> "$OUT/sanitize.log"; rm -f "$OUT/san.tmp" ;;

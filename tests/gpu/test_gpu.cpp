@@ -107,10 +107,26 @@ bool accepts(const std::string& backend, const fctest::HostData& h, const Device
   return false;
 }
 
-// The tuned kernels promise fp16/bf16 with head_dim 64 and 128 on any shape, mask and GQA.
+// The tuned kernels promise fp16/bf16 with every head_dim that is a multiple of 8 up to 256, on any
+// shape, mask and GQA: the Hopper kernel for head_dim 64 and 128, the warp-specialized one up to 128.
+// Above 128 the smallest mma.sync tile (16 query rows, two stages of 64-key K and V tiles, rows of
+// D rounded up to 64 elements: 544 bytes per row element) must fit the device's shared memory per
+// block: it does on A100/H100/H200, not on sm_86/sm_89 (99 KB).
+size_t device_smem_optin() {
+  int dev = 0, bytes = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+    return 0;
+  return static_cast<size_t>(bytes);
+}
 bool promised(const std::string& backend, const flashcore::Problem& p) {
   if (is_reference(backend)) return true;
-  return p.dtype != DType::F32 && (p.head_dim == 64 || p.head_dim == 128);
+  const int d = p.head_dim;
+  if (p.dtype == DType::F32 || d % 8 != 0 || d < 8 || d > 256) return false;
+  if (backend == "cuda-flash-hopper") return d == 64 || d == 128;
+  if (backend == "cuda-flash-warpspec" && d > 128) return false;
+  const size_t row = (d + 63) / 64 * 64;
+  return d <= 128 || 544 * row <= device_smem_optin();
 }
 
 // Runs one case on one device backend and checks it against the fp64 oracle.
@@ -178,6 +194,15 @@ std::vector<Case> gpu_cases() {
     out.push_back(make_case(1, 2, 2, 203, 113, 64, DType::F16, causal, Layout::BHSD));
     out.push_back(make_case(1, 8, 1, 65, 97, 64, DType::F32, causal));
     for (int d : {32, 80, 96, 256}) out.push_back(make_case(1, 2, 1, 33, 45, d, DType::F16, causal));
+    out.push_back(make_case(1, 2, 1, 33, 45, 36, DType::F16, causal));  // not a multiple of 8: declined
+    // every native head dim of the mma.sync kernels and ones that run zero-padded on the next
+    // (8 -> 32, 40 -> 64, 80 -> 96, 112 -> 128, 160 -> 192), GQA, odd lengths, all layouts
+    const int hd_lens[][2] = {{17, 17}, {113, 203}, {203, 113}, {1, 333}, {1000, 1000}};
+    for (int d : {8, 32, 40, 80, 96, 112, 160, 192, 256})
+      for (DType dt : {DType::F16, DType::BF16})
+        for (auto& l : hd_lens)
+          out.push_back(make_case(l[0] == 1000 ? 1 : 2, 6, 2, l[0], l[1], d, dt, causal,
+                                  l[0] == 113 ? Layout::BHSD : l[0] == 203 ? Layout::Padded : Layout::BSHD));
     out.push_back(make_case(2, 4, 4, 31, 29, 48, DType::BF16, causal, Layout::Padded));
     // head dims 64/128 x fp16/bf16 x GQA x odd lengths
     const int lens[][2] = {{1, 1}, {17, 17}, {77, 77}, {113, 203}, {203, 113}, {1000, 1000}, {4097, 4097}, {1, 333}};
@@ -231,7 +256,7 @@ TEST(Gpu, RandomShapesProperty) {
   for (const auto& backend : device_backends()) {
     for (int n = 0; n < 25; ++n) {
       // Tuned kernels: fp16/bf16 only; head dims they do and do not promise.
-      const Case c = fctest::random_case(rng, 300, {16, 64, 64, 128, 128, 96},
+      const Case c = fctest::random_case(rng, 300, {16, 40, 64, 64, 80, 96, 128, 128, 192, 256, 36},
                                          is_reference(backend) ? DType::F32 : DType::F16);
       ran += check_on_device(backend, c, 200 + n) ? 1 : 0;
     }
@@ -251,6 +276,10 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
       // with odd lengths, GQA and non-contiguous layouts.
       check_on_device(backend, make_case(2, 12, 3, 1000, 1337, 64, DType::F16, causal, Layout::Padded), 302, 37);
       check_on_device(backend, make_case(2, 12, 4, 1337, 999, 128, DType::BF16, causal, Layout::BHSD), 303, 37);
+      // head dims 96 (the wide-warp kernel on padded 128-element rows), 80 on it, and 256
+      check_on_device(backend, make_case(2, 12, 3, 1500, 1500, 96, DType::F16, causal), 304, 37);
+      check_on_device(backend, make_case(2, 12, 4, 1337, 999, 80, DType::BF16, causal, Layout::Padded), 305, 37);
+      check_on_device(backend, make_case(1, 16, 4, 2048, 2048, 256, DType::F16, causal), 306, 41);
     }
 }
 

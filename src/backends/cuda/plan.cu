@@ -63,19 +63,33 @@ struct LaunchRow {
 constexpr long long kAnyRows = 1ll << 62;
 constexpr LaunchRow kLaunchTable[] = {
     // D   rows <=     block_m  G  stages split  Auto                            Hopper
+    {32, 1ll << 14, 64, 1, 3, true, FlashVariant::AllWarps, false},   // not yet measured: as D=64
+    {32, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, false},   // not yet measured: wide
     {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps, false},         // (1,8,512,64): 8.9 us, H200
     {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, false},  // (1,8,1024,64): 16.5 us (AW 26.5)
     {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, true},   // (1,8,2048,64): Hopper 28.3 us, WS 43.4
     {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // Hopper (4,16,1024,64) 59.0 us; wide 64.1 us
+    {96, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, false},   // not yet measured: as D=128
+    {96, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, false},   // not yet measured: wide
     {128, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, true},    // (1,8,2048,128): Hopper 33.4 us, 89.0
     {128, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},   // Hopper (2,16,4096,128) 528 TF/s; wide 318
+    {192, kAnyRows, 64, 1, 2, true, FlashVariant::AllWarps, false},   // not yet measured
+    {256, kAnyRows, 64, 1, 2, true, FlashVariant::AllWarps, false},   // not yet measured
 };
+// Keyed by the native head dim a problem runs on (sm80/config.cuh: native_head_dim; 80 -> 96 and so on).
 // AllWarps with block_m 128, one KV group and no split-KV runs the wide-warp kernel (4 warps x 32 query
-// rows, sm80/flash_fwd_wide.cuh); every other mma.sync configuration runs the 16-row kernel.
+// rows, sm80/flash_fwd_wide.cuh) where it is built (D <= 128); every other mma.sync configuration runs
+// the 16-row kernel.
 
 size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {
-  return head_dim == 64 ? TileConfig<64>::smem_bytes(block_m, key_split_warps, stages)
-                        : TileConfig<128>::smem_bytes(block_m, key_split_warps, stages);
+  switch (detail::native_head_dim(head_dim)) {
+    case 32: return TileConfig<32>::smem_bytes(block_m, key_split_warps, stages);
+    case 64: return TileConfig<64>::smem_bytes(block_m, key_split_warps, stages);
+    case 96: return TileConfig<96>::smem_bytes(block_m, key_split_warps, stages);
+    case 128: return TileConfig<128>::smem_bytes(block_m, key_split_warps, stages);
+    case 192: return TileConfig<192>::smem_bytes(block_m, key_split_warps, stages);
+    default: return TileConfig<256>::smem_bytes(block_m, key_split_warps, stages);
+  }
 }
 
 size_t align_up(size_t x) { return (x + 255) & ~size_t(255); }
@@ -87,7 +101,8 @@ std::string common_limits(const FlashFwdParams& p, const DeviceLimits& dev) {
   if (dev.cc_major < 8)
     return "compute capability " + std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) +
            " < 8.0 (needs mma.sync bf16, cp.async)";
-  if (p.head_dim != 64 && p.head_dim != 128) return "head_dim " + std::to_string(p.head_dim) + " not in {64, 128}";
+  if (p.head_dim < 8 || p.head_dim > 256 || p.head_dim % 8 != 0)
+    return "head_dim " + std::to_string(p.head_dim) + " is not a multiple of 8 in [8, 256] (16-byte rows)";
   if (p.batch < 1 || p.batch > 65535) return "batch " + std::to_string(p.batch) + " not in [1, 65535]";
   if (p.heads_q < 1 || p.heads_q > 65535) return "heads_q " + std::to_string(p.heads_q) + " not in [1, 65535]";
   if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0)
@@ -123,6 +138,8 @@ std::string common_limits(const FlashFwdParams& p, const DeviceLimits& dev) {
 
 // The Hopper kernel's own conditions; on success its TMA descriptors are in plan->tensor_maps.
 std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan) {
+  if (p.head_dim != 64 && p.head_dim != 128)
+    return "the Hopper kernel is built for head_dim 64 and 128, not " + std::to_string(p.head_dim);
   if (dev.cc_major != 9 || dev.cc_minor != 0)
     return "the Hopper kernel needs compute capability 9.0 (wgmma, sm_90a); device has " + std::to_string(dev.cc_major) +
            "." + std::to_string(dev.cc_minor);
@@ -153,6 +170,11 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
   if (ov && ov->kv_tiles_per_split < 0) split = false;
   const FlashVariant v = variant == FlashVariant::Auto ? row.variant : variant;
   const bool ws = v == FlashVariant::WarpSpecialized;
+  const int native_d = detail::native_head_dim(p.head_dim);
+  if (native_d > 128) {  // one KV group, no split-KV (TileConfig::kSplitsKeys)
+    plan->key_split_warps = 1;
+    split = false;
+  }
   // Warps: at most 8 compute warps; warp-specialized at most 4 (+1 producer, register cap, BlockShape).
   const int max_warps = ws ? detail::BlockShape<64, true>::kMaxComputeWarps : detail::BlockShape<64, false>::kMaxComputeWarps;
   auto warps = [&] { return plan->block_m / detail::kWarpRows * plan->key_split_warps; };
@@ -180,7 +202,7 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
   }
   work *= (long long)p.heads_q * p.batch;
   int tps = 1 << 30;
-  if (ov && ov->kv_tiles_per_split > 0) {
+  if (ov && ov->kv_tiles_per_split > 0 && native_d <= 128) {
     tps = ov->kv_tiles_per_split;
   } else if (split && 2 * base_blocks <= dev.sm_count && max_tiles > 1) {
     tps = (int)std::max<long long>(plan->key_split_warps, (work + dev.sm_count - 1) / dev.sm_count);
@@ -192,13 +214,14 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
     if (plan->max_splits <= 1) plan->tiles_per_split = 1 << 30, plan->max_splits = 1;
   }
   const bool wide = v == FlashVariant::AllWarps && plan->key_split_warps == 1 &&
-                    plan->block_m == detail::kWideBlockM && plan->max_splits == 1;
+                    plan->block_m == detail::kWideBlockM && plan->max_splits == 1 &&
+                    detail::sm80_kernel_built(FlashKernel::Wide, native_d);
   plan->kernel = wide ? FlashKernel::Wide : ws ? FlashKernel::Rows16WarpSpecialized : FlashKernel::Rows16;
   plan->threads = wide ? 32 * detail::kWideWarps
                        : 32 * ((plan->block_m / detail::kWarpRows) * plan->key_split_warps + (ws ? 1 : 0));
   if (plan->max_splits > 1) {
     const size_t rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
-    plan->split_lse_offset = align_up(rows * plan->max_splits * p.head_dim * sizeof(float));
+    plan->split_lse_offset = align_up(rows * plan->max_splits * native_d * sizeof(float));  // D-float rows
     plan->split_partial_bytes = plan->split_lse_offset + align_up(rows * plan->max_splits * sizeof(float));
     plan->split_counter_bytes = align_up((size_t)p.batch * p.heads_q * plan->n_mblocks * sizeof(int));
   }
@@ -287,10 +310,13 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
     why = hopper_limits(p, dev, &out);
     if (!why.empty()) return why;
   }
+  const int native_d = detail::native_head_dim(p.head_dim);
+  if (variant == FlashVariant::WarpSpecialized && !detail::sm80_kernel_built(FlashKernel::Rows16WarpSpecialized, native_d))
+    return "the warp-specialized kernel is built for head_dim <= 128, not " + std::to_string(p.head_dim);
   const long long rows = (long long)p.batch * p.heads_q * p.seqlen_q;
   const LaunchRow* row = nullptr;
   for (const LaunchRow& r : kLaunchTable)
-    if (r.head_dim == p.head_dim && rows <= r.max_rows) { row = &r; break; }
+    if (r.head_dim == native_d && rows <= r.max_rows) { row = &r; break; }
   // Auto takes the Hopper kernel where the table says so and the kernel accepts the problem.
   const bool hopper = variant == FlashVariant::Hopper ||
                       (variant == FlashVariant::Auto && row->hopper && p.launch_override == nullptr &&

@@ -36,24 +36,26 @@ __device__ __forceinline__ void write_lse_rows(const FlashFwdParams& p, int b, i
   if (row0 < p.seqlen_q) lse[row0] = lse2[0] * kLn2;
   if (row0 + 8 < p.seqlen_q) lse[row0 + 8] = lse2[1] * kLn2;
 }
-// A warp's `rows` staged rows (smem rows lrow0..) -> global query rows row0.. of (b, h), 16-byte stores.
+// A warp's `rows` staged rows (smem rows lrow0..) -> global query rows row0.. of (b, h), 16-byte stores
+// of the head_dim columns (a kernel compiled for D >= head_dim stages D; the zero padding stays).
 template <int D, typename Elem>
 __device__ __forceinline__ void store_o_rows(const FlashFwdParams& p, int b, int h, const Elem* sO, int lrow0, int row0,
                                              int rows, int lane) {
   constexpr int kChunks = D / 8;
+  const int dim_chunks = p.head_dim / 8;
   Elem* gO = static_cast<Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
 #pragma unroll
   for (int c = lane; c < rows * kChunks; c += 32) {
     const int r = c / kChunks, ch = c % kChunks;
     const int row = row0 + r;
-    if (row < p.seqlen_q)
+    if (row < p.seqlen_q && ch < dim_chunks)
       *reinterpret_cast<uint4*>(gO + row * p.o_seq_stride + ch * 8) = *reinterpret_cast<const uint4*>(sO + swz<D>(lrow0 + r, ch));
   }
 }
 
 
 // Split-KV, one piece: this block's fp32 partial of rows row0, row0 + 8 (O normalised by the piece's
-// own l, and its log2-domain LSE), for merge_splits.
+// own l, and its log2-domain LSE), for merge_splits. Partial rows are D floats (the kernel's head dim).
 template <int D, int N>
 __device__ __forceinline__ void write_split_partial(const KernelArgs& a, int b, int h, int split, int row0,
                                                     const float (&o)[N][4], const float (&inv)[2],
@@ -108,10 +110,11 @@ __device__ __forceinline__ void merge_splits(const KernelArgs& a, float* s_w, in
     if (p.lse != nullptr) p.lse[bh_row + m0 + r] = (mx == -INFINITY) ? -INFINITY : (mx + __log2f(sum)) * kLn2;
   }
   named_bar_sync(bar, n_consumers);
-  // Phase 2: O, 4 columns per item.
+  // Phase 2: O, 4 columns per item, the head_dim columns of the D-float partial rows.
   Elem* gO = static_cast<Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
-  for (int it = tid; it < rows_here * (D / 4); it += n_consumers) {
-    const int r = it / (D / 4), c4 = it % (D / 4);
+  const int dim4 = p.head_dim / 4;
+  for (int it = tid; it < rows_here * dim4; it += n_consumers) {
+    const int r = it / dim4, c4 = it % dim4;
     float4 v[kMaxSplits];
 #pragma unroll
     for (int sp = 0; sp < kMaxSplits; ++sp)

@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "backends/cuda/common/kernel_args.h"
+#include "backends/cuda/common/swizzle.cuh"
 
 namespace flashcore::cuda::detail {
 
@@ -19,19 +20,44 @@ constexpr int kBarEmpty = 1;                   // named barrier ids kBarEmpty + 
 constexpr int kBarConsumers = 1 + kMaxStages;  // all compute warps (KV-group merge)
 constexpr int kBarEpilogue = 2 + kMaxStages;   // group-0 warps only (split-KV ticket and merge)
 
+// Head dims the mma.sync kernels are compiled for. A problem's head_dim (a multiple of 8) runs on the
+// smallest one that holds it, its columns past head_dim zero-filled in shared memory as they load
+// (40 -> 64, 80 -> 96, 112 -> 128, 160 -> 192, 224 -> 256): no copies, no padded global buffers.
+constexpr int kNativeHeadDims[] = {32, 64, 96, 128, 192, 256};
+constexpr int native_head_dim(int head_dim) {
+  for (int d : kNativeHeadDims)
+    if (head_dim <= d) return d;
+  return 0;
+}
+
+// Which kernels are compiled for native head dim D (sm80/instances/): the 16-row all-warps kernel for
+// every D; the warp-specialized and wide-warp kernels up to 128 (above, their register budget does not
+// hold the O accumulator; the launch table never picks them there).
+constexpr bool sm80_kernel_built(FlashKernel kernel, int D) {
+  return kernel == FlashKernel::Rows16 || ((kernel == FlashKernel::Rows16WarpSpecialized || kernel == FlashKernel::Wide) && D <= 128);
+}
+
 template <int D>
 struct TileConfig {
   static_assert(D % 16 == 0 && D <= 256, "head dim");
   static constexpr int kHeadDim = D;
-  static constexpr int kChunks = D / 8;          // 16-byte chunks in one smem row (8 halfs each)
+  static constexpr int kRow = smem_row<D>();     // elements of one smem row (D rounded up to 64)
+  static constexpr int kRowBytes = 2 * kRow;
+  static constexpr int kChunks = D / 8;          // 16-byte chunks of D columns (8 halfs each)
   static constexpr int kQKSteps = D / 16;        // k16 steps of S = Q·Kᵀ
   static constexpr int kSTiles = kBlockN / 8;    // n8 column tiles of S (8)
   static constexpr int kPVSteps = kBlockN / 16;  // k16 steps of O += P·V (4)
   static constexpr int kOTiles = D / 8;          // n8 column tiles of O
-  static constexpr int kTileElems = kBlockN * D; // one K (or V) tile
-  // Dynamic shared memory: [Q: block_m x D][ring: stages x key_split_warps x (K tile, V tile)], 16-bit elements.
+  static constexpr int kTileElems = kBlockN * kRow;  // one K (or V) tile
+  // Q A-fragments stay in registers up to D = 128; above, the O accumulator (D/2 floats) leaves no room
+  // and every Q·Kᵀ step re-reads them from the Q tile in shared memory (ldmatrix).
+  static constexpr bool kQInRegisters = D <= 128;
+  // KV groups (key_split_warps > 1) and split-KV up to D = 128. Above, their merge code next to the
+  // D/2-float O accumulator costs the 16-row kernel register spills (ptxas, sm_90): one group, no split.
+  static constexpr bool kSplitsKeys = D <= 128;
+  // Dynamic shared memory: [Q: block_m x kRow][ring: stages x key_split_warps x (K tile, V tile)], 16-bit elements.
   __host__ __device__ static constexpr size_t smem_bytes(int block_m, int key_split_warps, int stages) {
-    return 2ull * (size_t(block_m) * D + size_t(stages) * key_split_warps * 2 * kTileElems);
+    return 2ull * (size_t(block_m) * kRow + size_t(stages) * key_split_warps * 2 * kTileElems);
   }
 };
 

@@ -50,12 +50,12 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   __shared__ int s_is_last;
   __shared__ __align__(8) uint64_t full_bar[kMaxStages];  // warp-specialized only
   Elem* sQ = reinterpret_cast<Elem*>(smem_raw);
-  Elem* sRing = sQ + a.block_m * D;
+  Elem* sRing = sQ + a.block_m * Cfg::kRow;
 
   const FlashFwdParams& p = a.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int n_threads = blockDim.x;
-  const int R = a.block_m / kWarpRows, G = a.key_split_warps;
+  const int R = a.block_m / kWarpRows, G = Cfg::kSplitsKeys ? a.key_split_warps : 1;
   const int n_compute = 32 * R * G;   // compute threads (all threads unless warp-specialized)
   const int n_epi = 32 * R;           // group-0 threads: they finish the block (epilogue)
   const int rw = warp % R, grp = warp / R;
@@ -90,16 +90,16 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
     for (int g = 0; g < G; ++g) {
       const int t = t_begin + g + G * i;  // group g's tile at step i
       if (t < t_end)
-        load_tile_async<D>(slot_v(slot, g), gV, p.v_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, first, nthr);
+        load_tile_async<D>(slot_v(slot, g), gV, p.v_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, p.head_dim, first, nthr);
       if (t + G < t_end)
-        load_tile_async<D>(slot_k(slot, g), gK, p.k_seq_stride, (t + G) * kBlockN, kBlockN, p.seqlen_k, first, nthr);
+        load_tile_async<D>(slot_k(slot, g), gK, p.k_seq_stride, (t + G) * kBlockN, kBlockN, p.seqlen_k, p.head_dim, first, nthr);
     }
   };
 
   // ---- Q tile and every group's first K -> smem (all threads), one commit group
-  load_tile_async<D>(sQ, gQ, p.q_seq_stride, m0, a.block_m, p.seqlen_q, tid, n_threads);
+  load_tile_async<D>(sQ, gQ, p.q_seq_stride, m0, a.block_m, p.seqlen_q, p.head_dim, tid, n_threads);
   for (int g = 0; g < G && g < n_iter; ++g)
-      load_tile_async<D>(slot_k(stages - 1, g), gK, p.k_seq_stride, tile_key0(g, 0), kBlockN, p.seqlen_k, tid, n_threads);
+      load_tile_async<D>(slot_k(stages - 1, g), gK, p.k_seq_stride, tile_key0(g, 0), kBlockN, p.seqlen_k, p.head_dim, tid, n_threads);
   cp_async_commit();
 
   WarpState<D> st;
@@ -110,30 +110,47 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
 
   // Q A-fragments: x4 matrices (rows 0-7, d 0-7), (rows 8-15, d 0-7), (rows 0-7, d 8-15),
   // (rows 8-15, d 8-15) of k16 step kk = a0, a1, a2, a3.
+  // Above D = 128 only the lane's address is kept (tile_ops.cuh, q_fragment).
   auto load_q_fragments = [&]() {
     const uint32_t base = smem_u32(sQ);
     const int row = rw * kWarpRows + (lane & 15);
+    if constexpr (Cfg::kQInRegisters) {
 #pragma unroll
-    for (int kk = 0; kk < Cfg::kQKSteps; ++kk)
-      ldmatrix_x4(st.q[kk], base + 2 * (row * D + (((2 * kk + (lane >> 4)) ^ (lane & 7)) << 3)));
+      for (int kk = 0; kk < Cfg::kQKSteps; ++kk)
+        ldmatrix_x4(st.q[kk], base + row * Cfg::kRowBytes + (((2 * kk + (lane >> 4)) ^ (lane & 7)) << 4));
+    } else {
+      st.q_addr = base + row * Cfg::kRowBytes + (((lane >> 4) ^ (lane & 1)) << 4);
+      st.q_x0 = (lane & 6) << 4;
+    }
   };
 
   const LaneOffsets lo = lane_offsets<D>(lane);
   float s_next[Cfg::kSTiles][4];  // scores of this warp's next tile, computed one step ahead
   // One step of a compute warp: S(i+1) MMAs first, then mask, softmax and P·V of tile i (scores in
   // s_next). At the warp's last tile the K half holds stale data: its scores are computed and never used.
+  // Above D = 128 (Q read from shared memory, O = D/2 floats) the two score tiles do not fit registers
+  // next to O: the step runs P·V(i) first and S(i+1) after it, in one score tile (same ring slot).
   auto consume = [&](auto mask_tag, int i, int slot) {
-    float s_cur[Cfg::kSTiles][4];
+    if constexpr (Cfg::kQInRegisters) {
+      float s_cur[Cfg::kSTiles][4];
 #pragma unroll
-    for (int k = 0; k < Cfg::kSTiles; ++k)
+      for (int k = 0; k < Cfg::kSTiles; ++k)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s_cur[k][e] = s_next[k][e];
-    qk_tile<D, Elem>(s_next, st, smem_u32(slot_k(slot, grp)), lo);
-    if constexpr (decltype(mask_tag)::value) mask.apply(s_cur, row_lo + (lane >> 2), tile_key0(grp, i), lane);
-    float alpha[2];
-    st.sm.update(s_cur, a.scale_log2, alpha);
-    scale_rows(st.o, alpha);
-    pv_tile<D, Elem>(st.o, s_cur, smem_u32(slot_v(slot, grp)), lo);
+        for (int e = 0; e < 4; ++e) s_cur[k][e] = s_next[k][e];
+      qk_tile<D, Elem>(s_next, st, smem_u32(slot_k(slot, grp)), lo);
+      if constexpr (decltype(mask_tag)::value) mask.apply(s_cur, row_lo + (lane >> 2), tile_key0(grp, i), lane);
+      float alpha[2];
+      st.sm.update(s_cur, a.scale_log2, alpha);
+      scale_rows(st.o, alpha);
+      pv_tile<D, Elem>(st.o, s_cur, smem_u32(slot_v(slot, grp)), lo);
+    } else {
+      if constexpr (decltype(mask_tag)::value) mask.apply(s_next, row_lo + (lane >> 2), tile_key0(grp, i), lane);
+      float alpha[2];
+      st.sm.update(s_next, a.scale_log2, alpha);
+      scale_rows(st.o, alpha);
+      pv_tile<D, Elem>(st.o, s_next, smem_u32(slot_v(slot, grp)), lo);
+      qk_tile<D, Elem>(s_next, st, smem_u32(slot_k(slot, grp)), lo);
+    }
   };
   auto compute_step = [&](int i, int slot) {
     if (i < i_mask) consume(std::false_type{}, i, slot);
@@ -194,7 +211,7 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
 
   // ---- merge the G groups' softmax states (fixed order: deterministic). Groups > 0 park their fp32
   // registers in the (now idle) ring, lane-major so that each group-0 thread reads what its twin wrote.
-  if (G > 1) {
+  if (Cfg::kSplitsKeys && G > 1) {
     constexpr int kVals = Cfg::kOTiles * 4 + 4;  // O fragment + row_max[2] + row_sum[2]
     float* xbuf = reinterpret_cast<float*>(sRing);
     named_bar_sync(kBarConsumers, n_compute);  // every group done with the ring
@@ -248,7 +265,7 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   st.sm.finish(a.scale_log2, inv, lse2);
   const int row0 = row_lo + g;
 
-  if (n_splits == 1) {
+  if (!Cfg::kSplitsKeys || n_splits == 1) {
     // O -> smem (this warp's own 16 rows of the Q tile, no longer needed) -> 16-byte stores.
     Elem* sO = sQ;
     __syncwarp();  // all lanes' ldmatrix reads of these rows are done (formal WAR order for racecheck)

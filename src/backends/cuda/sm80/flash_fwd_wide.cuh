@@ -34,9 +34,10 @@ __device__ __forceinline__ WideOffsets wide_offsets(int lane) {
   const int krow = (lane & 7) + ((lane >> 4) << 3), kchk = (lane >> 3) & 1;
   const int vrow = (lane & 7) + (((lane >> 3) & 1) << 3), vchk = lane >> 4;
   const int qrow = lane & 15, qchk = lane >> 4;
-  o.q = 2 * qrow * D + ((qchk ^ (sw & 1)) << 4);
-  o.k = 2 * krow * D + ((kchk ^ (sw & 1)) << 4);
-  o.v = 2 * vrow * D + ((vchk ^ (sw & 1)) << 4);
+  constexpr int kRowBytes = TileConfig<D>::kRowBytes;
+  o.q = qrow * kRowBytes + ((qchk ^ (sw & 1)) << 4);
+  o.k = krow * kRowBytes + ((kchk ^ (sw & 1)) << 4);
+  o.v = vrow * kRowBytes + ((vchk ^ (sw & 1)) << 4);
   o.x0 = (sw & 6) << 4;
   return o;
 }
@@ -82,13 +83,13 @@ __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, uint32
           for (int e = 0; e < 4; ++e) qa[mt][e] = st.q[mt][kk][e];
       } else {
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) ldmatrix_x4(qa[mt], sQw + lo.q + lo.x(kk & 3) + (kk >> 2) * 128 + mt * 16 * D * 2);
+        for (int mt = 0; mt < 2; ++mt) ldmatrix_x4(qa[mt], sQw + lo.q + lo.x(kk & 3) + (kk >> 2) * 128 + mt * 16 * Cfg::kRowBytes);
       }
-      const uint32_t base = sK + lo.k + lo.x(kk & 3) + (kk >> 2) * 128 + sub * kSubKeys * D * 2;
+      const uint32_t base = sK + lo.k + lo.x(kk & 3) + (kk >> 2) * 128 + sub * kSubKeys * Cfg::kRowBytes;
 #pragma unroll
       for (int np = 0; np < kST / 2; ++np) {
         uint32_t b[4];
-        ldmatrix_x4(b, base + np * 16 * D * 2);
+        ldmatrix_x4(b, base + np * 16 * Cfg::kRowBytes);
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
           Ops::mma(s[mt][2 * np], qa[mt], b[0], b[1]);
@@ -112,7 +113,7 @@ __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, uint32
 #pragma unroll
       for (int dp = 0; dp < Cfg::kOTiles / 2; ++dp) {
         uint32_t b[4];
-        ldmatrix_x4_trans(b, sV + lo.v + lo.x(dp & 3) + (dp >> 2) * 128 + (sub * kST / 2 + kk) * 16 * D * 2);
+        ldmatrix_x4_trans(b, sV + lo.v + lo.x(dp & 3) + (dp >> 2) * 128 + (sub * kST / 2 + kk) * 16 * Cfg::kRowBytes);
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
           Ops::mma(st.o[mt][2 * dp], pa[mt], b[0], b[1]);
@@ -130,7 +131,7 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   constexpr int kThreads = 32 * kWideWarps;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   Elem* sQ = reinterpret_cast<Elem*>(smem_raw);
-  Elem* sRing = sQ + kWideBlockM * D;
+  Elem* sRing = sQ + kWideBlockM * Cfg::kRow;
 
   const FlashFwdParams& p = a.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -152,12 +153,13 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   auto fill = [&](int t, int slot) {
     if (t < n_tiles) {
       Elem* k = sRing + slot * 2 * Cfg::kTileElems;
-      load_tile_async<D>(k, gK, p.k_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, tid, kThreads);
-      load_tile_async<D>(k + Cfg::kTileElems, gV, p.v_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, tid, kThreads);
+      load_tile_async<D>(k, gK, p.k_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, p.head_dim, tid, kThreads);
+      load_tile_async<D>(k + Cfg::kTileElems, gV, p.v_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, p.head_dim, tid,
+                         kThreads);
     }
   };
   // Prologue: Q + tile 0 (group 0), tiles 1..stages-2 (one group each; empty groups keep the count).
-  load_tile_async<D>(sQ, gQ, p.q_seq_stride, m0, kWideBlockM, p.seqlen_q, tid, kThreads);
+  load_tile_async<D>(sQ, gQ, p.q_seq_stride, m0, kWideBlockM, p.seqlen_q, p.head_dim, tid, kThreads);
   for (int i = 0; i < stages - 1; ++i) {
     fill(i, i);
     cp_async_commit();
@@ -173,7 +175,7 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   }
   // Q A-fragments: x4 = rows 0-7 / 8-15 of the m tile at chunk 2kk, then at chunk 2kk+1 (as load_q_fragments).
   const WideOffsets lo = wide_offsets<D>(lane);
-  const uint32_t sQw = smem_u32(sQ) + warp * kWideWarpRows * D * 2;
+  const uint32_t sQw = smem_u32(sQ) + warp * kWideWarpRows * Cfg::kRowBytes;
 
   int slot = 0;
   for (int i = 0; i < n_tiles; ++i) {
@@ -187,7 +189,7 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
         for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
           for (int kk = 0; kk < Cfg::kQKSteps; ++kk)
-            ldmatrix_x4(st.q[mt][kk], sQw + lo.q + lo.x(kk & 3) + (kk >> 2) * 128 + mt * 16 * D * 2);
+            ldmatrix_x4(st.q[mt][kk], sQw + lo.q + lo.x(kk & 3) + (kk >> 2) * 128 + mt * 16 * Cfg::kRowBytes);
       }
     }
     const uint32_t sK = ring + slot * 4 * Cfg::kTileElems, sV = sK + 2 * Cfg::kTileElems;

@@ -13,30 +13,51 @@
 
 namespace flashcore::cuda::detail {
 
-// Copy rows [row0, row0 + rows) of a [seqlen x D] matrix (row stride `stride`) into a swizzled smem
-// tile; rows at or past `seqlen` are zero-filled (never read). Threads first..first+nthr-1 share it.
-// nthr is a multiple of D/8 (32 threads or more), so a thread always copies the same 16-byte column
-// chunk, of rows r, r + nthr/(D/8), ...: one pointer bump, one compare and one cp.async per chunk.
+// Copy rows [row0, row0 + rows) of a [seqlen x head_dim] matrix (row stride `stride`) into a swizzled
+// smem tile of D columns: rows at or past `seqlen` and columns at or past `head_dim`
+// (head_dim / 8, when head_dim < D) are zero-filled, so they add nothing to Q·Kᵀ or P·V; the row
+// padding past D (common/swizzle.cuh) is neither written nor read. Threads first..first+nthr-1 share it.
+// When 32 is a multiple of the row's chunks (D = 32, 64, 128, 256; 96 counts its padded 16 chunks) a
+// thread always copies the same column chunk, of rows r, r + nthr/chunks, ...: one pointer bump, one
+// compare and one cp.async per chunk. Otherwise (D = 192: 24 chunks) it walks the flat chunk index.
 template <int D, typename Elem>
 __device__ __forceinline__ void load_tile_async(Elem* s, const Elem* g, long long stride, int row0, int rows,
-                                                int seqlen, int first, int nthr) {
+                                                int seqlen, int head_dim, int first, int nthr) {
   constexpr int kChunks = TileConfig<D>::kChunks;
-  const int chunk = first % kChunks;
-  const int row_step = nthr / kChunks;
+  constexpr unsigned kRowChunks = TileConfig<D>::kRow / 8;
   const uint32_t s_base = smem_u32(s);
-  const Elem* src = g + (long long)(row0 + first / kChunks) * stride + chunk * 8;
-  const long long src_step = (long long)row_step * stride;
-  const Elem* safe = g + chunk * 8;  // a valid address for zero-filled rows (nothing is read)
-  for (int r = first / kChunks; r < rows; r += row_step, src += src_step) {
-    const bool ok = row0 + r < seqlen;
-    cp_async_16(s_base + r * (2 * D) + ((chunk ^ (r & 7)) << 4), ok ? src : safe, ok);
+  if constexpr (32 % kRowChunks == 0) {
+    const int chunk = unsigned(first) % kRowChunks;
+    if (kChunks < int(kRowChunks) && chunk >= kChunks) return;  // row padding (D = 96: chunks 12..15)
+    const int row_step = unsigned(nthr) / kRowChunks;
+    const bool col_ok = chunk * 8 < head_dim;
+    const int r0 = unsigned(first) / kRowChunks;
+    const Elem* src = g + (long long)(row0 + r0) * stride + chunk * 8;
+    const long long src_step = (long long)row_step * stride;
+    const Elem* safe = g;  // a valid address for zero-filled chunks (nothing is read)
+    for (int r = r0; r < rows; r += row_step, src += src_step) {
+      const bool ok = col_ok && row0 + r < seqlen;
+      cp_async_16(s_base + r * TileConfig<D>::kRowBytes + ((chunk ^ (r & 7)) << 4), ok ? src : safe, ok);
+    }
+  } else {
+    for (int c = first; c < rows * kChunks; c += nthr) {
+      const int r = c / kChunks, chunk = c % kChunks;
+      const bool ok = chunk * 8 < head_dim && row0 + r < seqlen;
+      cp_async_16(s_base + r * TileConfig<D>::kRowBytes + ((chunk ^ (r & 7)) << 4),
+                  ok ? g + (long long)(row0 + r) * stride + chunk * 8 : g, ok);
+    }
   }
 }
 
 // State of a compute warp (16 query rows): Q fragments, O accumulator, softmax rows. Never leaves registers.
 template <int D>
 struct WarpState {
-  uint32_t q[D / 16][4];   // Q A-fragments, one per k16 step (rows: the warp's 16 query rows)
+  // Q A-fragments, one per k16 step (rows: the warp's 16 query rows); above D = 128 they are re-read
+  // from shared memory at q_addr (this lane's ldmatrix row address) instead (TileConfig::kQInRegisters).
+  uint32_t q[TileConfig<D>::kQInRegisters ? D / 16 : 1][4];
+  // With sw = lane & 7 and h = lane >> 4, chunk (2c + h) ^ sw of step kk = 4a + c is at byte
+  // q_addr + ((c << 5) ^ q_x0) + 128a: q_addr = row offset + ((h ^ (sw & 1)) << 4), q_x0 = (sw & 6) << 4.
+  uint32_t q_addr, q_x0;
   float o[D / 8][4];       // O accumulator, C-fragment per n8 column tile of the head dim
   SoftmaxRows sm;          // running max and sum of rows g and g+8
 };
@@ -56,10 +77,22 @@ __device__ __forceinline__ LaneOffsets lane_offsets(int lane) {
   const int vrow = (lane & 7) + (((lane >> 3) & 1) << 3), vchk = lane >> 4;
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
-    o.k[c] = 2 * krow * D + (((2 * c + kchk) ^ sw) << 4);
-    o.v[c] = 2 * vrow * D + (((2 * c + vchk) ^ sw) << 4);
+    o.k[c] = krow * TileConfig<D>::kRowBytes + (((2 * c + kchk) ^ sw) << 4);
+    o.v[c] = vrow * TileConfig<D>::kRowBytes + (((2 * c + vchk) ^ sw) << 4);
   }
   return o;
+}
+
+// The Q A-fragment of k16 step kk: from registers, or (D > 128) read into `tmp` from the Q tile. x4
+// matrices (rows 0-7, d 0-7), (rows 8-15, d 0-7), (rows 0-7, d 8-15), (rows 8-15, d 8-15) of step kk.
+template <int D>
+__device__ __forceinline__ const uint32_t (&q_fragment(const WarpState<D>& st, int kk, uint32_t (&tmp)[4]))[4] {
+  if constexpr (TileConfig<D>::kQInRegisters) {
+    return st.q[kk];
+  } else {
+    ldmatrix_x4(tmp, st.q_addr + ((uint32_t(kk & 3) << 5) ^ st.q_x0) + (kk >> 2) * 128);  // kk = 4·group + c
+    return tmp;
+  }
 }
 
 // S = Q · Kᵀ for one 64-key tile (fp32 C-fragments: s[i] covers keys 8i..8i+7).
@@ -72,16 +105,29 @@ __device__ __forceinline__ void qk_tile(float (&s)[kBlockN / 8][4], const WarpSt
   using Cfg = TileConfig<D>;
 #pragma unroll
   for (int i = 0; i < Cfg::kSTiles; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
-#pragma unroll
-  for (int kk = 0; kk < Cfg::kQKSteps; ++kk) {
-    const uint32_t base = sK + lo.k[kk & 3] + (kk >> 2) * 128;
+  // k16 step kk = 4·grp + c: 64-column group grp, chunk pair c (c compile-time: it indexes lo.k).
+  auto step = [&](int grp, int c) {
+    const uint32_t base = sK + lo.k[c] + grp * 128;
+    uint32_t qs[4];
+    const uint32_t(&qa)[4] = q_fragment<D>(st, 4 * grp + c, qs);
 #pragma unroll
     for (int np = 0; np < Cfg::kSTiles / 2; ++np) {
       uint32_t b[4];
-      ldmatrix_x4(b, base + np * 16 * D * 2);
-      ElemOps<Elem>::mma(s[2 * np], st.q[kk], b[0], b[1]);
-      ElemOps<Elem>::mma(s[2 * np + 1], st.q[kk], b[2], b[3]);
+      ldmatrix_x4(b, base + np * 16 * Cfg::kRowBytes);
+      ElemOps<Elem>::mma(s[2 * np], qa, b[0], b[1]);
+      ElemOps<Elem>::mma(s[2 * np + 1], qa, b[2], b[3]);
     }
+  };
+  if constexpr (Cfg::kQInRegisters) {
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kQKSteps; ++kk) step(kk >> 2, kk & 3);
+  } else {
+    // Q from shared memory: one 64-column group (4 k16 steps) per iteration, not unrolled, or ptxas
+    // hoists every group's Q and K fragments ahead and spills next to the D/2-float O accumulator.
+#pragma unroll 1
+    for (int grp = 0; grp < Cfg::kQKSteps / 4; ++grp)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) step(grp, c);
   }
 }
 
@@ -93,17 +139,28 @@ template <int D, typename Elem>
 __device__ __forceinline__ void pv_tile(float (&o)[D / 8][4], const float (&s)[kBlockN / 8][4], uint32_t sV,
                                         const LaneOffsets& lo) {
   using Cfg = TileConfig<D>;
-#pragma unroll
-  for (int kk = 0; kk < Cfg::kPVSteps; ++kk) {
-    uint32_t pa[4];
-    pack_p_fragment<Elem>(pa, s[2 * kk], s[2 * kk + 1]);
+  auto step = [&](int kk, const uint32_t(&pa)[4]) {
 #pragma unroll
     for (int dp = 0; dp < Cfg::kOTiles / 2; ++dp) {
       uint32_t b[4];
-      ldmatrix_x4_trans(b, sV + lo.v[dp & 3] + (dp >> 2) * 128 + kk * 16 * D * 2);
+      ldmatrix_x4_trans(b, sV + lo.v[dp & 3] + (dp >> 2) * 128 + kk * 16 * Cfg::kRowBytes);
       ElemOps<Elem>::mma(o[2 * dp], pa, b[0], b[1]);
       ElemOps<Elem>::mma(o[2 * dp + 1], pa, b[2], b[3]);
     }
+  };
+  if constexpr (Cfg::kQInRegisters) {
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kPVSteps; ++kk) {
+      uint32_t pa[4];
+      pack_p_fragment<Elem>(pa, s[2 * kk], s[2 * kk + 1]);
+      step(kk, pa);
+    }
+  } else {  // D > 128: pack all of P first (16 registers) so the 32 fp32 scores are dead during P·V
+    uint32_t pa[Cfg::kPVSteps][4];
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kPVSteps; ++kk) pack_p_fragment<Elem>(pa[kk], s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kPVSteps; ++kk) step(kk, pa[kk]);
   }
 }
 
