@@ -39,6 +39,7 @@ for s in $steps; do
     time-big-old) [ -x .gpu-dev/flash_dev_old ] && { timeout 100 .gpu-dev/flash_dev_old time-big > "$OUT/time-big-old.log" 2>&1; echo "time-big-old rc=$?"; cat "$OUT/time-big-old.log"; } ;;
     torch-big) PYTHONUNBUFFERED=1 timeout 100 python3 perf/dev/torch_sdpa_time.py --big > "$OUT/torch-big.log" 2>&1; echo "torch-big rc=$?"; cat "$OUT/torch-big.log" ;;
     headdims) timeout 400 "$BIN" headdims > "$OUT/headdims.log" 2>&1; echo "headdims rc=$?"; grep -E "FAIL|UNSUPP|error" "$OUT/headdims.log" | head -20 ;;
+    headdims-time) timeout 120 "$BIN" headdims-time > "$OUT/headdims-time.log" 2>&1; echo "headdims-time rc=$?" ;;
     torch-headdims) PYTHONUNBUFFERED=1 timeout 150 python3 perf/dev/torch_sdpa_time.py --headdims > "$OUT/torch-headdims.log" 2>&1; echo "torch-headdims rc=$?" ;;
     torch)    PYTHONUNBUFFERED=1 timeout 120 python3 perf/dev/torch_sdpa_time.py > "$OUT/torch.log" 2>&1; echo "torch rc=$?" ;;
     memcheck|racecheck|synccheck) t=$s

@@ -63,18 +63,18 @@ struct LaunchRow {
 constexpr long long kAnyRows = 1ll << 62;
 constexpr LaunchRow kLaunchTable[] = {
     // D   rows <=     block_m  G  stages split  Auto                            Hopper
-    {32, 1ll << 14, 64, 1, 3, true, FlashVariant::AllWarps, false},   // not yet measured: as D=64
-    {32, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, false},   // not yet measured: wide
+    {32, 1ll << 14, 64, 1, 3, true, FlashVariant::AllWarps, false},   // small problems: not measured (as D=64)
+    {32, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, false},   // (4,16,2048,32) H100: wide 174 us (bm64 234, WS 213)
     {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps, false},         // (1,8,512,64): 8.9 us, H200
     {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, false},  // (1,8,1024,64): 16.5 us (AW 26.5)
     {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, true},   // (1,8,2048,64): Hopper 28.3 us, WS 43.4
     {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // Hopper (4,16,1024,64) 59.0 us; wide 64.1 us
-    {96, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, false},   // not yet measured: as D=128
-    {96, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, false},   // not yet measured: wide
+    {96, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, false},   // small problems: not measured (as D=128)
+    {96, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, false},   // (4,16,2048,96) H100: wide s2 369 us (s3 493, bm64 534)
     {128, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, true},    // (1,8,2048,128): Hopper 33.4 us, 89.0
     {128, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},   // Hopper (2,16,4096,128) 528 TF/s; wide 318
-    {192, kAnyRows, 64, 1, 2, true, FlashVariant::AllWarps, false},   // not yet measured
-    {256, kAnyRows, 64, 1, 2, true, FlashVariant::AllWarps, false},   // not yet measured
+    {192, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, false},  // (4,16,2048,192) H100: 8 warps 911 us (bm64 1648)
+    {256, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, false},  // (4,16,2048,256) H100: 8 warps 999 us (bm64 1435)
 };
 // Keyed by the native head dim a problem runs on (sm80/config.cuh: native_head_dim; 80 -> 96 and so on).
 // AllWarps with block_m 128, one KV group and no split-KV runs the wide-warp kernel (4 warps x 32 query
