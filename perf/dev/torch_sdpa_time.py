@@ -48,30 +48,31 @@ def once():
     torch.cuda.synchronize()
 
 
-def headdims():
-    for D in (32, 64, 80, 96, 128, 160, 192, 256):
-        for causal in (False, True):
-            B, H, L = 4, 16, 2048
-            q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=torch.float16) for _ in range(3))
-            flops = 4.0 * B * H * L * L * D * (0.5 if causal else 1.0)
-            for name, be in BACKENDS:
-                try:
-                    with sdpa_kernel(be):
-                        us, iqr = time_graph(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
-                    print(f"TORCH  B{B} H{H:2d} L{L:5d} D{D:3d} float16  {'causal' if causal else 'full':6s} "
-                          f"{name:6s} {us:9.2f} us (iqr {iqr:.2f})  {flops / us * 1e-6:6.1f} TF/s", flush=True)
-                except Exception as ex:  # backend refused the shape
-                    print(f"TORCH  B{B} H{H} L{L} D{D} causal={causal} {name}: unavailable ({type(ex).__name__}: {str(ex)[:120]})")
+def time_shape(B, H, L, D, dtype, causal):
+    """Times both torch paths on one shape and prints a TORCH line each (or why a path refused it)."""
+    q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=dtype) for _ in range(3))
+    flops = 4.0 * B * H * L * L * D * (0.5 if causal else 1.0)
+    for name, be in BACKENDS:
+        try:
+            with sdpa_kernel(be):
+                us, iqr = time_graph(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+            print(f"TORCH  B{B} H{H:2d} L{L:5d} D{D:3d} {str(dtype)[6:]:8s} {'causal' if causal else 'full':6s} "
+                  f"{name:6s} {us:9.2f} us (iqr {iqr:.2f})  {flops / us * 1e-6:6.1f} TF/s", flush=True)
+        except Exception as ex:  # backend refused the shape
+            print(f"TORCH  B{B} H{H} L{L} D{D} {dtype} causal={causal} {name}: unavailable ({type(ex).__name__}: {str(ex)[:120]})")
 
 
 def main():
     if "--once" in sys.argv:
         return once()
     print("device:", torch.cuda.get_device_name(0), "torch", torch.__version__, "cudnn", torch.backends.cudnn.version())
+    if "--headdims" in sys.argv:  # flash_dev headdims' timing shapes: (4,16,2048,D) fp16
+        for D in (32, 64, 80, 96, 128, 160, 192, 256):
+            for causal in (False, True):
+                time_shape(4, 16, 2048, D, torch.float16, causal)
+        return
     only_small = "--small" in sys.argv
     big = "--big" in sys.argv  # flash_dev time-big's shapes, fp16 (+ bf16 for two), both backends
-    if "--headdims" in sys.argv:  # flash_dev headdims' timing shapes: (4,16,2048,D) fp16
-        return headdims()
     shapes = BIG_SHAPES if big else SHAPES
     for (B, H, L, D) in shapes:
         if only_small and L > 512:
@@ -82,16 +83,7 @@ def main():
                     continue
                 if big and dtype == torch.bfloat16 and (L < 4096 or causal):
                     continue
-                q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=dtype) for _ in range(3))
-                flops = 4.0 * B * H * L * L * D * (0.5 if causal else 1.0)
-                for name, be in BACKENDS:
-                    try:
-                        with sdpa_kernel(be):
-                            us, iqr = time_graph(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
-                        print(f"TORCH  B{B} H{H:2d} L{L:5d} D{D:3d} {str(dtype)[6:]:8s} {'causal' if causal else 'full':6s} "
-                              f"{name:6s} {us:9.2f} us (iqr {iqr:.2f})  {flops / us * 1e-6:6.1f} TF/s", flush=True)
-                    except Exception as ex:  # backend refused the shape
-                        print(f"TORCH  B{B} H{H} L{L} D{D} {dtype} causal={causal} {name}: unavailable ({type(ex).__name__}: {str(ex)[:120]})")
+                time_shape(B, H, L, D, dtype, causal)
 
 
 if __name__ == "__main__":
