@@ -423,7 +423,7 @@ int main(int argc, char** argv) {
             {AW, {64, 2, 2, -1}}, {WS, {64, 1, 3, -1}},
         };
         for (const auto& c : cfgs) {
-          if (!sweep) break;
+          if (!sweep) break;  // headdims-time: the table's choice only
           if (D > 128 && c.v == WS) continue;  // built up to 128
           char name[96];
           snprintf(name, sizeof name, "%s bm%d g%d s%d", variant_name(c.v), c.ov.block_m, c.ov.key_split_warps, c.ov.stages);

@@ -171,7 +171,7 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
   const FlashVariant v = variant == FlashVariant::Auto ? row.variant : variant;
   const bool ws = v == FlashVariant::WarpSpecialized;
   const int native_d = detail::native_head_dim(p.head_dim);
-  if (native_d > 128) {  // one KV group, no split-KV (TileConfig::kSplitsKeys)
+  if (!detail::sm80_splits_keys(native_d)) {  // one KV group, no split-KV (TileConfig::kSplitsKeys)
     plan->key_split_warps = 1;
     split = false;
   }
@@ -202,7 +202,7 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
   }
   work *= (long long)p.heads_q * p.batch;
   int tps = 1 << 30;
-  if (ov && ov->kv_tiles_per_split > 0 && native_d <= 128) {
+  if (ov && ov->kv_tiles_per_split > 0 && detail::sm80_splits_keys(native_d)) {
     tps = ov->kv_tiles_per_split;
   } else if (split && 2 * base_blocks <= dev.sm_count && max_tiles > 1) {
     tps = (int)std::max<long long>(plan->key_split_warps, (work + dev.sm_count - 1) / dev.sm_count);
@@ -312,7 +312,8 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
   }
   const int native_d = detail::native_head_dim(p.head_dim);
   if (variant == FlashVariant::WarpSpecialized && !detail::sm80_kernel_built(FlashKernel::Rows16WarpSpecialized, native_d))
-    return "the warp-specialized kernel is built for head_dim <= 128, not " + std::to_string(p.head_dim);
+    return "the warp-specialized kernel is built for head_dim <= " + std::to_string(detail::kMaxRegisterHeadDim) +
+           ", not " + std::to_string(p.head_dim);
   const long long rows = (long long)p.batch * p.heads_q * p.seqlen_q;
   const LaunchRow* row = nullptr;
   for (const LaunchRow& r : kLaunchTable)

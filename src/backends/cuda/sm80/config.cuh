@@ -30,11 +30,18 @@ constexpr int native_head_dim(int head_dim) {
   return 0;
 }
 
+// The largest head dim whose O accumulator (D/2 floats per thread of a 16-row warp) leaves registers for
+// the rest: Q fragments, a prefetched second score tile, the KV-group and split-KV merges, and the
+// warp-specialized and wide-warp kernels. Above it the 16-row all-warps kernel runs alone, leaner
+// (TileConfig::kQInRegisters, kSplitsKeys; ptxas: spills otherwise).
+constexpr int kMaxRegisterHeadDim = 128;
+constexpr bool sm80_splits_keys(int D) { return D <= kMaxRegisterHeadDim; }
+
 // Which kernels are compiled for native head dim D (sm80/instances/): the 16-row all-warps kernel for
-// every D; the warp-specialized and wide-warp kernels up to 128 (above, their register budget does not
-// hold the O accumulator; the launch table never picks them there).
+// every D; the warp-specialized and wide-warp kernels up to kMaxRegisterHeadDim (the launch table never
+// picks them above).
 constexpr bool sm80_kernel_built(FlashKernel kernel, int D) {
-  return kernel == FlashKernel::Rows16 || ((kernel == FlashKernel::Rows16WarpSpecialized || kernel == FlashKernel::Wide) && D <= 128);
+  return kernel == FlashKernel::Rows16 || D <= kMaxRegisterHeadDim;
 }
 
 template <int D>
@@ -51,10 +58,10 @@ struct TileConfig {
   static constexpr int kTileElems = kBlockN * kRow;  // one K (or V) tile
   // Q A-fragments stay in registers up to D = 128; above, the O accumulator (D/2 floats) leaves no room
   // and every Q·Kᵀ step re-reads them from the Q tile in shared memory (ldmatrix).
-  static constexpr bool kQInRegisters = D <= 128;
+  static constexpr bool kQInRegisters = D <= kMaxRegisterHeadDim;
   // KV groups (key_split_warps > 1) and split-KV up to D = 128. Above, their merge code next to the
   // D/2-float O accumulator costs the 16-row kernel register spills (ptxas, sm_90): one group, no split.
-  static constexpr bool kSplitsKeys = D <= 128;
+  static constexpr bool kSplitsKeys = sm80_splits_keys(D);
   // Dynamic shared memory: [Q: block_m x kRow][ring: stages x key_split_warps x (K tile, V tile)], 16-bit elements.
   __host__ __device__ static constexpr size_t smem_bytes(int block_m, int key_split_warps, int stages) {
     return 2ull * (size_t(block_m) * kRow + size_t(stages) * key_split_warps * 2 * kTileElems);

@@ -119,8 +119,9 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
       for (int kk = 0; kk < Cfg::kQKSteps; ++kk)
         ldmatrix_x4(st.q[kk], base + row * Cfg::kRowBytes + (((2 * kk + (lane >> 4)) ^ (lane & 7)) << 4));
     } else {
-      st.q_addr = base + row * Cfg::kRowBytes + (((lane >> 4) ^ (lane & 1)) << 4);
-      st.q_x0 = (lane & 6) << 4;
+      const LaneBases lb = lane_bases<D>(lane);
+      st.q_addr = base + rw * kWarpRows * Cfg::kRowBytes + lb.q;
+      st.q_x0 = lb.x0;
     }
   };
 

@@ -19,29 +19,6 @@
 
 namespace flashcore::cuda::detail {
 
-// Per-lane ldmatrix offsets of the wide kernel, 4 registers for Q, K and V: with sw = lane & 7 and the
-// half-chunk bit h, ((2c + h) ^ sw) << 4 = ((h ^ (sw & 1)) << 4) + ((c << 5) ^ ((sw & 6) << 4)), so the
-// row part and h go into one base per operand and the chunk term x(c) is one XOR (registers are short).
-struct WideOffsets {
-  uint32_t q, k, v;  // row offset + half-chunk term (Q: row lane&15, h lane>>4; K, V as in LaneOffsets)
-  uint32_t x0;       // (lane & 6) << 4
-  __device__ __forceinline__ uint32_t x(int c) const { return x0 ^ (uint32_t(c) << 5); }
-};
-template <int D>
-__device__ __forceinline__ WideOffsets wide_offsets(int lane) {
-  WideOffsets o;
-  const int sw = lane & 7;
-  const int krow = (lane & 7) + ((lane >> 4) << 3), kchk = (lane >> 3) & 1;
-  const int vrow = (lane & 7) + (((lane >> 3) & 1) << 3), vchk = lane >> 4;
-  const int qrow = lane & 15, qchk = lane >> 4;
-  constexpr int kRowBytes = TileConfig<D>::kRowBytes;
-  o.q = qrow * kRowBytes + ((qchk ^ (sw & 1)) << 4);
-  o.k = krow * kRowBytes + ((kchk ^ (sw & 1)) << 4);
-  o.v = vrow * kRowBytes + ((vchk ^ (sw & 1)) << 4);
-  o.x0 = (sw & 6) << 4;
-  return o;
-}
-
 template <int D>
 struct WideState {
   static constexpr bool kQRegs = D <= 64;         // Q A-fragments kept in registers (D=64 only)
@@ -57,7 +34,7 @@ struct WideState {
 // halves' Q·Kᵀ together (S 64 + O 128 + prefetched fragments) and spills.
 template <int D, typename Elem, bool kMask, class Mask>
 __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, uint32_t sK, uint32_t sV,
-                                          const WideOffsets& lo, const Mask& mask, float sl2, int row_lo, int key0,
+                                          const LaneBases& lo, const Mask& mask, float sl2, int row_lo, int key0,
                                           int lane) {
   using Cfg = TileConfig<D>;
   using Ops = ElemOps<Elem>;
@@ -174,7 +151,7 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
     st.row_sum[mt][0] = st.row_sum[mt][1] = 0.f;
   }
   // Q A-fragments: x4 = rows 0-7 / 8-15 of the m tile at chunk 2kk, then at chunk 2kk+1 (as load_q_fragments).
-  const WideOffsets lo = wide_offsets<D>(lane);
+  const LaneBases lo = lane_bases<D>(lane);
   const uint32_t sQw = smem_u32(sQ) + warp * kWideWarpRows * Cfg::kRowBytes;
 
   int slot = 0;

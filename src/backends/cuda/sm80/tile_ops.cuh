@@ -14,8 +14,8 @@
 namespace flashcore::cuda::detail {
 
 // Copy rows [row0, row0 + rows) of a [seqlen x head_dim] matrix (row stride `stride`) into a swizzled
-// smem tile of D columns: rows at or past `seqlen` and columns at or past `head_dim`
-// (head_dim / 8, when head_dim < D) are zero-filled, so they add nothing to Q·Kᵀ or P·V; the row
+// smem tile of D columns: rows at or past `seqlen` and columns at or past `head_dim` (when
+// head_dim < D) are zero-filled, so they add nothing to Q·Kᵀ or P·V; the row
 // padding past D (common/swizzle.cuh) is neither written nor read. Threads first..first+nthr-1 share it.
 // When 32 is a multiple of the row's chunks (D = 32, 64, 128, 256; 96 counts its padded 16 chunks) a
 // thread always copies the same column chunk, of rows r, r + nthr/chunks, ...: one pointer bump, one
@@ -55,8 +55,8 @@ struct WarpState {
   // Q A-fragments, one per k16 step (rows: the warp's 16 query rows); above D = 128 they are re-read
   // from shared memory at q_addr (this lane's ldmatrix row address) instead (TileConfig::kQInRegisters).
   uint32_t q[TileConfig<D>::kQInRegisters ? D / 16 : 1][4];
-  // With sw = lane & 7 and h = lane >> 4, chunk (2c + h) ^ sw of step kk = 4a + c is at byte
-  // q_addr + ((c << 5) ^ q_x0) + 128a: q_addr = row offset + ((h ^ (sw & 1)) << 4), q_x0 = (sw & 6) << 4.
+  // Step kk = 4a + c is at q_addr + ((c << 5) ^ q_x0) + 128a (LaneBases: q_addr = the warp's rows + q,
+  // q_x0 = x0).
   uint32_t q_addr, q_x0;
   float o[D / 8][4];       // O accumulator, C-fragment per n8 column tile of the head dim
   SoftmaxRows sm;          // running max and sum of rows g and g+8
@@ -80,6 +80,30 @@ __device__ __forceinline__ LaneOffsets lane_offsets(int lane) {
     o.k[c] = krow * TileConfig<D>::kRowBytes + (((2 * c + kchk) ^ sw) << 4);
     o.v[c] = vrow * TileConfig<D>::kRowBytes + (((2 * c + vchk) ^ sw) << 4);
   }
+  return o;
+}
+
+// Per-lane ldmatrix offsets in 4 registers for Q, K and V (the wide kernel; the 16-row kernel's Q above
+// kMaxRegisterHeadDim): with sw = lane & 7 and the
+// half-chunk bit h, ((2c + h) ^ sw) << 4 = ((h ^ (sw & 1)) << 4) + ((c << 5) ^ ((sw & 6) << 4)), so the
+// row part and h go into one base per operand and the chunk term x(c) is one XOR (registers are short).
+struct LaneBases {
+  uint32_t q, k, v;  // row offset + half-chunk term (Q: row lane&15, h lane>>4; K, V as in LaneOffsets)
+  uint32_t x0;       // (lane & 6) << 4
+  __device__ __forceinline__ uint32_t x(int c) const { return x0 ^ (uint32_t(c) << 5); }
+};
+template <int D>
+__device__ __forceinline__ LaneBases lane_bases(int lane) {
+  LaneBases o;
+  const int sw = lane & 7;
+  const int krow = (lane & 7) + ((lane >> 4) << 3), kchk = (lane >> 3) & 1;
+  const int vrow = (lane & 7) + (((lane >> 3) & 1) << 3), vchk = lane >> 4;
+  const int qrow = lane & 15, qchk = lane >> 4;
+  constexpr int kRowBytes = TileConfig<D>::kRowBytes;
+  o.q = qrow * kRowBytes + ((qchk ^ (sw & 1)) << 4);
+  o.k = krow * kRowBytes + ((kchk ^ (sw & 1)) << 4);
+  o.v = vrow * kRowBytes + ((vchk ^ (sw & 1)) << 4);
+  o.x0 = (sw & 6) << 4;
   return o;
 }
 
