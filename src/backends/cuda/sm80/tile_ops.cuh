@@ -34,7 +34,7 @@ __device__ __forceinline__ void load_tile_async(Elem* s, const Elem* g, long lon
     const int r0 = unsigned(first) / kRowChunks;
     const Elem* src = g + (long long)(row0 + r0) * stride + chunk * 8;
     const long long src_step = (long long)row_step * stride;
-    const Elem* safe = g;  // a valid address for zero-filled chunks (nothing is read)
+    const Elem* safe = g + chunk * 8;  // an address for zero-filled chunks (src-size 0: nothing is read)
     for (int r = r0; r < rows; r += row_step, src += src_step) {
       const bool ok = col_ok && row0 + r < seqlen;
       cp_async_16(s_base + r * TileConfig<D>::kRowBytes + ((chunk ^ (r & 7)) << 4), ok ? src : safe, ok);
