@@ -82,14 +82,9 @@ constexpr LaunchRow kLaunchTable[] = {
 // the 16-row kernel.
 
 size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {
-  switch (detail::native_head_dim(head_dim)) {
-    case 32: return TileConfig<32>::smem_bytes(block_m, key_split_warps, stages);
-    case 64: return TileConfig<64>::smem_bytes(block_m, key_split_warps, stages);
-    case 96: return TileConfig<96>::smem_bytes(block_m, key_split_warps, stages);
-    case 128: return TileConfig<128>::smem_bytes(block_m, key_split_warps, stages);
-    case 192: return TileConfig<192>::smem_bytes(block_m, key_split_warps, stages);
-    default: return TileConfig<256>::smem_bytes(block_m, key_split_warps, stages);
-  }
+  return detail::with_native_head_dim(head_dim, [&](auto d) {
+    return TileConfig<decltype(d)::value>::smem_bytes(block_m, key_split_warps, stages);
+  });
 }
 
 size_t align_up(size_t x) { return (x + 255) & ~size_t(255); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include "backends/cuda/common/kernel_args.h"
 #include "backends/cuda/common/swizzle.cuh"
@@ -28,6 +29,19 @@ constexpr int native_head_dim(int head_dim) {
   for (int d : kNativeHeadDims)
     if (head_dim <= d) return d;
   return 0;
+}
+// f(std::integral_constant<int, D>{}) for the native head dim D that runs head_dim (the one place a
+// runtime head dim becomes a template argument; head_dim in [1, 256]).
+template <class F>
+decltype(auto) with_native_head_dim(int head_dim, F&& f) {
+  switch (native_head_dim(head_dim)) {
+    case 32: return f(std::integral_constant<int, 32>{});
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 96: return f(std::integral_constant<int, 96>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    case 192: return f(std::integral_constant<int, 192>{});
+    default: return f(std::integral_constant<int, 256>{});
+  }
 }
 
 // The largest head dim whose O accumulator (D/2 floats per thread of a 16-row warp) leaves registers for

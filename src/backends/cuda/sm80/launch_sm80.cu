@@ -6,15 +6,9 @@
 namespace flashcore::cuda::detail {
 
 cudaError_t launch_sm80(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream) {
-  switch (native_head_dim(args.p.head_dim)) {
-    case 32: return launch_sm80_head_dim<32>(plan, args, stream);
-    case 64: return launch_sm80_head_dim<64>(plan, args, stream);
-    case 96: return launch_sm80_head_dim<96>(plan, args, stream);
-    case 128: return launch_sm80_head_dim<128>(plan, args, stream);
-    case 192: return launch_sm80_head_dim<192>(plan, args, stream);
-    case 256: return launch_sm80_head_dim<256>(plan, args, stream);
-  }
-  return cudaErrorInvalidValue;
+  if (native_head_dim(args.p.head_dim) == 0) return cudaErrorInvalidValue;  // the plan never gets here
+  return with_native_head_dim(args.p.head_dim,
+                              [&](auto d) { return launch_sm80_head_dim<decltype(d)::value>(plan, args, stream); });
 }
 
 }  // namespace flashcore::cuda::detail
