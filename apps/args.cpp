@@ -43,6 +43,11 @@ const char* kRunHelp =
     "  --dtype T                fp32 | fp16 | bf16 (default fp16, or that of --q)\n"
     "  --causal                 causal mask, aligned to the bottom-right corner\n"
     "  --scale X                softmax scale (default 1/sqrt(head_dim))\n"
+    "  --window-left N          sliding window: keys a row sees left of its (bottom-right\n"
+    "  --window-right N           aligned) diagonal, and right of it (default -1: unbounded)\n"
+    "  --softcap X              logit soft-capping x -> X tanh(x / X) (default 0: none)\n"
+    "  --alibi                  ALiBi with the slopes 2^(-8 (h+1) / heads) of query head h\n"
+    "  --sinks X                attention sinks: logit X joins every row's softmax denominator\n"
     "  --layout L               bshd: tensors (B,S,H,D) | bhsd: (B,H,S,D) (default bshd)\n"
     "inputs:\n"
     "  --seed N                 seed of the random inputs (default 0): Q, K ~ normal(0,1),\n"
@@ -171,6 +176,20 @@ RunArgs parse_run_args(const std::vector<std::string>& args, bool main_job) {
       a.causal = true;
     } else if (flag == "--scale") {
       a.scale = parse_real(flag, take());
+    } else if (flag == "--window-left") {
+      a.window_left = static_cast<int>(parse_integer(flag, take(), INT_MIN, INT_MAX));
+    } else if (flag == "--window-right") {
+      a.window_right = static_cast<int>(parse_integer(flag, take(), INT_MIN, INT_MAX));
+    } else if (flag == "--softcap") {
+      a.softcap = parse_real(flag, take());
+    } else if (flag == "--alibi") {
+      no_value();
+      a.alibi = true;
+    } else if (flag == "--sinks") {
+      a.sinks = true;
+      a.sink_value = parse_real(flag, take());
+      if (!std::isfinite(a.sink_value) || std::fabs(a.sink_value) > 1e30)
+        throw UsageError("--sinks: " + std::to_string(a.sink_value) + " is not a finite fp32 logit");
     } else if (flag == "--layout") {
       const std::string v = take();
       if (v == "bshd" || v == "BSHD") a.layout = Layout::BSHD;

@@ -29,7 +29,8 @@ std::string fmt(double v) {
 
 }  // namespace
 
-Oracle compute_oracle(const Problem& p, const void* q, const void* k, const void* v, bool naive) {
+Oracle compute_oracle(const Problem& p, const void* q, const void* k, const void* v,
+                      const verify::HeadParams& heads, bool naive) {
   Oracle r;
   // The exact answer written contiguously (B, Lq, Hq, D), the layout of verify::o_index.
   Problem contiguous_o = p;
@@ -37,12 +38,13 @@ Oracle compute_oracle(const Problem& p, const void* q, const void* k, const void
                     static_cast<std::int64_t>(p.heads_q) * p.head_dim, p.head_dim};
   r.o.assign(static_cast<std::size_t>(p.batch) * p.seqlen_q * p.heads_q * p.head_dim, 0.0);
   r.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0);
-  flashcore::reference::run_host_fp64(contiguous_o, q, k, v, r.o.data(), r.lse.data());
+  flashcore::reference::run_host_fp64(contiguous_o, flashcore::Tensors{q, k, v, nullptr, nullptr, heads.alibi_slopes, heads.sinks},
+                                      r.o.data(), r.lse.data());
   if (naive) {
     // A naive computation in the input precision: scores and softmax in fp64, the probabilities
     // rounded to the dtype before P·V, the output rounded to the dtype (plain loops independent
     // of the library's kernels).
-    r.naive_err = verify::max_abs_difference(verify::attention(p, q, k, v, verify::Precision::Same).o, r.o);
+    r.naive_err = verify::max_abs_difference(verify::attention(p, q, k, v, verify::Precision::Same, 1, 1, heads).o, r.o);
   }
   return r;
 }

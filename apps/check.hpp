@@ -7,6 +7,7 @@
 
 #include "flashcore/flashcore.hpp"
 #include "verify/elements.hpp"
+#include "verify/oracle.hpp"
 
 namespace fcapp {
 
@@ -22,7 +23,8 @@ struct Oracle {
 /// Runs the fp64 oracle; when naive is true also the naive same-precision computation
 /// (P rounded to the input dtype before P·V, output rounded: verify::attention with
 /// Precision::Same), for the kernel bound.
-Oracle compute_oracle(const flashcore::Problem& p, const void* q, const void* k, const void* v, bool naive);
+Oracle compute_oracle(const flashcore::Problem& p, const void* q, const void* k, const void* v,
+                      const flashcore::verify::HeadParams& heads, bool naive);
 
 struct Validation {
   bool done = false;

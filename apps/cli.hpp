@@ -50,6 +50,11 @@ struct RunArgs {
   bool dtype_set = false;
   bool causal = false;
   double scale = 0;
+  int window_left = -1, window_right = -1;  // sliding window; -1 = unbounded side
+  double softcap = 0;
+  bool alibi = false;                       // ALiBi with the standard slopes 2^(-8(h+1)/Hq)
+  bool sinks = false;
+  double sink_value = 0;                    // --sinks X: every head's sink logit
   Layout layout = Layout::BSHD;
   std::uint64_t seed = 0;
   std::string q_file, k_file, v_file;
@@ -79,7 +84,13 @@ struct HostData {
   Layout layout = Layout::BSHD;
   std::vector<unsigned char> q, k, v, o;
   std::vector<float> lse;  // empty: no LSE
+  std::vector<float> alibi_slopes, sinks;  // heads_q values each, or empty (variant off)
   bool from_files = false;
+
+  /// The variants' per-head parameters as the oracle takes them (host pointers, null when off).
+  flashcore::verify::HeadParams head_params() const {
+    return {alibi_slopes.empty() ? nullptr : alibi_slopes.data(), sinks.empty() ? nullptr : sinks.data()};
+  }
 
   void poison() {
     flashcore::verify::poison(p.dtype, o.data(), p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
@@ -128,7 +139,7 @@ flashcore::Report cli_report(flashcore::Report r);
 void run_host(const RunArgs& a, HostData& d, flashcore::Options opts, Outcome& out);
 #if defined(FLASHCORE_HAVE_CUDA_RUNTIME)
 /// Which device backend would run the problem on device data, and why the others decline.
-flashcore::Report device_explain(const Problem& p, bool want_lse, const flashcore::Options& opts);
+flashcore::Report device_explain(const HostData& d, bool want_lse, const flashcore::Options& opts);
 /// The same as run_host on device memory, timed with CUDA events.
 void run_device(const RunArgs& a, HostData& d, flashcore::Options opts, Outcome& out);
 #endif

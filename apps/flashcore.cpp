@@ -87,7 +87,7 @@ int cmd_run(const std::vector<std::string>& args, bool main_job, Runtime& rt) {
   }
 #if defined(FLASHCORE_HAVE_CUDA_RUNTIME)
   else if (have_device) {
-    out.device_report = device_explain(d.p, !d.lse.empty(), opts);
+    out.device_report = device_explain(d, !d.lse.empty(), opts);
     if (!out.device_report.chosen.empty()) loc = flashcore::MemoryLocation::Device;
     else out.have_device_report = true;
   }
@@ -99,7 +99,7 @@ int cmd_run(const std::vector<std::string>& args, bool main_job, Runtime& rt) {
   if (a.validate) {
     const Problem& p = d.p;
     const bool reference = out.report.chosen_kind == flashcore::BackendKind::Reference;
-    const Oracle ref = compute_oracle(p, d.q.data(), d.k.data(), d.v.data(), !reference);
+    const Oracle ref = compute_oracle(p, d.q.data(), d.k.data(), d.v.data(), d.head_params(), !reference);
     val = compare(p, ref, out.o_first.data(), out.lse_first.empty() ? nullptr : out.lse_first.data(),
                   out.report.chosen_kind);
     if (out.have_final)

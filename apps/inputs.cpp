@@ -167,6 +167,11 @@ HostData make_data(const RunArgs& a) {
   }
   p.causal = a.causal;
   p.scale = static_cast<float>(a.scale);
+  p.window_left = a.window_left;
+  p.window_right = a.window_right;
+  p.softcap = static_cast<float>(a.softcap);
+  if (std::isfinite(a.softcap) && std::fabs(a.softcap) > std::numeric_limits<float>::max())
+    throw UsageError("--softcap: " + std::to_string(a.softcap) + " is beyond the fp32 range");
   if (std::isfinite(a.scale) && a.scale != 0 && p.scale == 0.0f)
     throw UsageError("--scale: " + std::to_string(a.scale) + " underflows to 0 in fp32");
   if (std::isfinite(a.scale) && std::fabs(a.scale) > std::numeric_limits<float>::max())
@@ -177,6 +182,12 @@ HostData make_data(const RunArgs& a) {
   } catch (const flashcore::Error& e) {
     throw UsageError(e.what());
   }
+  if (a.alibi) {
+    d.alibi_slopes.resize(p.heads_q);
+    for (int h = 0; h < p.heads_q; ++h)
+      d.alibi_slopes[h] = static_cast<float>(std::exp2(-8.0 * (h + 1) / p.heads_q));
+  }
+  if (a.sinks) d.sinks.assign(p.heads_q, static_cast<float>(a.sink_value));
   if (!d.from_files) {
     d.q.assign(tensor_bytes(p, p.q, p.seqlen_q, p.heads_q), 0);
     d.k.assign(tensor_bytes(p, p.k, p.seqlen_k, p.heads_kv), 0);

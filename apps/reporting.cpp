@@ -34,6 +34,14 @@ void print_text(const RunArgs& a, const HostData& d, const Outcome& out, const V
      << " Lk=" << p.seqlen_k << " D=" << p.head_dim << " " << flashcore::to_string(p.dtype) << " "
      << (p.causal ? "causal" : "non-causal") << " layout=" << to_string(d.layout)
      << " scale=" << fmt("%.6g", p.effective_scale()) << (d.lse.empty() ? " (no LSE)" : "") << "\n";
+  if (p.has_window() || p.softcap > 0 || !d.alibi_slopes.empty() || !d.sinks.empty()) {
+    os << "variants  :";
+    if (p.has_window()) os << " window=(" << p.window_left << "," << p.window_right << ")";
+    if (p.softcap > 0) os << " softcap=" << fmt("%.6g", p.softcap);
+    if (!d.alibi_slopes.empty()) os << " alibi";
+    if (!d.sinks.empty()) os << " sinks=" << fmt("%.6g", d.sinks[0]);
+    os << "\n";
+  }
   if (d.from_files)
     os << "inputs    : --q " << a.q_file << ", --k " << a.k_file << ", --v " << a.v_file << "\n";
   else
@@ -95,6 +103,10 @@ void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const V
   j.integer("Lk", p.seqlen_k).integer("D", p.head_dim).str("dtype", flashcore::to_string(p.dtype));
   j.boolean("causal", p.causal).str("layout", to_string(d.layout)).num("scale", p.effective_scale());
   j.boolean("lse", !d.lse.empty());
+  j.integer("window_left", p.window_left).integer("window_right", p.window_right).num("softcap", p.softcap);
+  j.boolean("alibi", !d.alibi_slopes.empty());
+  if (d.sinks.empty()) j.null("sinks");
+  else j.num("sinks", d.sinks[0]);
   j.str("inputs", d.from_files ? "files" : "random");
   if (d.from_files) j.null("seed");
   else j.raw("seed", std::to_string(a.seed));

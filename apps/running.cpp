@@ -47,7 +47,8 @@ flashcore::Report explain_at(const Problem& p, const flashcore::Tensors& t, flas
 #if defined(FLASHCORE_HAVE_CUDA_RUNTIME)
 /// The selection for data in device memory, asked with placeholder device addresses (explain()
 /// touches no memory): which device backend would run the problem, and why the others decline.
-flashcore::Report device_explain(const Problem& p, bool want_lse, const flashcore::Options& opts) {
+flashcore::Report device_explain(const HostData& d, bool want_lse, const flashcore::Options& opts) {
+  const Problem& p = d.p;
   std::uintptr_t next = std::uintptr_t(1) << 44;  // far from any real allocation; 256-byte aligned ranges
   auto place = [&](std::size_t bytes) {
     const std::uintptr_t at = next;
@@ -60,6 +61,8 @@ flashcore::Report device_explain(const Problem& p, bool want_lse, const flashcor
   t.v = place(tensor_bytes(p, p.v, p.seqlen_k, p.heads_kv));
   t.o = place(tensor_bytes(p, p.o, p.seqlen_q, p.heads_q));
   if (want_lse) t.lse = static_cast<float*>(place(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q * 4));
+  if (!d.alibi_slopes.empty()) t.alibi_slopes = static_cast<const float*>(place(p.heads_q * sizeof(float)));
+  if (!d.sinks.empty()) t.sinks = static_cast<const float*>(place(p.heads_q * sizeof(float)));
   return explain_at(p, t, opts, flashcore::MemoryLocation::Device);
 }
 #endif
@@ -114,7 +117,8 @@ void fill_timing(Outcome& out, const std::vector<double>& samples) {
 /// validating) a final call on poisoned outputs. d.o / d.lse end with the last call's outputs.
 void run_host(const RunArgs& a, HostData& d, flashcore::Options opts, Outcome& out) {
   const Problem& p = d.p;
-  flashcore::Tensors t{d.q.data(), d.k.data(), d.v.data(), d.o.data(), d.lse.empty() ? nullptr : d.lse.data()};
+  flashcore::Tensors t{d.q.data(), d.k.data(), d.v.data(), d.o.data(), d.lse.empty() ? nullptr : d.lse.data(),
+                       d.head_params().alibi_slopes, d.head_params().sinks};
   opts.location = flashcore::MemoryLocation::Host;
   out.report = explain_at(p, t, opts, flashcore::MemoryLocation::Host);
   if (out.report.chosen.empty())
@@ -152,7 +156,16 @@ void run_device(const RunArgs& a, HostData& d, flashcore::Options opts, Outcome&
   q.upload(d.q.data(), d.q.size());
   k.upload(d.k.data(), d.k.size());
   v.upload(d.v.data(), d.v.size());
-  flashcore::Tensors t{q.get(), k.get(), v.get(), o.get(), lse_buf ? static_cast<float*>(lse_buf->get()) : nullptr};
+  // The variants' per-head parameters (heads_q floats each) go to device memory too.
+  std::unique_ptr<DeviceBuffer> slopes_buf, sinks_buf;
+  auto upload_floats = [](const std::vector<float>& h, std::unique_ptr<DeviceBuffer>& buf, const char* name) {
+    if (h.empty()) return static_cast<const float*>(nullptr);
+    buf = std::make_unique<DeviceBuffer>(h.size() * sizeof(float), name);
+    buf->upload(h.data(), h.size() * sizeof(float));
+    return static_cast<const float*>(buf->get());
+  };
+  flashcore::Tensors t{q.get(), k.get(), v.get(), o.get(), lse_buf ? static_cast<float*>(lse_buf->get()) : nullptr,
+                       upload_floats(d.alibi_slopes, slopes_buf, "alibi_slopes"), upload_floats(d.sinks, sinks_buf, "sinks")};
   opts.location = flashcore::MemoryLocation::Device;
   out.report = explain_at(p, t, opts, flashcore::MemoryLocation::Device);
   if (out.report.chosen.empty())

@@ -141,6 +141,45 @@ TEST(CApi, ComputesAttention) {
   EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
 }
 
+TEST(CApi, ComputesAttentionWithEveryVariant) {
+  fctest::Case c = fctest::make_case(2, 4, 2, 37, 53, 32, DType::F16, true);
+  c.window_left = 11, c.softcap = 20, c.alibi = true, c.sinks = true;
+  fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 13);
+  fc_problem p;
+  fc_problem_init(&p, 2, 4, 2, 37, 53, 32, FC_F16, 1);
+  p.window = 1, p.window_left = 11, p.window_right = -1;
+  p.softcap = 20.0f;
+  p.alibi_slopes = d.alibi_slopes.data();
+  p.sinks = d.sinks.data();
+  ASSERT_EQ(fc_attention(&p, d.q.data(), d.k.data(), d.v.data(), d.o.data(), d.lse.data(), FC_LOC_HOST, "", nullptr),
+            FC_OK)
+      << fc_last_error();
+  const fctest::Errors e = fctest::compare(d, fctest::oracle(d));
+  EXPECT_EQ(e.bad, 0) << e.first_bad;
+  EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
+}
+
+TEST(KokkosViews, VariantsPassThroughViewOptions) {
+  const int B = 1, Hq = 4, Hkv = 1, Lq = 29, Lk = 41, D = 16;
+  fctest::Case c = fctest::make_case(B, Hq, Hkv, Lq, Lk, D, DType::F32, false);
+  c.window_left = 5, c.window_right = 3, c.softcap = 8, c.alibi = true, c.sinks = true;
+  fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 14);
+  using V4 = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+  V4 q(reinterpret_cast<float*>(d.q.data()), B, Lq, Hq, D);
+  V4 k(reinterpret_cast<float*>(d.k.data()), B, Lk, Hkv, D);
+  V4 v(reinterpret_cast<float*>(d.v.data()), B, Lk, Hkv, D);
+  V4 o(reinterpret_cast<float*>(d.o.data()), B, Lq, Hq, D);
+  Kokkos::View<float***, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> lse(d.lse.data(), B, Hq, Lq);
+  flashcore::ViewOptions opts;
+  opts.window_left = 5, opts.window_right = 3, opts.softcap = 8;
+  opts.alibi_slopes = d.alibi_slopes.data();
+  opts.sinks = d.sinks.data();
+  flashcore::run(q, k, v, o, lse, opts);
+  const fctest::Errors e = fctest::compare(d, fctest::oracle(d));
+  EXPECT_EQ(e.bad, 0) << e.first_bad;
+  EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
+}
+
 TEST(KokkosViews, LayoutRightAndSubviewOfBHSD) {
   using Kokkos::ALL;
   const int B = 2, Hq = 4, Hkv = 2, Lq = 21, Lk = 34, D = 16;

@@ -48,6 +48,18 @@ std::vector<BadCase> bad_cases() {
       {"o_null", [](Problem&, flashcore::Tensors& t) { t.o = nullptr; }, "o", "o: pointer is null"},
       {"o_aliases_q", [](Problem&, flashcore::Tensors& t) { t.q = t.o; }, "o", "overlaps q"},
       {"lse_inside_o", [](Problem&, flashcore::Tensors& t) { t.lse = static_cast<float*>(t.o) + 4; }, "o", "overlaps lse"},
+      {"window_left_minus2", [](Problem& p, auto&) { p.window_left = -2; }, "window_left", "window_left -2"},
+      {"window_right_huge", [](Problem& p, auto&) { p.window_right = 2000000000; }, "window_right", "window_right 2000000000"},
+      {"window_right_with_causal", [](Problem& p, auto&) { p.causal = true; p.window_right = 3; }, "window_right",
+       "window_right 3 contradicts causal"},
+      {"softcap_negative", [](Problem& p, auto&) { p.softcap = -1.0f; }, "softcap", "softcap -1"},
+      {"softcap_nan", [](Problem& p, auto&) { p.softcap = std::nanf(""); }, "softcap", "softcap nan"},
+      {"alibi_slope_nan", [](Problem&, flashcore::Tensors& t) { static float s[4] = {0.1f, 0.2f, NAN, 0.3f}; t.alibi_slopes = s; },
+       "alibi_slopes", "value nan of head 2"},
+      {"sink_inf", [](Problem&, flashcore::Tensors& t) { static float s[4] = {INFINITY, 0, 0, 0}; t.sinks = s; },
+       "sinks", "value inf of head 0"},
+      {"o_overlaps_sinks", [](Problem&, flashcore::Tensors& t) { t.sinks = static_cast<const float*>(t.o) + 2; }, "o",
+       "overlaps sinks"},
   };
 }
 
@@ -134,4 +146,23 @@ TEST(Validation, CApiReportsFieldAndLeavesOutputs) {
   for (float x : o) ASSERT_EQ(x, 7.0f);
   EXPECT_EQ(fc_attention(nullptr, q.data(), k.data(), v.data(), o.data(), nullptr, FC_LOC_AUTO, nullptr, nullptr),
             FC_ERROR_INVALID);
+  // The variants' fields.
+  fc_problem_init(&p, 1, 4, 2, 8, 8, 32, FC_F32, 0);
+  p.window = 2;
+  EXPECT_EQ(fc_attention(&p, q.data(), k.data(), v.data(), o.data(), nullptr, FC_LOC_AUTO, nullptr, nullptr),
+            FC_ERROR_INVALID);
+  EXPECT_NE(std::string(fc_last_error()).find("window: value 2"), std::string::npos) << fc_last_error();
+  p.window = 1;
+  p.window_left = -7;
+  EXPECT_EQ(fc_attention(&p, q.data(), k.data(), v.data(), o.data(), nullptr, FC_LOC_AUTO, nullptr, nullptr),
+            FC_ERROR_INVALID);
+  EXPECT_NE(std::string(fc_last_error()).find("window_left -7"), std::string::npos) << fc_last_error();
+  fc_problem_init(&p, 1, 4, 2, 8, 8, 32, FC_F32, 0);
+  const float slopes[4] = {0.5f, 0.25f, -INFINITY, 0.125f};
+  p.alibi_slopes = slopes;
+  EXPECT_EQ(fc_attention(&p, q.data(), k.data(), v.data(), o.data(), nullptr, FC_LOC_AUTO, nullptr, nullptr),
+            FC_ERROR_INVALID);
+  EXPECT_NE(std::string(fc_last_error()).find("alibi_slopes: value -inf of head 2"), std::string::npos)
+      << fc_last_error();
+  for (float x : o) ASSERT_EQ(x, 7.0f);
 }

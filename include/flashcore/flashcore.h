@@ -2,7 +2,8 @@
  *
  * Same semantics as the C++ API (flashcore.hpp): Q (B,Lq,Hq,D), K/V (B,Lk,Hkv,D), O (B,Lq,Hq,D)
  * through element strides; bottom-right aligned causal mask; rows that see no key give O = 0 and
- * LSE = -inf. Every function returns FC_OK or an error code; fc_last_error() gives the message
+ * LSE = -inf. The variants (sliding window, soft-capping, ALiBi, attention sinks) are the last
+ * fields of fc_problem; a zeroed tail (as fc_problem_init leaves it) means none of them. Every function returns FC_OK or an error code; fc_last_error() gives the message
  * (naming the offending field) of the last failure on the calling thread. */
 #ifndef FLASHCORE_FLASHCORE_H
 #define FLASHCORE_FLASHCORE_H
@@ -27,9 +28,15 @@ typedef struct {
   int causal;  /* 0 or 1 */
   float scale; /* 0: 1/sqrt(head_dim) */
   fc_strides q, k, v, o;
+  /* Variants, as Problem and Tensors in flashcore.hpp. */
+  int window;                    /* 0: no sliding window (window_left/right ignored); 1: window */
+  int window_left, window_right; /* with window = 1: keys left/right of the diagonal, -1 = unbounded */
+  float softcap;                 /* 0: none; else logits x -> softcap * tanh(x / softcap) */
+  const float* alibi_slopes;     /* NULL, or heads_q ALiBi slopes in the memory of q */
+  const float* sinks;            /* NULL, or heads_q attention-sink logits in the memory of q */
 } fc_problem;
 
-/* Fills a descriptor for contiguous (B,S,H,D) tensors. */
+/* Fills a descriptor for contiguous (B,S,H,D) tensors, with no variant. */
 void fc_problem_init(fc_problem* p, int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k, int head_dim,
                      fc_dtype dtype, int causal);
 

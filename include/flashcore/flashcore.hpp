@@ -9,7 +9,17 @@
 //
 // Causal masking is aligned to the bottom-right corner: query row i sees key j iff
 // j <= i + seqlen_k - seqlen_q (FlashAttention >= 2.1 convention). A query row that sees no
-// key produces O = 0 and LSE = -inf.
+// key produces O = 0 and LSE = -inf (the sink's logit with attention sinks).
+//
+// Variants (each combines with the others, causal, GQA and the LSE output). With
+// diag = seqlen_k - seqlen_q (row i's diagonal is key i + diag), the logit of row i, key j is
+//   x = scale * q_i.k_j
+//   x = softcap * tanh(x / softcap)               Problem::softcap > 0   (logit soft-capping)
+//   x = x - slope[h] * |j - (i + diag)|           Tensors::alibi_slopes  (ALiBi)
+// over the keys the row sees: j < seqlen_k and, per side of a sliding window (Problem::window_left,
+// window_right, -1 = unbounded), i + diag - window_left <= j <= i + diag + window_right; causal is
+// window_right = 0. With attention sinks (Tensors::sinks) exp(sink[h]) joins every row's softmax
+// denominator without a value: O_i = sum_j exp(x_j) v_j / (exp(sink[h]) + sum_j exp(x_j)).
 //
 // This header does not include Kokkos. The Kokkos View entry point is in
 // <flashcore/kokkos.hpp>; the C API is in <flashcore/flashcore.h>.
@@ -57,13 +67,25 @@ struct Problem {
   bool causal = false;
   /// Softmax scale; 0 (the default) means 1/sqrt(head_dim). Must be finite and >= 0.
   float scale = 0.0f;
+  /// Sliding-window (local) attention: keys a row sees to the left and right of its diagonal
+  /// (bottom-right aligned like causal; see the top of this file). -1 (the default) = unbounded on
+  /// that side, else >= 0; window (W, 0) is causal attention over the last W+1 keys. A causal
+  /// problem has window_right 0: leave it at -1 or 0.
+  int window_left = -1;
+  int window_right = -1;
+  /// Logit soft-capping: x -> softcap * tanh(x / softcap) after the scale. 0 (the default) = none;
+  /// else finite and > 0.
+  float softcap = 0.0f;
   /// Element strides of Q, K, V, O. They must be set (set_contiguous_*() or by hand): every
   /// tensor's layout must be non-overlapping, so strides left at 0 are rejected.
   Strides q, k, v, o;
 
   /// scale as used: the given one, or 1/sqrt(head_dim) when none was given.
   float effective_scale() const;
-  /// Floating-point operations: 4*B*Hq*Lq*Lk*D, halved when causal.
+  /// Whether a sliding window bounds either side (window_left or window_right != -1).
+  bool has_window() const { return window_left >= 0 || window_right >= 0; }
+  /// Floating-point operations: 4*B*Hq*Lq*Lk*D, halved when causal (the FlashAttention
+  /// convention); with a sliding window 4*B*Hq*D times the (query, key) pairs the window shows.
   double flops() const;
 
   /// Fills all strides for contiguous (B,S,H,D) tensors ("BSHD", the default) or (B,H,S,D).
@@ -98,13 +120,23 @@ void validate(const Problem& p);
 
 /// The tensors of one call. lse is optional (nullptr: not computed); when given it is fp32,
 /// contiguous (batch, heads_q, seqlen_q), natural log of the softmax denominator of each row
-/// including the scale: lse = log(sum_j exp(scale * q.k_j)) over visible keys, -inf when none.
+/// including the scale: lse = log(sum_j exp(x_j)) over visible keys with x_j the logit above
+/// (scale * q.k_j without variants), -inf when none; with sinks log(exp(sink[h]) + sum_j exp(x_j)).
+///
+/// The per-head parameters of two variants are fp32 arrays of heads_q values in the same memory as
+/// Q (host or device); nullptr (the default) = variant off. They must be finite.
+///   alibi_slopes  ALiBi slope of each query head: the logit of key j in row i gets
+///                 -slope[h] * |j - (i + seqlen_k - seqlen_q)| (after soft-capping).
+///   sinks         attention-sink logit of each query head, in the units of the scaled logits:
+///                 exp(sink[h]) joins each row's softmax denominator. lse then includes it.
 struct Tensors {
   const void* q = nullptr;
   const void* k = nullptr;
   const void* v = nullptr;
   void* o = nullptr;
   float* lse = nullptr;
+  const float* alibi_slopes = nullptr;
+  const float* sinks = nullptr;
 };
 
 /// Per-call options.

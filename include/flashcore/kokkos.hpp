@@ -28,6 +28,14 @@ struct ViewOptions : Options {
   bool causal = false;
   float scale = 0.0f;    // 0: 1/sqrt(head_dim)
   int dtype = -1;        // required for std::uint16_t Views: static_cast<int>(DType::F16 or BF16)
+  // Variants, as Problem and Tensors in flashcore.hpp: a sliding window (-1 = unbounded side),
+  // soft-capping (0 = none), and per-head ALiBi slopes and sink logits: data() of a View of
+  // heads_q floats in the memory space of q, or nullptr (none).
+  int window_left = -1;
+  int window_right = -1;
+  float softcap = 0.0f;
+  const float* alibi_slopes = nullptr;
+  const float* sinks = nullptr;
 };
 
 namespace kokkos_detail {
@@ -143,6 +151,9 @@ Report run_views(const QV& q, const KV& k, const VV& v, const OV& o, const LseAr
   for (int r = 0; r < 4; ++r) check_extent("o", std::to_string(r).c_str(), o.extent(r), q.extent(r));
   p.causal = opts.causal;
   p.scale = opts.scale;
+  p.window_left = opts.window_left;
+  p.window_right = opts.window_right;
+  p.softcap = opts.softcap;
   p.q = strides_of(q, "q");
   p.k = strides_of(k, "k");
   p.v = strides_of(v, "v");
@@ -153,6 +164,8 @@ Report run_views(const QV& q, const KV& k, const VV& v, const OV& o, const LseAr
   t.k = k.data();
   t.v = v.data();
   t.o = o.data();
+  t.alibi_slopes = opts.alibi_slopes;
+  t.sinks = opts.sinks;
   if (lse.data != nullptr) {
     if (lse.rank != 3)
       throw Error("lse", "lse: View has rank " + std::to_string(lse.rank) + ", expected 3");

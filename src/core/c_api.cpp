@@ -36,11 +36,20 @@ flashcore::Problem to_cpp(const fc_problem* p) {
   cp.k = to_cpp(p->k);
   cp.v = to_cpp(p->v);
   cp.o = to_cpp(p->o);
+  if (p->window != 0 && p->window != 1)
+    throw flashcore::Error("window", "window: value " + std::to_string(p->window) + " is not 0 or 1");
+  if (p->window == 1) {
+    cp.window_left = p->window_left;
+    cp.window_right = p->window_right;
+  }
+  cp.softcap = p->softcap;
   return cp;
 }
 
 // Runs a converted problem; the shared tail of fc_attention and fc_attention_sized.
-fc_status run_c(const flashcore::Problem& cp, const void* q, const void* k, const void* v, void* o, float* lse,
+// `heads` is the C descriptor, for its per-head parameter pointers (Tensors in C++).
+fc_status run_c(const flashcore::Problem& cp, const fc_problem& heads, const void* q, const void* k, const void* v,
+                void* o, float* lse,
               fc_location location, const char* backend, void* stream) {
   flashcore::Options opts;
   if (backend != nullptr) opts.backend = backend;
@@ -52,7 +61,7 @@ fc_status run_c(const flashcore::Problem& cp, const void* q, const void* k, cons
                                                     " is not FC_LOC_AUTO, FC_LOC_HOST or FC_LOC_DEVICE");
   }
   opts.stream = stream;
-  flashcore::Tensors t{q, k, v, o, lse};
+  flashcore::Tensors t{q, k, v, o, lse, heads.alibi_slopes, heads.sinks};
   t_backend = flashcore::run(cp, t, opts).chosen;
   return FC_OK;
 }
@@ -97,11 +106,19 @@ void fc_problem_init(fc_problem* p, int batch, int heads_q, int heads_kv, int se
   p->k = to_c(cp.k);
   p->v = to_c(cp.v);
   p->o = to_c(cp.o);
+  p->window = 0;
+  p->window_left = p->window_right = -1;
+  p->softcap = 0.0f;
+  p->alibi_slopes = nullptr;
+  p->sinks = nullptr;
 }
 
 fc_status fc_attention(const fc_problem* p, const void* q, const void* k, const void* v, void* o, float* lse,
                        fc_location location, const char* backend, void* stream) {
-  return guarded([&] { return run_c(to_cpp(p), q, k, v, o, lse, location, backend, stream); });
+  return guarded([&] {
+    const flashcore::Problem cp = to_cpp(p);  // throws for a null p
+    return run_c(cp, *p, q, k, v, o, lse, location, backend, stream);
+  });
 }
 
 fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void* q, int64_t q_elems, const void* k,
@@ -126,7 +143,7 @@ fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void*
     fits("o", flashcore::span_elements(cp.o, cp.batch, cp.seqlen_q, cp.heads_q, cp.head_dim), o_elems);
     if (lse != nullptr)
       fits("lse", static_cast<std::int64_t>(cp.batch) * cp.heads_q * cp.seqlen_q, lse_elems);
-    return run_c(cp, q, k, v, o, lse, location, backend, stream);
+    return run_c(cp, *p, q, k, v, o, lse, location, backend, stream);
   });
 }
 

@@ -28,4 +28,8 @@ std::vector<std::unique_ptr<Backend>> builtin_backends();
 /// the outputs. Throws Error naming the tensor.
 void validate_tensors(const Problem& p, const Tensors& t);
 
+/// The per-head parameters (alibi_slopes, sinks) in host memory: every value finite, else Error
+/// naming the tensor, the head and the value. (Device-memory values are not read.)
+void validate_head_parameters(const Problem& p, const Tensors& t);
+
 }  // namespace flashcore::detail

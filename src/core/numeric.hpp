@@ -75,12 +75,21 @@ FC_HOST_DEVICE inline std::uint16_t float_to_bf16(float f) {
   return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-/// Keys query row i sees: all seqlen_k, or with the bottom-right aligned causal mask those with
-/// j <= i + seqlen_k - seqlen_q (0 when the row sees none).
-FC_HOST_DEVICE inline int visible_keys(int i, int seqlen_q, int seqlen_k, bool causal) {
-  if (!causal) return seqlen_k;
-  const long long last = static_cast<long long>(i) + seqlen_k - seqlen_q;  // last visible key
-  return last < 0 ? 0 : (last >= seqlen_k ? seqlen_k : static_cast<int>(last + 1));
+/// Keys [begin, end) query row i sees: j < seqlen_k, and with a bound on a side (window_left /
+/// window_right >= 0; causal means window_right 0) i + diag - window_left <= j <= i + diag +
+/// window_right, diag = seqlen_k - seqlen_q (bottom-right alignment). begin == end when none.
+struct KeyRange {
+  int begin, end;
+};
+FC_HOST_DEVICE inline KeyRange visible_keys(int i, int seqlen_q, int seqlen_k, bool causal, int window_left = -1,
+                                            int window_right = -1) {
+  const long long diag_key = static_cast<long long>(i) + seqlen_k - seqlen_q;
+  long long lo = 0, hi = seqlen_k;  // [lo, hi)
+  if (window_left >= 0 && diag_key - window_left > lo) lo = diag_key - window_left;
+  const long long right = causal ? 0 : window_right;
+  if (right >= 0 && diag_key + right + 1 < hi) hi = diag_key + right + 1;
+  if (hi <= lo) return {0, 0};
+  return {static_cast<int>(lo), static_cast<int>(hi)};
 }
 
 // Element access by storage type. The reference kernel is templated on these tags.

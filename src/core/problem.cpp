@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/numeric.hpp"
 #include "flashcore/flashcore.hpp"
 
 namespace flashcore {
@@ -43,6 +44,14 @@ float Problem::effective_scale() const {
 }
 
 double Problem::flops() const {
+  if (has_window()) {
+    double pairs = 0;  // (row, key) pairs the window shows, counted row by row
+    for (int i = 0; i < seqlen_q; ++i) {
+      const numeric::KeyRange r = numeric::visible_keys(i, seqlen_q, seqlen_k, causal, window_left, window_right);
+      pairs += r.end - r.begin;
+    }
+    return 4.0 * batch * heads_q * pairs * head_dim;
+  }
   const double f = 4.0 * batch * heads_q * static_cast<double>(seqlen_q) * seqlen_k * head_dim;
   return causal ? f / 2 : f;
 }
@@ -151,6 +160,16 @@ void validate(const Problem& p) {
     fail("dtype", "dtype value " + str(static_cast<int>(p.dtype)) + " is not fp32, fp16 or bf16");
   if (!std::isfinite(p.scale) || p.scale < 0.0f)
     fail("scale", "scale " + str(p.scale) + " must be finite and >= 0 (0 selects 1/sqrt(head_dim))");
+  const int kMaxWindow = 1 << 30;
+  if (p.window_left < -1 || p.window_left > kMaxWindow)
+    fail("window_left", "window_left " + str(p.window_left) + " must be -1 (unbounded) or in [0, 2^30]");
+  if (p.window_right < -1 || p.window_right > kMaxWindow)
+    fail("window_right", "window_right " + str(p.window_right) + " must be -1 (unbounded) or in [0, 2^30]");
+  if (p.causal && p.window_right > 0)
+    fail("window_right", "window_right " + str(p.window_right) +
+                             " contradicts causal (causal is window_right 0: leave it at -1 or 0)");
+  if (!std::isfinite(p.softcap) || p.softcap < 0.0f)
+    fail("softcap", "softcap " + str(p.softcap) + " must be finite and >= 0 (0 = no soft-capping)");
   validate_strides("q", p.q, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
   validate_strides("k", p.k, p.batch, p.seqlen_k, p.heads_kv, p.head_dim);
   validate_strides("v", p.v, p.batch, p.seqlen_k, p.heads_kv, p.head_dim);

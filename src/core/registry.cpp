@@ -1,5 +1,6 @@
 // Backend registry and dispatch: which backend runs a call, and why the others do not.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
@@ -37,7 +38,8 @@ MemoryLocation resolve_location(const Tensors& t, MemoryLocation requested) {
   if (requested != MemoryLocation::Auto) return requested;
   int q_device = -1;
   const MemoryLocation q = detail::pointer_location(t.q, &q_device);
-  const std::pair<const char*, const void*> others[] = {{"k", t.k}, {"v", t.v}, {"o", t.o}, {"lse", t.lse}};
+  const std::pair<const char*, const void*> others[] = {{"k", t.k}, {"v", t.v}, {"o", t.o}, {"lse", t.lse},
+                                                       {"alibi_slopes", t.alibi_slopes}, {"sinks", t.sinks}};
   for (const auto& [name, ptr] : others) {
     if (ptr == nullptr) continue;
     int device = -1;
@@ -71,6 +73,7 @@ Selection select(const Problem& p, const Tensors& t, const Options& opts) {
   q.problem = &p;
   q.tensors = &t;
   q.location = resolve_location(t, opts.location);
+  if (q.location == MemoryLocation::Host) detail::validate_head_parameters(p, t);
   q.want_lse = t.lse != nullptr;
 
   const std::string forced = forced_backend(opts, &sel.report.how, &sel.report.mode);
@@ -235,15 +238,33 @@ void validate_tensors(const Problem& p, const Tensors& t) {
   };
   std::vector<Range> r = {range("q", t.q, p.q, p.seqlen_q, p.heads_q), range("k", t.k, p.k, p.seqlen_k, p.heads_kv),
                           range("v", t.v, p.v, p.seqlen_k, p.heads_kv), range("o", t.o, p.o, p.seqlen_q, p.heads_q)};
+  const std::size_t n_outputs = t.lse != nullptr ? 2 : 1;  // o and lse: r[3], r[4]
   if (t.lse != nullptr) {
     const char* b = reinterpret_cast<const char*>(t.lse);
     r.push_back({"lse", b, b + static_cast<std::int64_t>(p.batch) * p.heads_q * p.seqlen_q * sizeof(float)});
   }
-  for (std::size_t i = 3; i < r.size(); ++i)  // o and lse
+  for (const auto& [name, ptr] : {std::pair<const char*, const float*>{"alibi_slopes", t.alibi_slopes},
+                                  std::pair<const char*, const float*>{"sinks", t.sinks}})
+    if (ptr != nullptr) r.push_back({name, reinterpret_cast<const char*>(ptr), reinterpret_cast<const char*>(ptr + p.heads_q)});
+  for (std::size_t i = 3; i < 3 + n_outputs; ++i)
     for (std::size_t j = 0; j < r.size(); ++j)
       if (j != i && r[i].begin < r[j].end && r[j].begin < r[i].end)
         throw Error(r[i].name, std::string(r[i].name) + ": output memory overlaps " + r[j].name +
                                    " (in-place attention is not supported)");
+}
+
+void validate_head_parameters(const Problem& p, const Tensors& t) {
+  for (const auto& [name, ptr] : {std::pair<const char*, const float*>{"alibi_slopes", t.alibi_slopes},
+                                  std::pair<const char*, const float*>{"sinks", t.sinks}}) {
+    if (ptr == nullptr) continue;
+    for (int h = 0; h < p.heads_q; ++h)
+      if (!std::isfinite(ptr[h])) {
+        std::ostringstream v;
+        v << ptr[h];
+        throw Error(name, std::string(name) + ": value " + v.str() + " of head " + std::to_string(h) +
+                              " is not finite");
+      }
+  }
 }
 
 }  // namespace detail

@@ -39,6 +39,11 @@ module flashcore
     integer(c_int) :: causal  ! 0 or 1 (bottom-right aligned when seqlen_q /= seqlen_k)
     real(c_float) :: scale    ! 0: 1/sqrt(head_dim)
     type(fc_strides) :: q, k, v, o
+    ! Variants (see flashcore.h); fc_problem_init sets none.
+    integer(c_int) :: window                     ! 0: no sliding window; 1: window_left/right apply
+    integer(c_int) :: window_left, window_right  ! keys left/right of the diagonal, -1 = unbounded
+    real(c_float) :: softcap                     ! 0: none
+    type(c_ptr) :: alibi_slopes, sinks           ! c_null_ptr, or heads_q c_float values (c_loc)
   end type
 
   public :: fc_problem_init, fc_attention, fc_attention_ptr, fc_last_error, fc_last_backend, &

@@ -10,7 +10,6 @@
 #include <string>
 #include <thread>
 
-#include "core/numeric.hpp"
 #include "verify/elements.hpp"
 
 namespace flashcore::verify {
@@ -31,30 +30,49 @@ struct Scratch {
   std::vector<double> s, acc, q;
 };
 
+// Whether row i sees key j: a plain statement of the masks in flashcore.hpp, written here again
+// (not shared with the library) so that the oracle checks the library's key ranges.
+bool sees(const Problem& p, int i, long long j) {
+  const long long diag = static_cast<long long>(i) + p.seqlen_k - p.seqlen_q;  // row i's diagonal key
+  if (p.causal && j > diag) return false;
+  if (p.window_left >= 0 && j < diag - p.window_left) return false;
+  if (p.window_right >= 0 && j > diag + p.window_right) return false;
+  return true;
+}
+
 // One query row against the keys and values of its kv head (kd, vd: seqlen_k x head_dim
 // doubles). Writes head_dim outputs to o and returns the LSE.
-double one_row(const Problem& p, const void* q, const Row& r, double scale, bool same, const double* kd,
-               const double* vd, Scratch& w, double* o) {
+double one_row(const Problem& p, const void* q, const Row& r, double scale, bool same, const HeadParams& hp,
+               const double* kd, const double* vd, Scratch& w, double* o) {
   const int D = p.head_dim;
-  const long long visible = numeric::visible_keys(r.i, p.seqlen_q, p.seqlen_k, p.causal);
-  if (visible == 0) {
-    std::fill(o, o + D, 0.0);
-    return -std::numeric_limits<double>::infinity();
-  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const long long diag = static_cast<long long>(r.i) + p.seqlen_k - p.seqlen_q;
   auto round = [&](double x) { return same ? round_to(p.dtype, x) : x; };
   w.q.resize(D);
   w.acc.assign(D, 0.0);
   w.s.resize(static_cast<std::size_t>(p.seqlen_k));
   for (int d = 0; d < D; ++d) w.q[d] = load_element(p.dtype, q, element_offset(p.q, r.b, r.i, r.h, d));
-  double mx = -std::numeric_limits<double>::infinity();
-  for (long long j = 0; j < visible; ++j) {
+  double mx = hp.sinks != nullptr ? static_cast<double>(hp.sinks[r.h]) : -inf;
+  for (long long j = 0; j < p.seqlen_k; ++j) {
+    if (!sees(p, r.i, j)) {
+      w.s[j] = -inf;
+      continue;
+    }
     double dot = 0;
     for (int d = 0; d < D; ++d) dot += w.q[d] * kd[j * D + d];
-    w.s[j] = dot * scale;
-    mx = std::max(mx, w.s[j]);
+    double x = dot * scale;
+    if (p.softcap > 0.0f) x = p.softcap * std::tanh(x / p.softcap);
+    if (hp.alibi_slopes != nullptr) x -= static_cast<double>(hp.alibi_slopes[r.h]) * std::fabs(double(j - diag));
+    w.s[j] = x;
+    mx = std::max(mx, x);
   }
-  double sum = 0;
-  for (long long j = 0; j < visible; ++j) {
+  if (mx == -inf) {  // no visible key and no sink
+    std::fill(o, o + D, 0.0);
+    return -inf;
+  }
+  double sum = hp.sinks != nullptr ? std::exp(hp.sinks[r.h] - mx) : 0.0;
+  for (long long j = 0; j < p.seqlen_k; ++j) {
+    if (w.s[j] == -inf) continue;
     const double e = std::exp(w.s[j] - mx);
     sum += e;
     const double pj = round(e);
@@ -67,7 +85,7 @@ double one_row(const Problem& p, const void* q, const Row& r, double scale, bool
 // Computes rows[n] for every n, writing its output through dst(n) -> {double* o, double* lse}.
 template <class Dst>
 void compute(const Problem& p, const void* q, const void* k, const void* v, const std::vector<Row>& rows,
-             Precision precision, int threads, Dst dst) {
+             Precision precision, int threads, const HeadParams& hp, Dst dst) {
   const double scale = softmax_scale(p);
   const bool same = precision == Precision::Same;
   const int q_per_kv = p.heads_q / p.heads_kv;
@@ -90,7 +108,7 @@ void compute(const Problem& p, const void* q, const void* k, const void* v, cons
       for (std::size_t x; (x = next.fetch_add(1)) < end;) {
         const std::size_t n = order[x];
         auto out = dst(n);
-        *out.second = one_row(p, q, rows[n], scale, same, kd.data(), vd.data(), w, out.first);
+        *out.second = one_row(p, q, rows[n], scale, same, hp, kd.data(), vd.data(), w, out.first);
       }
     };
     const std::size_t helpers = threads > 1 ? std::min<std::size_t>(threads, end - begin) - 1 : 0;
@@ -109,7 +127,7 @@ double softmax_scale(const Problem& p) {
 }
 
 RowsResult attention_rows(const Problem& p, const void* q, const void* k, const void* v, const std::vector<Row>& rows,
-                          Precision precision, int threads) {
+                          Precision precision, int threads, const HeadParams& heads) {
   for (const Row& x : rows)
     if (x.b < 0 || x.b >= p.batch || x.h < 0 || x.h >= p.heads_q || x.i < 0 || x.i >= p.seqlen_q)
       throw std::out_of_range("verify::attention_rows: row (b " + std::to_string(x.b) + ", h " + std::to_string(x.h) +
@@ -119,7 +137,7 @@ RowsResult attention_rows(const Problem& p, const void* q, const void* k, const 
   r.rows = rows;
   r.o.assign(rows.size() * static_cast<std::size_t>(p.head_dim), 0.0);
   r.lse.assign(rows.size(), 0.0);
-  compute(p, q, k, v, rows, precision, threads, [&](std::size_t n) {
+  compute(p, q, k, v, rows, precision, threads, heads, [&](std::size_t n) {
     return std::make_pair(&r.o[n * static_cast<std::size_t>(p.head_dim)], &r.lse[n]);
   });
   return r;
@@ -135,13 +153,13 @@ std::vector<Row> strided_rows(const Problem& p, int row_stride) {
 }
 
 Result attention(const Problem& p, const void* q, const void* k, const void* v, Precision precision, int row_stride,
-                 int threads) {
+                 int threads, const HeadParams& heads) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   Result out;
   out.o.assign(static_cast<std::size_t>(p.batch) * p.seqlen_q * p.heads_q * p.head_dim, nan);
   out.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, nan);
   const std::vector<Row> rows = strided_rows(p, row_stride);
-  compute(p, q, k, v, rows, precision, threads, [&](std::size_t n) {
+  compute(p, q, k, v, rows, precision, threads, heads, [&](std::size_t n) {
     const Row& r = rows[n];
     return std::make_pair(&out.o[o_index(p, r.b, r.i, r.h, 0)], &out.lse[lse_index(p, r.b, r.h, r.i)]);
   });

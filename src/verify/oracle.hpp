@@ -31,7 +31,14 @@ struct Row {
 struct RowsResult {
   std::vector<Row> rows;
   std::vector<double> o;    // rows.size() x head_dim: row n at o[n * head_dim]
-  std::vector<double> lse;  // rows.size(); -inf for a row that sees no key (its O is 0)
+  std::vector<double> lse;  // rows.size(); -inf for a row that sees no key (its O is 0), sink[h] with sinks
+};
+
+/// The per-head parameters of the variants (Tensors::alibi_slopes, Tensors::sinks), host arrays
+/// of heads_q values or null. The window and soft-capping are Problem fields.
+struct HeadParams {
+  const float* alibi_slopes = nullptr;
+  const float* sinks = nullptr;
 };
 
 /// Attention of the given rows of a problem whose Q, K, V are host buffers with the problem's
@@ -39,7 +46,7 @@ struct RowsResult {
 /// rows on that many std::threads; the result does not depend on it. A row outside the problem
 /// throws std::out_of_range naming the row, before anything is computed.
 RowsResult attention_rows(const Problem& p, const void* q, const void* k, const void* v, const std::vector<Row>& rows,
-                          Precision precision, int threads = 1);
+                          Precision precision, int threads = 1, const HeadParams& heads = {});
 
 /// All rows, as contiguous arrays.
 struct Result {
@@ -50,7 +57,7 @@ struct Result {
 /// Attention of the whole problem. row_stride > 1 computes only rows i with i % row_stride == 0
 /// and the last row (for problems too large for the full oracle); the others are NaN.
 Result attention(const Problem& p, const void* q, const void* k, const void* v, Precision precision,
-                 int row_stride = 1, int threads = 1);
+                 int row_stride = 1, int threads = 1, const HeadParams& heads = {});
 
 /// The rows attention() computes for a row_stride: (b, h, i) in that order, i % row_stride == 0
 /// or i the last row.

@@ -104,6 +104,17 @@ elseif(CASE STREQUAL "json_bf16_gqa_causal")
   fc_check(json novalidate.json validated=false passed=null max_abs_err=null rel_l2_err=null seed=3 repeat=1
            dtype=fp16 median_us:number tflops:number)
 
+elseif(CASE STREQUAL "variants")
+  # Every variant at once, validated against the fp64 oracle (which computes them too).
+  fc_run(0 run --json -b 2 --hq 4 --hkv 2 --seqlen-q 37 --seqlen-k 61 -d 32 --causal --window-left 13 --softcap 20
+         --alibi --sinks 1.5 --validate --repeat 1)
+  file(WRITE "${WORK}/variants.json" "${OUT}")
+  fc_check(json variants.json passed=true validated=true causal=true window_left=13 window_right=-1 softcap=20
+           alibi=true sinks=1.5 tflops:number)
+  fc_run(0 run -l 40 -d 16 --window-left 3 --window-right 5 --validate --repeat 1)
+  fc_expect("${OUT}" "variants  : window=\\(3,5\\)" "the variants line")
+  fc_expect("${OUT}" "result: PASS" "the validation result")
+
 elseif(CASE STREQUAL "npy_roundtrip")
   # fp16, (B,S,H,D), GQA, Lq != Lk, causal: write the inputs and O, read the inputs back, same O.
   set(shape -b 2 --hq 4 --hkv 2 --seqlen-q 24 --seqlen-k 40 -d 16 --causal --repeat 1)
@@ -183,6 +194,13 @@ elseif(CASE STREQUAL "bad_head_dim")
   fc_error(2 "head_dim 300" run -d 300)
   fc_error(2 "batch" run -b 0)
   fc_error(2 "scale" run --scale -1)
+
+elseif(CASE STREQUAL "bad_variants")
+  fc_error(2 "window_left -4" run --window-left -4)
+  fc_error(2 "window_right 2 contradicts causal" run --causal --window-right 2)
+  fc_error(2 "softcap -3" run --softcap -3)
+  fc_error(2 "--sinks: 'x' is not a number" run --sinks x)
+  fc_error(2 "--alibi: takes no value" run --alibi=1)
 
 elseif(CASE STREQUAL "bad_heads_kv")
   fc_error(2 "heads_kv" run --hq 8 --hkv 3)

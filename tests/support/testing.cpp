@@ -24,6 +24,11 @@ std::string Case::name() const {
   os << "B" << batch << "_Hq" << heads_q << "_Hkv" << heads_kv << "_Lq" << seqlen_q << "_Lk" << seqlen_k << "_D"
      << head_dim << "_" << flashcore::to_string(dtype) << (causal ? "_causal" : "")
      << (layout == Layout::BHSD ? "_bhsd" : layout == Layout::Padded ? "_padded" : "");
+  auto side = [](int w) { return w < 0 ? std::string("inf") : std::to_string(w); };
+  if (window_left >= 0 || window_right >= 0) os << "_win" << side(window_left) << "_" << side(window_right);
+  if (softcap > 0) os << "_cap" << static_cast<int>(softcap);
+  if (alibi) os << "_alibi";
+  if (sinks) os << "_sinks";
   return os.str();
 }
 
@@ -32,6 +37,20 @@ Case make_case(int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k,
   Case c;
   c.batch = batch, c.heads_q = heads_q, c.heads_kv = heads_kv, c.seqlen_q = seqlen_q, c.seqlen_k = seqlen_k;
   c.head_dim = head_dim, c.dtype = dtype, c.causal = causal, c.layout = layout;
+  return c;
+}
+
+Case with_random_variants(Case c, std::mt19937_64& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  if (pick(0, 1)) {
+    const int span = c.seqlen_k + c.seqlen_q;
+    c.window_left = pick(0, 3) == 0 ? -1 : pick(0, span);
+    c.window_right = c.causal || pick(0, 3) == 0 ? -1 : pick(0, span);
+    if (c.window_left < 0 && c.window_right < 0) c.window_left = pick(0, span);
+  }
+  if (pick(0, 1)) c.softcap = pick(0, 1) ? 5.0 : 30.0;
+  c.alibi = pick(0, 1) == 1;
+  c.sinks = pick(0, 1) == 1;
   return c;
 }
 
@@ -73,6 +92,9 @@ std::uint64_t run_seed() {
 Problem make_problem(const Case& c) {
   Problem p = Problem::make(c.batch, c.heads_q, c.heads_kv, c.seqlen_q, c.seqlen_k, c.head_dim, c.dtype, c.causal);
   if (c.layout == Layout::BHSD) p.set_contiguous_bhsd();
+  p.window_left = c.window_left;
+  p.window_right = c.window_right;
+  p.softcap = static_cast<float>(c.softcap);
   if (c.layout == Layout::Padded) {
     // rows padded by 8 elements, heads by 16, batches by 40: exercises non-contiguous strides
     auto padded = [&](int seq, int heads) {
@@ -90,7 +112,8 @@ namespace {
 
 // Both oracles are flashcore::verify::attention (plain loops, no Kokkos).
 OracleOut attention(const HostData& data, verify::Precision precision, int row_stride) {
-  return verify::attention(data.problem, data.q.data(), data.k.data(), data.v.data(), precision, row_stride);
+  return verify::attention(data.problem, data.q.data(), data.k.data(), data.v.data(), precision, row_stride, 1,
+                           data.head_params());
 }
 
 }  // namespace
@@ -105,8 +128,13 @@ void HostData::poison_outputs() {
   std::fill(lse.begin(), lse.end(), std::numeric_limits<float>::quiet_NaN());
 }
 
+flashcore::verify::HeadParams HostData::head_params() const {
+  return {alibi_slopes.empty() ? nullptr : alibi_slopes.data(), sinks.empty() ? nullptr : sinks.data()};
+}
+
 flashcore::Tensors HostData::tensors() {
-  return {q.data(), k.data(), v.data(), o.data(), lse.empty() ? nullptr : lse.data()};
+  const verify::HeadParams hp = head_params();
+  return {q.data(), k.data(), v.data(), o.data(), lse.empty() ? nullptr : lse.data(), hp.alibi_slopes, hp.sinks};
 }
 
 HostData make_data(const Case& c, std::uint64_t seed) {
@@ -130,6 +158,14 @@ HostData make_data(const Case& c, std::uint64_t seed) {
   verify::fill_random(p.dtype, d.k.data(), p.k, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, [&] { return normal(rng); });
   verify::fill_random(p.dtype, d.v.data(), p.v, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, [&] { return uniform(rng); });
   if (c.lse) d.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0f);
+  // Per-head parameters from their own stream, so that Q, K, V do not depend on the variants.
+  std::mt19937_64 heads_rng(seed ^ 0x5eed5eedull);
+  if (c.alibi)
+    for (int h = 0; h < p.heads_q; ++h)
+      d.alibi_slopes.push_back(static_cast<float>(std::uniform_real_distribution<double>(0.02, 0.6)(heads_rng)));
+  if (c.sinks)
+    for (int h = 0; h < p.heads_q; ++h)
+      d.sinks.push_back(static_cast<float>(std::uniform_real_distribution<double>(-2.0, 3.0)(heads_rng)));
   d.poison_outputs();
   return d;
 }

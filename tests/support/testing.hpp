@@ -29,11 +29,20 @@ struct Case {
   Layout layout = Layout::BSHD;
   bool lse = true;
   double q_gain = 1.0;  // multiplies Q: large values make the softmax peaked (stability test)
+  // Variants (flashcore.hpp): window sides (-1 = unbounded), soft-capping (0 = none), ALiBi and
+  // sinks with random per-head slopes in [0.02, 0.6] and sink logits in [-2, 3] (make_data).
+  int window_left = -1, window_right = -1;
+  double softcap = 0;
+  bool alibi = false, sinks = false;
+  bool has_variant() const { return window_left >= 0 || window_right >= 0 || softcap > 0 || alibi || sinks; }
   std::string name() const;
 };
 /// A case from its shape (the tests' shorthand).
 Case make_case(int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k, int head_dim, DType dtype, bool causal,
                Layout layout = Layout::BSHD);
+/// The case with random variants (property tests): each of a window (random sides, one of them
+/// possibly unbounded), soft-capping, ALiBi and sinks on with probability 1/2.
+Case with_random_variants(Case c, std::mt19937_64& rng);
 /// A random case for property tests: batch 1-3, heads_kv 1-3 with groups 1-4, lengths
 /// 1..max_len each, a head dim from `dims`, a dtype in [min_dtype, bf16], random causal flag,
 /// layout, and a peaked softmax (Q x 4) one time in four.
@@ -55,8 +64,10 @@ struct HostData {
   Problem problem;
   std::vector<unsigned char> q, k, v, o;
   std::vector<float> lse;  // empty when the case has no LSE
+  std::vector<float> alibi_slopes, sinks;  // heads_q values each, empty when the variant is off
   void poison_outputs();
   flashcore::Tensors tensors();
+  flashcore::verify::HeadParams head_params() const;
 };
 
 Problem make_problem(const Case& c);

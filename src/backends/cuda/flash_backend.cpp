@@ -28,6 +28,11 @@ FlashFwdParams make_params(const Problem& p, const Tensors& t) {
   f.scale = p.effective_scale();
   f.causal = p.causal;
   f.bf16 = p.dtype == DType::BF16;
+  f.window_left = p.window_left;
+  f.window_right = p.window_right;
+  f.softcap = p.softcap;
+  f.alibi_slopes = t.alibi_slopes;
+  f.sinks = t.sinks;
   return f;
 }
 

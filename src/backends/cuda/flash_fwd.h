@@ -33,6 +33,12 @@ struct FlashFwdParams {
   float scale;                // already resolved (e.g. 1/sqrt(head_dim))
   bool causal;                // bottom-right aligned: query i sees key j iff j <= i + seqlen_k - seqlen_q
   bool bf16;                  // false: fp16
+  // Variants (flashcore.hpp): sliding window (-1 = unbounded side), soft-capping (0 = none), and
+  // per-head ALiBi slopes and sink logits (heads_q device floats, or nullptr).
+  int window_left = -1, window_right = -1;
+  float softcap = 0.f;
+  const float* alibi_slopes = nullptr;
+  const float* sinks = nullptr;
   // Optional: nullptr = launch table. For development and tuning only. With an override, Auto never
   // picks the Hopper kernel; the Hopper kernel itself has a fixed shape and ignores it.
   const FlashFwdLaunchOverride* launch_override = nullptr;

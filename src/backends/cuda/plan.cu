@@ -105,6 +105,8 @@ std::string common_limits(const FlashFwdParams& p, const DeviceLimits& dev) {
   if (p.seqlen_q < 1) return "seqlen_q " + std::to_string(p.seqlen_q) + " < 1";
   if (p.seqlen_k < 1) return "seqlen_k " + std::to_string(p.seqlen_k) + " < 1";
   if (!(p.scale > 0.f) || !std::isfinite(p.scale)) return "scale must be finite and > 0";
+  if (p.window_left >= 0 || p.window_right >= 0 || p.softcap > 0.f || p.alibi_slopes != nullptr || p.sinks != nullptr)
+    return "the attention variants (window, softcap, ALiBi, sinks) are not in the tuned kernels yet";
   const struct { const void* ptr; const char* name; } ptrs[] = {{p.q, "q"}, {p.k, "k"}, {p.v, "v"}, {p.o, "o"}};
   for (const auto& x : ptrs) {
     if (x.ptr == nullptr) return std::string(x.name) + " pointer is null";

@@ -57,12 +57,12 @@ class HostReference final : public Backend {
 
 std::unique_ptr<Backend> make_host_backend() { return std::make_unique<HostReference>(); }
 
-void run_host_fp64(const Problem& p, const void* q, const void* k, const void* v, double* o, double* lse) {
+void run_host_fp64(const Problem& p, const Tensors& t, double* o, double* lse) {
   validate(p);
-  if (q == nullptr || k == nullptr || v == nullptr || o == nullptr) throw Error("tensors", "tensors: null pointer");
+  if (t.q == nullptr || t.k == nullptr || t.v == nullptr || o == nullptr) throw Error("tensors", "tensors: null pointer");
   const std::string why = common_limits(p);
   if (!why.empty()) throw Error("backend", "fp64 reference: " + why);
-  on_host("fp64 reference", [&](const auto& exec) { launch_fp64_for_dtype(exec, p, q, k, v, o, lse); });
+  on_host("fp64 reference", [&](const auto& exec) { launch_fp64_for_dtype(exec, p, t, o, lse); });
 }
 
 }  // namespace flashcore::reference

@@ -25,11 +25,15 @@ template <class T>
 KOKKOS_INLINE_FUNCTION T exp(T x) { return Kokkos::exp(x); }
 template <class T>
 KOKKOS_INLINE_FUNCTION T log(T x) { return Kokkos::log(x); }
+template <class T>
+KOKKOS_INLINE_FUNCTION T tanh(T x) { return Kokkos::tanh(x); }
 #else
 template <class T>
 KOKKOS_INLINE_FUNCTION T exp(T x) { return Kokkos::Experimental::exp(x); }
 template <class T>
 KOKKOS_INLINE_FUNCTION T log(T x) { return Kokkos::Experimental::log(x); }
+template <class T>
+KOKKOS_INLINE_FUNCTION T tanh(T x) { return Kokkos::Experimental::tanh(x); }
 #endif
 
 // -infinity usable in device code without relaxed constexpr.

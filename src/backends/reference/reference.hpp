@@ -4,16 +4,20 @@
 //   1. load the query row into team scratch, zero the output accumulator o and set m = -inf, l = 0
 //   2. for each chunk of at most kChunk visible keys:
 //        s_j  = scale * (q . k_j)                      (team threads over keys)
+//        s_j  = softcap * tanh(s_j / softcap)          (soft-capping, when softcap > 0)
+//        s_j -= slope_h * |j - (i + seqlen_k - seqlen_q)|  (ALiBi, when slopes are given)
 //        m'   = max(m, max_j s_j)
 //        p_j  = exp(s_j - m'),  l = l * exp(m - m') + sum_j p_j
 //        o    = o * exp(m - m') + sum_j p_j v_j         (team threads over the head dimension)
 //        m    = m'
-//   3. O = o / l and LSE = m + log(l); a row that sees no key gets O = 0, LSE = -inf.
+//   3. an attention sink joins the denominator as one more logit without a value:
+//        m' = max(m, sink_h),  l = l * exp(m - m') + exp(sink_h - m'),  o = o * exp(m - m')
+//   4. O = o / l and LSE = m + log(l); a row that sees no key gets O = 0, LSE = -inf (sink_h with a sink).
 // This is the numerically stable online softmax; every product and sum is done in Acc (fp32, or
 // fp64 for the oracle mode), inputs are converted from their storage type as they are read.
 //
-// Visible keys of row i: all j < seqlen_k, or with causal masking j <= i + seqlen_k - seqlen_q
-// (bottom-right alignment). The kernel never fences globally: it runs on the execution space
+// Visible keys of row i: numeric::visible_keys (j < seqlen_k, the causal diagonal and the sliding
+// window, bottom-right aligned), one contiguous range. The kernel never fences globally: it runs on the execution space
 // instance it is given and the caller decides when to wait.
 #pragma once
 
@@ -42,6 +46,10 @@ struct AttentionRowFunctor {
   Strides sq, sk, sv, so;
   Acc scale;
   bool causal;
+  int window_left, window_right;  // -1: unbounded
+  Acc softcap;                    // 0: none
+  const float* alibi_slopes;      // heads_q values, or null
+  const float* sinks;             // heads_q values, or null
 
   static std::size_t scratch_bytes(int head_dim) {
     return scratch_view::shmem_size(head_dim) * 2 + scratch_view::shmem_size(kChunk);
@@ -70,12 +78,14 @@ struct AttentionRowFunctor {
     });
     team.team_barrier();
 
-    const int n_keys = numeric::visible_keys(i, seqlen_q, seqlen_k, causal);  // 0 for fully masked rows
+    const numeric::KeyRange keys = numeric::visible_keys(i, seqlen_q, seqlen_k, causal, window_left, window_right);
+    const int diag_key = i + seqlen_k - seqlen_q;  // the ALiBi distance is measured from it
+    const Acc slope = alibi_slopes != nullptr ? static_cast<Acc>(alibi_slopes[h]) : Acc(0);
 
     Acc m = kc::neg_inf<Acc>();
     Acc l = Acc(0);
-    for (int c0 = 0; c0 < n_keys; c0 += kChunk) {
-      const int n = n_keys - c0 < kChunk ? n_keys - c0 : kChunk;
+    for (int c0 = keys.begin; c0 < keys.end; c0 += kChunk) {
+      const int n = keys.end - c0 < kChunk ? keys.end - c0 : kChunk;
       Acc chunk_max = kc::neg_inf<Acc>();
       Kokkos::parallel_reduce(
           Kokkos::TeamThreadRange(team, n),
@@ -84,6 +94,11 @@ struct AttentionRowFunctor {
             Acc s = Acc(0);
             for (int d = 0; d < D; ++d) s += qs(d) * static_cast<Acc>(In::load(k, kr + d));
             s *= scale;
+            if (softcap > Acc(0)) s = softcap * kc::tanh(s / softcap);
+            if (alibi_slopes != nullptr) {
+              const int dist = c0 + jj - diag_key;
+              s -= slope * static_cast<Acc>(dist < 0 ? -dist : dist);
+            }
             ps(jj) = s;
             mx = s > mx ? s : mx;
           },
@@ -112,7 +127,15 @@ struct AttentionRowFunctor {
       m = m_new;
     }
 
-    const Acc inv_l = l > Acc(0) ? Acc(1) / l : Acc(0);
+    Acc o_factor = Acc(1);  // what the sink's rescaling leaves of o
+    if (sinks != nullptr) {
+      const Acc sink = static_cast<Acc>(sinks[h]);
+      const Acc m_new = sink > m ? sink : m;
+      o_factor = kc::exp(m - m_new);
+      l = l * o_factor + kc::exp(sink - m_new);
+      m = m_new;
+    }
+    const Acc inv_l = l > Acc(0) ? o_factor / l : Acc(0);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, D), [&](int d) { Out::store(o, o_off + d, os(d) * inv_l); });
     if (lse != nullptr) {
       Kokkos::single(Kokkos::PerTeam(team), [&]() {
@@ -126,10 +149,12 @@ struct AttentionRowFunctor {
 /// accumulation type (float, or double for the oracle mode). LseT is float or double.
 template <class ExecSpace, class In, class Out, class LseT, class Acc>
 void launch(const ExecSpace& exec, const typename In::storage* q, const typename In::storage* k,
-            const typename In::storage* v, typename Out::storage* o, LseT* lse, const Problem& p) {
+            const typename In::storage* v, typename Out::storage* o, LseT* lse, const float* alibi_slopes,
+            const float* sinks, const Problem& p) {
   using F = AttentionRowFunctor<ExecSpace, In, Out, LseT, Acc>;
   F f{q, k, v, o, lse, p.heads_q, p.heads_q / p.heads_kv, p.seqlen_q, p.seqlen_k, p.head_dim,
-      p.q, p.k, p.v, p.o, static_cast<Acc>(p.effective_scale()), p.causal};
+      p.q, p.k, p.v, p.o, static_cast<Acc>(p.effective_scale()), p.causal,
+      p.window_left, p.window_right, static_cast<Acc>(p.softcap), alibi_slopes, sinks};
   const int league = p.batch * p.heads_q * p.seqlen_q;
   const int team_size = kc::is_host_space<ExecSpace>() ? 1 : 64;
   Kokkos::TeamPolicy<ExecSpace> policy(exec, league, team_size);
@@ -147,13 +172,13 @@ namespace flashcore::reference {
 /// Calls launch<ExecSpace, In, Out, LseT, Acc> with the element tag In of the problem's dtype.
 template <class ExecSpace, class OutOf, class LseT, class Acc>
 void dispatch_dtype(const ExecSpace& exec, const Problem& p, const void* q, const void* k, const void* v, void* o,
-                    LseT* lse) {
+                    LseT* lse, const float* alibi_slopes, const float* sinks) {
   auto go = [&](auto in_tag) {
     using In = decltype(in_tag);
     using Out = typename OutOf::template type<In>;
     using S = typename In::storage;
     launch<ExecSpace, In, Out, LseT, Acc>(exec, static_cast<const S*>(q), static_cast<const S*>(k),
-                                          static_cast<const S*>(v), static_cast<typename Out::storage*>(o), lse, p);
+                                          static_cast<const S*>(v), static_cast<typename Out::storage*>(o), lse, alibi_slopes, sinks, p);
   };
   switch (p.dtype) {
     case DType::F32: go(numeric::F32Elem{}); break;
@@ -174,15 +199,14 @@ struct OutF64 {
 /// Enqueues the fp32-accumulating reference for the problem's dtype on `exec`.
 template <class ExecSpace>
 void launch_for_dtype(const ExecSpace& exec, const Problem& p, const Tensors& t) {
-  dispatch_dtype<ExecSpace, OutSameAsIn, float, float>(exec, p, t.q, t.k, t.v, t.o, t.lse);
+  dispatch_dtype<ExecSpace, OutSameAsIn, float, float>(exec, p, t.q, t.k, t.v, t.o, t.lse, t.alibi_slopes, t.sinks);
 }
 
 /// Enqueues the fp64 oracle mode on `exec`: fp64 accumulation, O and LSE written as double
-/// (O with the problem's o strides, LSE contiguous (batch, heads_q, seqlen_q)).
+/// (O with the problem's o strides, LSE contiguous (batch, heads_q, seqlen_q)); t.o and t.lse unused.
 template <class ExecSpace>
-void launch_fp64_for_dtype(const ExecSpace& exec, const Problem& p, const void* q, const void* k, const void* v,
-                           double* o, double* lse) {
-  dispatch_dtype<ExecSpace, OutF64, double, double>(exec, p, q, k, v, o, lse);
+void launch_fp64_for_dtype(const ExecSpace& exec, const Problem& p, const Tensors& t, double* o, double* lse) {
+  dispatch_dtype<ExecSpace, OutF64, double, double>(exec, p, t.q, t.k, t.v, o, lse, t.alibi_slopes, t.sinks);
 }
 
 /// Why the reference cannot run a problem on any execution space, or "" when it can.
