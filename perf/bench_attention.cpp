@@ -71,17 +71,20 @@ void host_benchmark(benchmark::State& st, const std::string& backend, const Case
       return;
     }
     HostData& d = host_data(c);
+    const HeadParams hp = head_params(c);
     flashcore::Tensors t;
     t.q = d.in.q.data();
     t.k = d.in.k.data();
     t.v = d.in.v.data();
     t.o = d.o.data();
+    if (!hp.alibi_slopes.empty()) t.alibi_slopes = hp.alibi_slopes.data();
+    if (!hp.sinks.empty()) t.sinks = hp.sinks.data();
     auto it = g_host_checked.find(name);
     if (it == g_host_checked.end()) {
       CheckResult r;
       std::fill(d.o.begin(), d.o.end(), kPoisonByte);
       flashcore::run(p, t, opts);  // warm-up, and the output checked
-      if (cfg.check) r = check_output(p, d.in, d.o.data());
+      if (cfg.check) r = check_output(p, d.in, d.o.data(), 16, hp);
       it = g_host_checked.emplace(name, r).first;
     }
     if (!it->second.ok) {
@@ -103,11 +106,14 @@ bool host_supports(const std::string& backend, const Case& c, std::string* why) 
   const std::size_t bytes = static_cast<std::size_t>(c.shape.b) * c.shape.l * c.shape.h * c.shape.d *
                             flashcore::dtype_size(c.dtype);
   std::vector<unsigned char> q(bytes, 0), k(bytes, 0), v(bytes, 0), o(bytes, 0);
+  const HeadParams hp = head_params(c);
   flashcore::Tensors t;
   t.q = q.data();
   t.k = k.data();
   t.v = v.data();
   t.o = o.data();
+  if (!hp.alibi_slopes.empty()) t.alibi_slopes = hp.alibi_slopes.data();
+  if (!hp.sinks.empty()) t.sinks = hp.sinks.data();
   return backend_accepts(backend, p, t, flashcore::MemoryLocation::Host, why);
 }
 
@@ -121,10 +127,11 @@ std::vector<Case> cases_for(const Config& cfg, bool device) {
   for (const Shape& s : shapes) {
     std::vector<DType> dts = cfg.dtypes;
     if (dts.empty()) dts = device ? std::vector<DType>{DType::F16, DType::BF16} : host_dtypes(s);
+    const std::vector<Variant> variants = cfg.variants.empty() ? std::vector<Variant>{Variant{}} : cfg.variants;
     for (DType dt : dts)
       for (int causal = 0; causal < 2; ++causal) {
         if (cfg.causal >= 0 && causal != cfg.causal) continue;
-        out.push_back({s, dt, causal == 1});
+        for (const Variant& v : variants) out.push_back({s, dt, causal == 1, v});
       }
   }
   return out;

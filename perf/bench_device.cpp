@@ -76,9 +76,16 @@ struct DeviceData {
   std::size_t tensor_bytes = 0, stride = 0;
   int sets = 1;
   char* base = nullptr;
+  // The variant's per-head parameters (heads_q floats each; null when off), set per case.
+  float* heads = nullptr;  // [alibi slopes (H) | sinks (H)]
+  Variant variant;
+  HeadParams head_host;
+  const float* alibi_slopes = nullptr;
+  const float* sinks = nullptr;
 
   ~DeviceData() {
     if (base != nullptr) cudaFree(base);
+    if (heads != nullptr) cudaFree(heads);
   }
   void* tensor(int set, int which) const {  // which: 0 q, 1 k, 2 v, 3 o
     return base + (static_cast<std::size_t>(set) * 4 + which) * stride;
@@ -88,10 +95,33 @@ struct DeviceData {
 
 std::unique_ptr<DeviceData> g_data;
 
+// The case's per-head parameters on the device (the inputs stay).
+void set_variant(DeviceData& d, const Case& c) {
+  const int H = c.shape.h;
+  if (d.heads == nullptr) {
+    void* p = nullptr;
+    FC_CK(cudaMalloc(&p, 2 * H * sizeof(float)));
+    d.heads = static_cast<float*>(p);
+  }
+  d.variant = c.variant;
+  d.head_host = head_params(c);
+  d.alibi_slopes = d.sinks = nullptr;
+  if (!d.head_host.alibi_slopes.empty()) {
+    FC_CK(cudaMemcpy(d.heads, d.head_host.alibi_slopes.data(), H * sizeof(float), cudaMemcpyHostToDevice));
+    d.alibi_slopes = d.heads;
+  }
+  if (!d.head_host.sinks.empty()) {
+    FC_CK(cudaMemcpy(d.heads + H, d.head_host.sinks.data(), H * sizeof(float), cudaMemcpyHostToDevice));
+    d.sinks = d.heads + H;
+  }
+}
+
 DeviceData& device_data(const Case& c, const DeviceSummary& dev) {
   if (g_data && g_data->shape.b == c.shape.b && g_data->shape.h == c.shape.h && g_data->shape.l == c.shape.l &&
-      g_data->shape.d == c.shape.d && g_data->dtype == c.dtype)
+      g_data->shape.d == c.shape.d && g_data->dtype == c.dtype) {
+    if (g_data->variant.name() != c.variant.name()) set_variant(*g_data, c);
     return *g_data;
+  }
   g_data.reset();  // free the previous case first
   auto d = std::make_unique<DeviceData>();
   d->shape = c.shape;
@@ -117,6 +147,7 @@ DeviceData& device_data(const Case& c, const DeviceSummary& dev) {
     for (int w = 0; w < 3; ++w)
       FC_CK(cudaMemcpy(d->tensor(s, w), d->tensor(0, w), d->tensor_bytes, cudaMemcpyDeviceToDevice));
   for (int s = 0; s < d->sets; ++s) FC_CK(cudaMemset(d->tensor(s, 3), kPoisonByte, d->tensor_bytes));
+  set_variant(*d, c);
   FC_CK(cudaDeviceSynchronize());
   g_data = std::move(d);
   return *g_data;
@@ -162,6 +193,8 @@ struct Caller {
     t.k = data.tensor(s, 1);
     t.v = data.tensor(s, 2);
     t.o = data.tensor(s, 3);
+    t.alibi_slopes = data.alibi_slopes;
+    t.sinks = data.sinks;
     flashcore::run(p, t, opts);
   }
 };
@@ -307,7 +340,7 @@ void prepare(Prepared& pr, const std::string& backend, const Case& c, const Conf
     FC_CK(cudaStreamSynchronize(pr.stream));
     std::vector<unsigned char> o(data.tensor_bytes);
     FC_CK(cudaMemcpy(o.data(), data.tensor(0, 3), data.tensor_bytes, cudaMemcpyDeviceToHost));
-    CheckResult r = check_output(p, data.host, o.data());
+    CheckResult r = check_output(p, data.host, o.data(), 16, data.head_host);
     const int used = std::min(pr.calls, data.sets);
     for (int s = 1; s < used && r.ok; ++s) {
       FC_CK(cudaMemcpy(o.data(), data.tensor(s, 3), data.tensor_bytes, cudaMemcpyDeviceToHost));
@@ -356,17 +389,18 @@ bool device_supports(const std::string& backend, const Case& c, std::string* why
                kAlign);
   void*& scratch = g_scratch;
   std::size_t& scratch_bytes = g_scratch_bytes;
-  if (scratch_bytes < 4 * bytes) {
+  const std::size_t heads_bytes = round_up(2 * c.shape.h * sizeof(float), kAlign);
+  if (scratch_bytes < 4 * bytes + heads_bytes) {
     if (scratch != nullptr) cudaFree(scratch);
     scratch = nullptr;
     scratch_bytes = 0;
-    const cudaError_t e = cudaMalloc(&scratch, 4 * bytes);
+    const cudaError_t e = cudaMalloc(&scratch, 4 * bytes + heads_bytes);
     if (e != cudaSuccess) {
       cudaGetLastError();
       *why = std::string("cannot allocate the case's buffers: ") + cudaGetErrorString(e);
       return false;
     }
-    scratch_bytes = 4 * bytes;
+    scratch_bytes = 4 * bytes + heads_bytes;
   }
   char* b = static_cast<char*>(scratch);
   flashcore::Tensors t;
@@ -374,6 +408,8 @@ bool device_supports(const std::string& backend, const Case& c, std::string* why
   t.k = b + bytes;
   t.v = b + 2 * bytes;
   t.o = b + 3 * bytes;
+  if (c.variant.alibi) t.alibi_slopes = reinterpret_cast<const float*>(b + 4 * bytes);
+  if (c.variant.sinks) t.sinks = reinterpret_cast<const float*>(b + 4 * bytes) + c.shape.h;
   return backend_accepts(backend, p, t, flashcore::MemoryLocation::Device, why);
 }
 

@@ -29,14 +29,43 @@ std::string shape_name(const Shape& s) {
          std::to_string(s.d);
 }
 
+std::string Variant::name() const {
+  std::string n;
+  auto add = [&](const std::string& part) { n += (n.empty() ? "" : "+") + part; };
+  auto num = [](double x) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", x);
+    return std::string(b);
+  };
+  if (window_left >= 0 || window_right >= 0) add("win" + std::to_string(window_left) + "_" + std::to_string(window_right));
+  if (softcap > 0) add("cap" + num(softcap));
+  if (alibi) add("alibi");
+  if (sinks) add("sinks" + num(sink));
+  return n;
+}
+
+HeadParams head_params(const Case& c) {
+  HeadParams hp;
+  const int H = c.shape.h;
+  if (c.variant.alibi)
+    for (int h = 0; h < H; ++h) hp.alibi_slopes.push_back(static_cast<float>(std::exp2(-8.0 * (h + 1) / H)));
+  if (c.variant.sinks) hp.sinks.assign(H, static_cast<float>(c.variant.sink));
+  return hp;
+}
+
 std::string bench_name(const std::string& backend, const Case& c) {
+  const std::string v = c.variant.name();
   return "attn/" + backend + "/" + flashcore::to_string(c.dtype) + "/" + (c.causal ? "causal" : "full") + "/" +
-         shape_name(c.shape);
+         shape_name(c.shape) + (v.empty() ? "" : "/" + v);
 }
 
 flashcore::Problem make_problem(const Case& c) {
   const Shape& s = c.shape;
-  return flashcore::Problem::make(s.b, s.h, s.h, s.l, s.l, s.d, c.dtype, c.causal);
+  flashcore::Problem p = flashcore::Problem::make(s.b, s.h, s.h, s.l, s.l, s.d, c.dtype, c.causal);
+  p.window_left = c.variant.window_left;
+  p.window_right = c.variant.window_right;
+  p.softcap = static_cast<float>(c.variant.softcap);
+  return p;
 }
 
 double problem_bytes(const flashcore::Problem& p) {
@@ -96,6 +125,8 @@ void print_usage(const char* argv0) {
       "  --dtypes=fp16,bf16    dtypes (default: fp16,bf16 on the GPU list; a subset of fp32,fp16,bf16 on\n"
       "                        the host list)\n"
       "  --causal=0|1|both     full, causal or both (default both)\n"
+      "  --variants=V;V...     attention variants, each case once per V: none, window:L,R, softcap:X,\n"
+      "                        alibi, sinks:X, joined by '+' (e.g. window:255,0+softcap:30); default none\n"
       "  --device-only         only device backends on the GPU list\n"
       "  --host-only           only host backends on the host list\n"
       "  --quick               fewer repetitions, shorter measurements\n"
@@ -163,6 +194,39 @@ bool parse_flags(int* argc, char** argv, Config* cfg) {
           std::fprintf(stderr, "flashcore_bench: --dtypes: %s\n", e.what());
           return false;
         }
+      }
+    } else if (value("--variants", &v)) {
+      cfg->variants.clear();
+      for (const std::string& one : split(v, ";/")) {
+        Variant var;
+        for (const std::string& part : split(one, "+")) {
+          const auto colon = part.find(':');
+          const std::string key = part.substr(0, colon), arg = colon == std::string::npos ? "" : part.substr(colon + 1);
+          const std::vector<std::string> nums = split(arg, ",");
+          bool ok = true;
+          if (key == "none") {
+          } else if (key == "window" && nums.size() == 2) {
+            ok = parse_int(nums[0], &var.window_left) && parse_int(nums[1], &var.window_right);
+          } else if (key == "softcap" && nums.size() == 1) {
+            var.softcap = std::atof(nums[0].c_str());
+            ok = var.softcap > 0;
+          } else if (key == "alibi" && nums.empty()) {
+            var.alibi = true;
+          } else if (key == "sinks" && nums.size() == 1) {
+            var.sinks = true;
+            var.sink = std::atof(nums[0].c_str());
+          } else {
+            ok = false;
+          }
+          if (!ok) {
+            std::fprintf(stderr,
+                         "flashcore_bench: bad variant '%s' in --variants (want none, window:L,R, softcap:X, alibi, "
+                         "sinks:X, joined by '+'; variants separated by ';')\n",
+                         part.c_str());
+            return false;
+          }
+        }
+        cfg->variants.push_back(var);
       }
     } else if (value("--causal", &v)) {
       if (v == "0" || v == "full" || v == "false" || v == "no") {
@@ -386,7 +450,8 @@ std::int64_t count_nonfinite(DType dt, const void* o, std::int64_t count) {
   return bad;
 }
 
-CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, const void* o, int rows) {
+CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, const void* o, int rows,
+                         const HeadParams& heads) {
   CheckResult r;
   const std::int64_t count = std::int64_t(p.batch) * p.seqlen_q * p.heads_q * p.head_dim;
   const std::int64_t bad = count_nonfinite(p.dtype, o, count);
@@ -413,7 +478,8 @@ CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, cons
   }
   // fp64 from the same rounded inputs (the oracle of src/verify), within the bench check's bound.
   const flashcore::verify::RowsResult ref = flashcore::verify::attention_rows(
-      p, in.q.data(), in.k.data(), in.v.data(), sample, flashcore::verify::Precision::Exact);
+      p, in.q.data(), in.k.data(), in.v.data(), sample, flashcore::verify::Precision::Exact, 1,
+      {heads.alibi_slopes.empty() ? nullptr : heads.alibi_slopes.data(), heads.sinks.empty() ? nullptr : heads.sinks.data()});
   const flashcore::tolerance::Bound bound = flashcore::tolerance::bench_check_bound(p.dtype);
   const double atol = bound.atol, rtol = bound.rtol;
   double worst = 0;  // largest error / allowed

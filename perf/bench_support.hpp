@@ -14,15 +14,35 @@ struct Shape {
   int b = 1, h = 1, l = 1, d = 64;  // batch, heads (q = kv), seqlen (q = k), head_dim
 };
 
+/// An attention variant of the benchmarked problems (--variants): sliding window, soft-capping,
+/// ALiBi (the slopes 2^(-8(h+1)/H)), attention sinks (one logit for every head).
+struct Variant {
+  int window_left = -1, window_right = -1;
+  double softcap = 0;
+  bool alibi = false;
+  bool sinks = false;
+  double sink = 0;
+  /// "" for none, else e.g. "win255_0+cap30+alibi+sinks1".
+  std::string name() const;
+  bool none() const { return name().empty(); }
+};
+
 struct Case {
   Shape shape;
   flashcore::DType dtype = flashcore::DType::F16;
   bool causal = false;
+  Variant variant;
 };
+
+/// The per-head parameters of a case's variant (host arrays, empty when off).
+struct HeadParams {
+  std::vector<float> alibi_slopes, sinks;
+};
+HeadParams head_params(const Case& c);
 
 /// "B1_H8_L512_D64".
 std::string shape_name(const Shape& s);
-/// "attn/<backend>/<dtype>/<causal|full>/B1_H8_L512_D64".
+/// "attn/<backend>/<dtype>/<causal|full>/B1_H8_L512_D64", plus "/<variant>" when there is one.
 std::string bench_name(const std::string& backend, const Case& c);
 /// Contiguous (B,S,H,D) problem, heads_kv = heads_q, seqlen_k = seqlen_q.
 flashcore::Problem make_problem(const Case& c);
@@ -36,6 +56,7 @@ struct Config {
   std::vector<Shape> shapes;                  // empty: the built-in lists
   std::vector<flashcore::DType> dtypes;       // empty: the built-in lists
   int causal = -1;                            // -1 both, 0 full, 1 causal
+  std::vector<Variant> variants;              // empty: none (the plain problem)
   bool device = true, host = true;
   bool quick = false;
   bool check = true;
@@ -94,7 +115,8 @@ std::int64_t count_nonfinite(flashcore::DType dt, const void* o, std::int64_t co
 /// Checks O (contiguous BSHD storage, as written by the backend) of problem p: every element
 /// finite, and `rows` sampled query rows (first and last row included) against an fp64
 /// computation on the host from the same rounded inputs.
-CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, const void* o, int rows = 16);
+CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, const void* o, int rows = 16,
+                         const HeadParams& heads = {});
 
 /// Device description for labels and the JSON context.
 struct DeviceSummary {

@@ -62,10 +62,11 @@ bool is_reference(const std::string& name) {
 struct DeviceData {
   void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
   float* lse = nullptr;
+  float *alibi_slopes = nullptr, *sinks = nullptr;  // the variants' per-head parameters, or null
   ~DeviceData() {
-    cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o), cudaFree(lse);
+    cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o), cudaFree(lse), cudaFree(alibi_slopes), cudaFree(sinks);
   }
-  flashcore::Tensors tensors() const { return {q, k, v, o, lse}; }
+  flashcore::Tensors tensors() const { return {q, k, v, o, lse, alibi_slopes, sinks}; }
 };
 
 void upload(const fctest::HostData& h, DeviceData& d) {
@@ -82,6 +83,14 @@ void upload(const fctest::HostData& h, DeviceData& d) {
     put(&l, h.lse.data(), h.lse.size() * sizeof(float));
     d.lse = static_cast<float*>(l);
   }
+  auto put_floats = [&](float** dst, const std::vector<float>& src) {
+    if (src.empty()) return;
+    void* x = nullptr;
+    put(&x, src.data(), src.size() * sizeof(float));
+    *dst = static_cast<float*>(x);
+  };
+  put_floats(&d.alibi_slopes, h.alibi_slopes);
+  put_floats(&d.sinks, h.sinks);
 }
 
 void download(const DeviceData& d, fctest::HostData& h) {
@@ -108,7 +117,8 @@ bool accepts(const std::string& backend, const fctest::HostData& h, const Device
 }
 
 // The tuned kernels promise fp16/bf16 with every head_dim that is a multiple of 8 up to 256, on any
-// shape, mask and GQA: the Hopper kernel for head_dim 64 and 128, the warp-specialized one up to 128.
+// shape, mask and GQA: the Hopper kernel for head_dim 64 and 128, the warp-specialized one up to 128
+// and without the attention variants (window, softcap, ALiBi, sinks), which every other one runs.
 // Above 128 the smallest mma.sync tile (16 query rows, two stages of 64-key K and V tiles, rows of
 // D rounded up to 64 elements: 544 bytes per row element) must fit the device's shared memory per
 // block: it does on A100/H100/H200, not on sm_86/sm_89 (99 KB).
@@ -119,12 +129,14 @@ size_t device_smem_optin() {
     return 0;
   return static_cast<size_t>(bytes);
 }
-bool promised(const std::string& backend, const flashcore::Problem& p) {
+bool promised(const std::string& backend, const fctest::HostData& h) {
+  const flashcore::Problem& p = h.problem;
   if (is_reference(backend)) return true;
   const int d = p.head_dim;
   if (p.dtype == DType::F32 || d % 8 != 0 || d < 8 || d > 256) return false;
   if (backend == "cuda-flash-hopper") return d == 64 || d == 128;
-  if (backend == "cuda-flash-warpspec" && d > 128) return false;
+  const bool variants = p.has_window() || p.softcap > 0 || !h.alibi_slopes.empty() || !h.sinks.empty();
+  if (backend == "cuda-flash-warpspec" && (d > 128 || variants)) return false;
   const size_t row = (d + 63) / 64 * 64;
   return d <= 128 || 544 * row <= device_smem_optin();
 }
@@ -154,7 +166,7 @@ bool check_on_device(const std::string& backend, const Case& c, std::uint64_t sa
   upload(h, d);
   std::string why;
   if (!accepts(backend, h, d, &why)) {
-    EXPECT_FALSE(promised(backend, h.problem)) << backend << " declined a promised case: " << why;
+    EXPECT_FALSE(promised(backend, h)) << backend << " declined a promised case: " << why;
     if (declined != nullptr) *declined = why;
     return false;
   }
@@ -236,6 +248,48 @@ std::string sanitize(std::string s) {
   return s;
 }
 
+// The attention variants (tests/test_variants.cpp has their definitions checked on the host): each
+// alone and together, with causal, GQA, odd lengths, Lq != Lk, head dims native and padded, windows
+// that skip whole tiles (long sequences), and decode-like rows (Lq = 1, long Lk: split-KV).
+std::vector<Case> variant_cases() {
+  std::vector<Case> out;
+  auto with = [](Case c, int wl, int wr, double cap, bool alibi, bool sinks) {
+    c.window_left = wl, c.window_right = wr, c.softcap = cap, c.alibi = alibi, c.sinks = sinks;
+    return c;
+  };
+  int n = 0;
+  for (bool causal : {false, true})
+    for (int d : {64, 128, 40, 96, 256}) {
+      const DType dt = (n++ % 2) ? DType::BF16 : DType::F16;
+      const Case sq = make_case(2, 6, 2, 300, 300, d, dt, causal);
+      const Case lq = make_case(1, 4, 1, 203, 113, d, dt, causal, Layout::BHSD);  // rows above the diagonal
+      const Case lk = make_case(1, 4, 2, 77, 1000, d, dt, causal, Layout::Padded);
+      const Case dec = make_case(2, 8, 2, 1, 3333, d, dt, causal);              // one query row, long cache
+      const Case big = make_case(1, 4, 2, 1500, 1500, d, dt, causal);          // windows skip tiles
+      for (const Case& base : {sq, lq, lk}) {
+        out.push_back(with(base, 37, causal ? -1 : 21, 0, false, false));  // local band
+        out.push_back(with(base, 0, 0, 0, false, false));                  // the diagonal key only
+        out.push_back(with(base, -1, -1, 12.5, false, false));             // soft-capping
+        out.push_back(with(base, -1, -1, 0, true, false));                 // ALiBi
+        out.push_back(with(base, -1, -1, 0, false, true));                 // sinks
+        out.push_back(with(base, 50, causal ? -1 : 3, 30, true, true));    // everything
+      }
+      out.push_back(with(dec, 200, -1, 0, false, false));
+      out.push_back(with(dec, -1, -1, 20, true, false));
+      out.push_back(with(dec, 100, -1, 0, false, true));
+      out.push_back(with(big, 128, causal ? -1 : 64, 0, false, false));
+      out.push_back(with(big, 200, causal ? -1 : 0, 15, true, true));
+    }
+  return out;
+}
+
+std::vector<GpuParam> variant_params() {
+  std::vector<GpuParam> out;
+  for (const auto& b : device_backends())
+    for (const Case& c : variant_cases()) out.push_back({b, c});
+  return out;
+}
+
 class DeviceCases : public ::testing::TestWithParam<GpuParam> {};
 TEST_P(DeviceCases, MatchesFp64Oracle) {
   REQUIRE_DEVICE();
@@ -246,6 +300,17 @@ TEST_P(DeviceCases, MatchesFp64Oracle) {
 INSTANTIATE_TEST_SUITE_P(Gpu, DeviceCases, ::testing::ValuesIn(gpu_params()),
                          [](const auto& info) { return sanitize(info.param.backend + "_" + info.param.c.name()); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DeviceCases);
+
+class VariantCases : public ::testing::TestWithParam<GpuParam> {};
+TEST_P(VariantCases, MatchesFp64Oracle) {
+  REQUIRE_DEVICE();
+  std::string declined;
+  if (!check_on_device(GetParam().backend, GetParam().c, 8, 0, &declined))
+    GTEST_SKIP() << GetParam().backend << " declines: " << declined;
+}
+INSTANTIATE_TEST_SUITE_P(Gpu, VariantCases, ::testing::ValuesIn(variant_params()),
+                         [](const auto& info) { return sanitize(info.param.backend + "_" + info.param.c.name()); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(VariantCases);
 
 }  // namespace
 
@@ -262,6 +327,22 @@ TEST(Gpu, RandomShapesProperty) {
     }
   }
   std::printf("[gpu] random shapes: %d backend x case runs checked\n", ran);
+  EXPECT_GT(ran, 0);
+}
+
+TEST(Gpu, RandomVariantsProperty) {
+  // Random shapes with random variants on every device backend.
+  REQUIRE_DEVICE();
+  std::mt19937_64 rng(fctest::run_seed() + 27);
+  int ran = 0;
+  for (const auto& backend : device_backends())
+    for (int n = 0; n < 25; ++n) {
+      const Case c = fctest::with_random_variants(
+          fctest::random_case(rng, 600, {16, 64, 64, 80, 128, 128, 192}, is_reference(backend) ? DType::F32 : DType::F16),
+          rng);
+      ran += check_on_device(backend, c, 400 + n) ? 1 : 0;
+    }
+  std::printf("[gpu] random variants: %d backend x case runs checked\n", ran);
   EXPECT_GT(ran, 0);
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "backends/cuda/common/mask.cuh"
+#include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/sm80/config.cuh"
 #include "backends/cuda/sm90/config.h"
@@ -105,8 +106,9 @@ std::string common_limits(const FlashFwdParams& p, const DeviceLimits& dev) {
   if (p.seqlen_q < 1) return "seqlen_q " + std::to_string(p.seqlen_q) + " < 1";
   if (p.seqlen_k < 1) return "seqlen_k " + std::to_string(p.seqlen_k) + " < 1";
   if (!(p.scale > 0.f) || !std::isfinite(p.scale)) return "scale must be finite and > 0";
-  if (p.window_left >= 0 || p.window_right >= 0 || p.softcap > 0.f || p.alibi_slopes != nullptr || p.sinks != nullptr)
-    return "the attention variants (window, softcap, ALiBi, sinks) are not in the tuned kernels yet";
+  if (p.window_left < -1 || p.window_right < -1) return "window sides must be -1 (unbounded) or >= 0";
+  if (p.causal && p.window_right > 0) return "window_right must be -1 or 0 with causal";
+  if (!(p.softcap >= 0.f) || !std::isfinite(p.softcap)) return "softcap must be finite and >= 0";
   const struct { const void* ptr; const char* name; } ptrs[] = {{p.q, "q"}, {p.k, "k"}, {p.v, "v"}, {p.o, "o"}};
   for (const auto& x : ptrs) {
     if (x.ptr == nullptr) return std::string(x.name) + " pointer is null";
@@ -166,7 +168,11 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
   if (ov && ov->stages) plan->stages = ov->stages;
   if (ov && ov->kv_tiles_per_split < 0) split = false;
   const FlashVariant v = variant == FlashVariant::Auto ? row.variant : variant;
-  const bool ws = v == FlashVariant::WarpSpecialized;
+  // The variants run on the 16-row all-warps kernel only (sm80_kernel_built); with sinks, no split-KV
+  // (the sink joins the denominator once, and the split merge does not add it).
+  const bool variants = detail::has_variants(p);
+  const bool ws = v == FlashVariant::WarpSpecialized && !variants;
+  if (p.sinks != nullptr) split = false;
   const int native_d = detail::native_head_dim(p.head_dim);
   if (!detail::sm80_splits_keys(native_d)) {  // one KV group, no split-KV (TileConfig::kSplitsKeys)
     plan->key_split_warps = 1;
@@ -188,12 +194,19 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
 
   // Split-KV across blocks (pieces merged by the last block; costs two L2 round trips and a fence):
   // only when the un-split grid fills less than half the GPU. Piece size = total tile work / SMs.
-  const detail::CausalMask mask(p);
+  // Tiles of a query block: [first_tile, tiles) of the problem's mask policy (as the kernel counts).
+  const detail::CausalMask causal_mask(p);
+  const detail::VariantMask variant_mask(p);
+  auto block_tiles = [&](int mb) {
+    const int r0 = mb * plan->block_m, r1 = r0 + plan->block_m;
+    return variants ? std::max(0, variant_mask.tiles(r1, kBlockN) - variant_mask.first_tile(r0, kBlockN))
+                    : causal_mask.tiles(r1, kBlockN);
+  };
   const long long base_blocks = (long long)plan->n_mblocks * p.heads_q * p.batch;
   int max_tiles = 0;
   long long work = 0;
   for (int mb = 0; mb < plan->n_mblocks; ++mb) {
-    const int t = mask.tiles((mb + 1) * plan->block_m, kBlockN);
+    const int t = block_tiles(mb);
     max_tiles = std::max(max_tiles, t);
     work += t;
   }
@@ -212,7 +225,7 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
   }
   const bool wide = v == FlashVariant::AllWarps && plan->key_split_warps == 1 &&
                     plan->block_m == detail::kWideBlockM && plan->max_splits == 1 &&
-                    detail::sm80_kernel_built(FlashKernel::Wide, native_d);
+                    detail::sm80_kernel_built(FlashKernel::Wide, native_d, variants);
   plan->kernel = wide ? FlashKernel::Wide : ws ? FlashKernel::Rows16WarpSpecialized : FlashKernel::Rows16;
   plan->threads = wide ? 32 * detail::kWideWarps
                        : 32 * ((plan->block_m / detail::kWarpRows) * plan->key_split_warps + (ws ? 1 : 0));
@@ -311,6 +324,9 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
   if (variant == FlashVariant::WarpSpecialized && !detail::sm80_kernel_built(FlashKernel::Rows16WarpSpecialized, native_d))
     return "the warp-specialized kernel is built for head_dim <= " + std::to_string(detail::kMaxRegisterHeadDim) +
            ", not " + std::to_string(p.head_dim);
+  if (variant == FlashVariant::WarpSpecialized && detail::has_variants(p))
+    return "the warp-specialized kernel is not built with the attention variants (window, softcap, ALiBi, sinks); "
+           "cuda-flash runs them on the 16-row kernel";
   const long long rows = (long long)p.batch * p.heads_q * p.seqlen_q;
   const LaunchRow* row = nullptr;
   for (const LaunchRow& r : kLaunchTable)

@@ -1,10 +1,17 @@
-// Score masks, as policies a kernel is templated on. A policy says which keys a query row sees, and
-// every kernel asks it the same three questions:
-//   key_end / tiles     which keys (64- or 128-key tiles) a block of rows must visit at all,
-//   unmasked_tiles      below which tile every key is visible to every row of a warp (no mask work),
-//   apply               -inf for the scores of one accumulator fragment its rows do not see.
-// A new mask (sliding window, varlen bounds, ...) is a new policy with these members; the kernels do
-// not change. Members are __host__ __device__ where the launch plan needs the same answer (tiles).
+// Score masks, as policies a kernel is templated on. A policy says which keys a query row sees and
+// what its logits are, and every kernel asks it the same questions:
+//   first_tile, tiles   which keys (64- or 128-key tiles) a block of rows must visit at all,
+//   unmasked_first,     the tiles in between whose every key is visible to every row of a warp
+//   unmasked_tiles        (no mask work there),
+//   transform           the logits of one accumulator fragment (soft-capping, ALiBi), every tile,
+//   apply               -inf for the scores of one accumulator fragment its rows do not see,
+//   sink_log2           an attention sink joining the softmax denominator (softmax_finish).
+// Flags say at compile time which of them can do anything (kTransformsScores, kHasLeftBound,
+// kHasSinks), so a kernel instantiated with CausalMask carries none of the variants' work.
+// Policies: CausalMask (below; causal or none, the key tail) and VariantMask (common/variant_mask.cuh:
+// sliding window, soft-capping, ALiBi, sinks). A new mask (varlen bounds, ...) is a new policy with
+// these members; the kernels do not change. Members are __host__ __device__ where the launch plan
+// needs the same answer (tiles).
 //
 // Accumulator fragment (mma.sync m16n8 C layout, also wgmma's): a thread holds rows row0 and row0 + 8
 // (row0 = first row of the 16-row tile + lane/4) and, in n8 column tile i, columns 8i + 2(lane%4) + {0,1}:
@@ -36,6 +43,9 @@ __host__ __device__ __forceinline__ int imax(int a, int b) {
 // Causal (bottom-right aligned, when p.causal) and the key tail: query row i sees key j iff
 // j < seqlen_k and (not causal or j <= i + seqlen_k - seqlen_q).
 struct CausalMask {
+  static constexpr bool kTransformsScores = false;
+  static constexpr bool kHasLeftBound = false;
+  static constexpr bool kHasSinks = false;
   // Reads the problem's fields where they are used (kernel parameters stay in the constant bank
   // instead of occupying registers for the whole kernel).
   const FlashFwdParams& p;
@@ -50,6 +60,9 @@ struct CausalMask {
     if (p.causal) n = imin(n, row_end + diag);
     return n;
   }
+  // No row skips the first keys.
+  __host__ __device__ int first_tile(int, int) const { return 0; }
+  __host__ __device__ int unmasked_first(int, int) const { return 0; }
   // Number of tile_n-key tiles rows before row_end visit.
   __host__ __device__ int tiles(int row_end, int tile_n) const {
     const int n = key_end(row_end);
@@ -78,6 +91,9 @@ struct CausalMask {
       }
     }
   }
+  template <int N>
+  __device__ __forceinline__ void transform(float (&)[N][4], int, int, int, int) const {}
+  __device__ __forceinline__ float sink_log2(int) const { return -INFINITY; }
 };
 
 }  // namespace flashcore::cuda::detail

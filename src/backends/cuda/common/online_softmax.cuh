@@ -65,6 +65,31 @@ __device__ __forceinline__ void softmax_finish(const float (&row_max)[2], const 
   }
 }
 
+// softmax_finish with an attention sink: sink_l2 (log2 domain, -inf = none) joins the denominator as
+// one more term without a value: M = max(m, sink), L = l·2^(m−M) + 2^(sink−M), O scale 2^(m−M)/L,
+// LSE = M + log2 L. A row that saw no key gets O = 0 and LSE = sink (-inf without one).
+__device__ __forceinline__ void softmax_finish_sink(const float (&row_max)[2], const float (&row_sum)[2],
+                                                    float scale_log2, float sink_l2, float (&inv)[2],
+                                                    float (&lse2)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = row_sum[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float m = l > 0.f ? row_max[r] * scale_log2 : -INFINITY;
+    const float mx = fmaxf(m, sink_l2);
+    if (mx == -INFINITY) {
+      inv[r] = 0.f;
+      lse2[r] = -INFINITY;
+      continue;
+    }
+    const float f = fast_exp2(m - mx);  // 0 when the row saw no key
+    const float total = fmaf(l, f, fast_exp2(sink_l2 - mx));
+    inv[r] = f / total;
+    lse2[r] = mx + __log2f(total);
+  }
+}
+
 // The state of those two rows as one object (kernels that hold several tiles may keep the arrays).
 struct SoftmaxRows {
   float row_max[2];  // running max of raw scores (quad-uniform)
@@ -80,6 +105,15 @@ struct SoftmaxRows {
   }
   __device__ __forceinline__ void finish(float scale_log2, float (&inv)[2], float (&lse2)[2]) const {
     softmax_finish(row_max, row_sum, scale_log2, inv, lse2);
+  }
+  // The end with a mask policy's sink (Mask::kHasSinks; plain finish otherwise).
+  template <class Mask>
+  __device__ __forceinline__ void finish(const Mask& mask, int h, float scale_log2, float (&inv)[2],
+                                         float (&lse2)[2]) const {
+    if constexpr (Mask::kHasSinks)
+      softmax_finish_sink(row_max, row_sum, scale_log2, mask.sink_log2(h), inv, lse2);
+    else
+      softmax_finish(row_max, row_sum, scale_log2, inv, lse2);
   }
 };
 

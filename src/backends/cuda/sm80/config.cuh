@@ -53,9 +53,10 @@ constexpr bool sm80_splits_keys(int D) { return D <= kMaxRegisterHeadDim; }
 
 // Which kernels are compiled for native head dim D (sm80/instances/): the 16-row all-warps kernel for
 // every D; the warp-specialized and wide-warp kernels up to kMaxRegisterHeadDim (the launch table never
-// picks them above).
-constexpr bool sm80_kernel_built(FlashKernel kernel, int D) {
-  return kernel == FlashKernel::Rows16 || D <= kMaxRegisterHeadDim;
+// picks them above). With the attention variants (VariantMask, common/variant_mask.cuh) only the
+// 16-row all-warps kernel, for every D (sm80/instances/fwd_hdim*_variants.cu).
+constexpr bool sm80_kernel_built(FlashKernel kernel, int D, bool variants = false) {
+  return kernel == FlashKernel::Rows16 || (!variants && D <= kMaxRegisterHeadDim);
 }
 
 template <int D>

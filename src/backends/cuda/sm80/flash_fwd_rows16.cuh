@@ -4,6 +4,7 @@
 //
 //   for each K/V tile (64 keys):
 //       S  = Q · Kᵀ                   (mma.sync m16n8k16, fp32 accumulators in registers)
+//       S  = transform(S)             (Mask policy: soft-capping, ALiBi; VariantMask only)
 //       S  = mask(S)                  (Mask policy, common/mask.cuh; only on tiles that need it)
 //       P, α = online_softmax(S)      (common/online_softmax.cuh)
 //       O  = O·α + P · V
@@ -66,17 +67,22 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   const int mblock = blk.mblock, split = blk.split, h = blk.h, b = blk.b, hk = blk.hk;
   const int m0 = mblock * a.block_m;
   const Mask mask(p);
+  // The block's key tiles are [t_first, n_tiles) (a sliding window starts past 0).
+  const int t_first = mask.first_tile(m0, kBlockN);
   const int n_tiles = mask.tiles(m0 + a.block_m, kBlockN);
-  const int n_splits = max(1, (n_tiles + a.tiles_per_split - 1) / a.tiles_per_split);
+  const int n_span = max(0, n_tiles - t_first);
+  const int n_splits = max(1, (n_span + a.tiles_per_split - 1) / a.tiles_per_split);
   if (split >= n_splits) return;  // this query block needs fewer splits (causal)
-  const int t_begin = split * a.tiles_per_split;
+  const int t_begin = t_first + split * a.tiles_per_split;
   const int n_iter = max(0, min(n_tiles, t_begin + a.tiles_per_split) - t_begin);  // tiles of this block
   const int n_steps = (n_iter + G - 1) / G;
-  // Tiles before t_mask need no mask at all (fully visible to the block's first row, hence to all).
+  // Tiles in [t_full, t_mask) need no mask at all (fully visible to every row of the block).
   const int t_mask = mask.unmasked_tiles(m0, kBlockN);
-  // This warp's group: tiles t_begin + grp + G·i, i < n_mine; the first i_mask of them unmasked.
+  const int t_full = mask.unmasked_first(m0 + a.block_m, kBlockN);
+  // This warp's group: tiles t_begin + grp + G·i, i < n_mine; those with i in [i_full, i_mask) unmasked.
   const int n_mine = n_iter > grp ? (n_iter - grp + G - 1) / G : 0;
   const int i_mask = min(n_mine, max(0, (t_mask - t_begin - grp + G - 1) / G));
+  const int i_full = Mask::kHasLeftBound ? min(n_mine, max(0, (t_full - t_begin - grp + G - 1) / G)) : 0;
 
   const Elem* gQ = static_cast<const Elem*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
   const Elem* gK = static_cast<const Elem*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
@@ -139,12 +145,14 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) s_cur[k][e] = s_next[k][e];
       qk_tile<D, Elem>(s_next, st, smem_u32(slot_k(slot, grp)), lo);
+      if constexpr (Mask::kTransformsScores) mask.transform(s_cur, row_lo + (lane >> 2), tile_key0(grp, i), lane, h);
       if constexpr (decltype(mask_tag)::value) mask.apply(s_cur, row_lo + (lane >> 2), tile_key0(grp, i), lane);
       float alpha[2];
       st.sm.update(s_cur, a.scale_log2, alpha);
       scale_rows(st.o, alpha);
       pv_tile<D, Elem>(st.o, s_cur, smem_u32(slot_v(slot, grp)), lo);
     } else {
+      if constexpr (Mask::kTransformsScores) mask.transform(s_next, row_lo + (lane >> 2), tile_key0(grp, i), lane, h);
       if constexpr (decltype(mask_tag)::value) mask.apply(s_next, row_lo + (lane >> 2), tile_key0(grp, i), lane);
       float alpha[2];
       st.sm.update(s_next, a.scale_log2, alpha);
@@ -154,7 +162,7 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
     }
   };
   auto compute_step = [&](int i, int slot) {
-    if (i < i_mask) consume(std::false_type{}, i, slot);
+    if (i < i_mask && i >= i_full) consume(std::false_type{}, i, slot);
     else if (i < n_mine) consume(std::true_type{}, i, slot);
   };
 
@@ -263,7 +271,7 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   // =============================== epilogue (group-0 warps) ===============================
   const int g = lane >> 2;
   float inv[2], lse2[2];
-  st.sm.finish(a.scale_log2, inv, lse2);
+  st.sm.finish(mask, h, a.scale_log2, inv, lse2);
   const int row0 = row_lo + g;
 
   if (!Cfg::kSplitsKeys || n_splits == 1) {

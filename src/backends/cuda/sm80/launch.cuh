@@ -1,6 +1,6 @@
 // Launching one head dim's mma.sync kernels (sm80/): included by the per-head-dim translation units in
-// sm80/instances/ (one file per D, so they compile in parallel and a new D is one new file), and
-// declared for the dispatch in sm80/launch_sm80.cu.
+// sm80/instances/ (one file per D and mask policy, so they compile in parallel and a new D is one new
+// file pair), and declared for the dispatch in sm80/launch_sm80.cu.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -8,12 +8,14 @@
 
 #include "backends/cuda/common/mask.cuh"
 #include "backends/cuda/common/scheduler.cuh"
+#include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/sm80/config.cuh"
 
 namespace flashcore::cuda::detail {
 
-template <int D>
+// Mask: CausalMask (problems without variants) or VariantMask.
+template <int D, class Mask>
 cudaError_t launch_sm80_head_dim(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream);
 
 }  // namespace flashcore::cuda::detail
@@ -26,11 +28,12 @@ namespace flashcore::cuda::detail {
 
 template <int D, typename Elem, class Mask>
 cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream) {
+  constexpr bool kVariants = Mask::kTransformsScores;
   void (*kernel)(KernelArgs) = flash_fwd_kernel<D, Elem, false, Mask>;
-  if constexpr (sm80_kernel_built(FlashKernel::Wide, D)) {
+  if constexpr (sm80_kernel_built(FlashKernel::Wide, D, kVariants)) {
     if (plan.kernel == FlashKernel::Wide) kernel = flash_fwd_wide_kernel<D, Elem, Mask>;
   }
-  if constexpr (sm80_kernel_built(FlashKernel::Rows16WarpSpecialized, D)) {
+  if constexpr (sm80_kernel_built(FlashKernel::Rows16WarpSpecialized, D, kVariants)) {
     if (plan.kernel == FlashKernel::Rows16WarpSpecialized) kernel = flash_fwd_kernel<D, Elem, true, Mask>;
   }
   const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), plan.device, plan.smem);
@@ -40,15 +43,15 @@ cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, cudaS
   return cudaGetLastError();
 }
 
-template <int D>
+template <int D, class Mask>
 cudaError_t launch_sm80_head_dim(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream) {
-  return args.p.bf16 ? launch_typed<D, __nv_bfloat16, CausalMask>(plan, args, stream)
-                     : launch_typed<D, __half, CausalMask>(plan, args, stream);
+  return args.p.bf16 ? launch_typed<D, __nv_bfloat16, Mask>(plan, args, stream)
+                     : launch_typed<D, __half, Mask>(plan, args, stream);
 }
 
 }  // namespace flashcore::cuda::detail
 
-#define FLASHCORE_SM80_INSTANTIATE(D)                                                                 \
-  template cudaError_t flashcore::cuda::detail::launch_sm80_head_dim<D>(                              \
+#define FLASHCORE_SM80_INSTANTIATE(D, MASK)                                                           \
+  template cudaError_t flashcore::cuda::detail::launch_sm80_head_dim<D, flashcore::cuda::detail::MASK>( \
       const flashcore::cuda::FlashFwdPlan&, const flashcore::cuda::detail::KernelArgs&, cudaStream_t);
 #endif

@@ -8,6 +8,7 @@
 //                           into a kStages-deep ring; the warpgroup gives its registers back (setmaxnreg)
 //   warpgroups 1, 2 (consumers): 64 query rows each
 //     S  = Q · Kᵀ    wgmma m64n128k16, Q and K straight from shared memory
+//     S  = transform, mask(S)  the Mask policy (common/mask.cuh; VariantMask adds window, softcap, ALiBi, sinks)
 //     P  = softmax(S) in registers (accumulator layout = the mma.sync one: same masking arithmetic)
 //     O += P · V     wgmma m64nDk16, P from registers, V from shared memory (MN-major: transposed)
 //
@@ -38,6 +39,7 @@
 #include "backends/cuda/common/online_softmax.cuh"
 #include "backends/cuda/common/ptx.cuh"
 #include "backends/cuda/common/scheduler.cuh"
+#include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/sm90/config.h"
 #include "backends/cuda/sm90/ptx_sm90.cuh"
@@ -71,7 +73,10 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   const int h = blk.h, b = blk.b, hk = blk.hk;
   const int m0 = blk.mblock * Cfg::kBlockM;
   const Mask mask(p);
-  const int n_tiles = mask.tiles(m0 + Cfg::kBlockM, kBN);  // tiles the block loads
+  // The block loads tiles [t_first, t_first + n_tiles) (a sliding window starts past 0); step i is
+  // tile t_first + i.
+  const int t_first = mask.first_tile(m0, kBN);
+  const int n_tiles = max(0, mask.tiles(m0 + Cfg::kBlockM, kBN) - t_first);
 
   if (tid == 0) {
     mbar_init(bar_q, 1);
@@ -96,11 +101,11 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
         if (t >= kS) mbar_wait_parity(empty_k(s), parity);
         mbar_expect_tx(full_k(s), Cfg::kTileBytes);
         for (int pn = 0; pn < Cfg::kPanels; ++pn)
-          tma_load_4d(sK + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, t * kBN, hk, b, full_k(s));
+          tma_load_4d(sK + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, (t_first + t) * kBN, hk, b, full_k(s));
         if (t >= kS) mbar_wait_parity(empty_v(s), parity);
         mbar_expect_tx(full_v(s), Cfg::kTileBytes);
         for (int pn = 0; pn < Cfg::kPanels; ++pn)
-          tma_load_4d(sV + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, t * kBN, hk, b, full_v(s));
+          tma_load_4d(sV + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, (t_first + t) * kBN, hk, b, full_v(s));
       }
     }
     return;
@@ -111,9 +116,11 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   const int cw = wg - 1;                       // consumer warpgroup index
   const int g = lane >> 2;
   const int wg_row0 = m0 + 64 * cw;
-  // Tiles before wg_full need no mask; tiles from wg_tiles on hold no key this warpgroup's rows see.
-  const int wg_tiles = min(n_tiles, mask.tiles(wg_row0 + 64, kBN));
-  const int wg_full = mask.unmasked_tiles(wg_row0, kBN);
+  // Steps in [wg_full_lo, wg_full) need no mask; steps from wg_tiles on hold no key this warpgroup's
+  // rows see (steps count from t_first).
+  const int wg_tiles = min(n_tiles, mask.tiles(wg_row0 + 64, kBN) - t_first);
+  const int wg_full = mask.unmasked_tiles(wg_row0, kBN) - t_first;
+  const int wg_full_lo = mask.unmasked_first(wg_row0 + 64, kBN) - t_first;
   const int row_lo = wg_row0 + 16 * (warp & 3);  // this warp's first accumulator row
 
   // Accumulators in the mma.sync C-fragment layout (common/mask.cuh), n8 column tile j in [j][0..3];
@@ -160,7 +167,9 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       for (int j = 0; j < Cfg::kSTiles; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
       return;
     }
-    if (tile >= wg_full) mask.apply(s, row_lo + g, tile * kBN, lane);
+    const int key0 = (t_first + tile) * kBN;
+    if constexpr (Mask::kTransformsScores) mask.transform(s, row_lo + g, key0, lane, h);
+    if (tile >= wg_full || (Mask::kHasLeftBound && tile < wg_full_lo)) mask.apply(s, row_lo + g, key0, lane);
     sm.update(s, sl2, alpha);
   };
   auto pack_p = [&](const float (&s)[Cfg::kSTiles][4]) {
@@ -214,7 +223,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
 
   // ---- epilogue: O / l -> this warp's 16 rows of the Q region (row-major, swizzled) -> 16-byte stores
   float inv[2], lse2[2];
-  sm.finish(sl2, inv, lse2);
+  sm.finish(mask, h, sl2, inv, lse2);
   Elem* sO = reinterpret_cast<Elem*>(smem_raw + (sQ - smem_u32(smem_raw)));
   stage_o_rows<D>(sO, row_lo - m0 + g, lane, inv, [&](int j, int e) { return o[j][e]; });
   write_lse_rows(p, b, h, row_lo + g, lse2, lane);
@@ -225,7 +234,8 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
 template <int D, typename Elem>
 cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, const HopperMaps& maps, cudaStream_t stream) {
   using Cfg = HopperConfig<D>;
-  void (*kernel)(KernelArgs, HopperMaps) = flash_fwd_hopper_kernel<D, Elem, CausalMask>;
+  void (*kernel)(KernelArgs, HopperMaps) = has_variants(args.p) ? flash_fwd_hopper_kernel<D, Elem, VariantMask>
+                                                                : flash_fwd_hopper_kernel<D, Elem, CausalMask>;
   const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), plan.device, Cfg::kSmemBytes);
   if (e != cudaSuccess) return e;
   const dim3 grid = heavy_first_grid(args.n_mblocks, 1, args.p.heads_q, args.p.batch);

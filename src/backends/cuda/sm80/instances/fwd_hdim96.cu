@@ -2,4 +2,4 @@
 #define FLASHCORE_SM80_INSTANCE
 #include "backends/cuda/sm80/launch.cuh"
 
-FLASHCORE_SM80_INSTANTIATE(96)
+FLASHCORE_SM80_INSTANTIATE(96, CausalMask)

@@ -1,0 +1,144 @@
+// The attention variants as one mask policy (the interface of common/mask.cuh): sliding window,
+// logit soft-capping, ALiBi and attention sinks, each switched on by the problem (flashcore.hpp has
+// the definitions). Kernels instantiated with it run every combination, and CausalMask problems too;
+// CausalMask stays the policy of problems without variants (nothing of this in their inner loop).
+//
+// Units: the kernels' scores are raw q·k; the online softmax multiplies them by scale·log2(e). So the
+// policy writes its logits back in raw units: x/scale.
+//   soft-capping   s -> (cap/scale) · tanh(s · scale/cap)
+//   ALiBi          s -> s − (slope_h/scale) · |key − (row + seqlen_k − seqlen_q)|
+//   sink           log2-domain logit sink_h · log2(e), joined to the denominator by softmax_finish.
+// tanh is computed as 1 − 2/(e^{2|y|} + 1) with ex2.approx (relative error 2^-22) and a fast divide:
+// absolute error ~2e-7 on tanh, i.e. ~cap·2e-7 on a logit (tanh.approx.f32 would be ~cap·5e-4).
+//
+// Window tile ranges (bottom-right aligned, diag = seqlen_k − seqlen_q): rows [r0, r1) see keys in
+//   [r0 + diag − left, r1 − 1 + diag + right]  (each side only when bounded; causal: right = 0),
+// and a tile is mask-free for all of them when it lies inside [r1 − 1 + diag − left, r0 + diag + right].
+#pragma once
+
+#include <cmath>
+
+#include "backends/cuda/common/mask.cuh"
+#include "backends/cuda/common/ptx.cuh"
+
+namespace flashcore::cuda::detail {
+
+// tanh to ~2e-7 absolute (see the top of this file); saturates to ±1 for large |y|.
+__device__ __forceinline__ float tanh_accurate(float y) {
+  const float e = fast_exp2(fabsf(y) * 2.8853900817779268f);  // e^{2|y|}: 2·log2(e)
+  return copysignf(1.f - __fdividef(2.f, e + 1.f), y);
+}
+
+struct VariantMask {
+  static constexpr bool kTransformsScores = true;
+  static constexpr bool kHasLeftBound = true;
+  static constexpr bool kHasSinks = true;
+
+  const FlashFwdParams& p;
+  int diag;   // seqlen_k − seqlen_q
+  int left;   // keys left of the diagonal a row sees; −1: unbounded
+  int right;  // keys right of it; −1: unbounded (0 when causal)
+
+  __host__ __device__ explicit VariantMask(const FlashFwdParams& params)
+      : p(params),
+        diag(params.seqlen_k - params.seqlen_q),
+        left(params.window_left),
+        right(params.causal ? 0 : params.window_right) {}
+
+  // ---- tile ranges (host and device: the plan asks the same questions)
+  __host__ __device__ int key_begin(int row_begin) const {
+    if (left < 0) return 0;
+    const long long k = (long long)row_begin + diag - left;
+    return k < 0 ? 0 : (k > p.seqlen_k ? p.seqlen_k : (int)k);
+  }
+  __host__ __device__ int key_end(int row_end) const {
+    if (right < 0) return p.seqlen_k;
+    const long long k = (long long)row_end + diag + right;  // last row's last key + 1
+    return k < 0 ? 0 : (k > p.seqlen_k ? p.seqlen_k : (int)k);
+  }
+  // First tile any row from row_begin on visits; tiles [first_tile, tiles) are the block's range.
+  __host__ __device__ int first_tile(int row_begin, int tile_n) const { return key_begin(row_begin) / tile_n; }
+  __host__ __device__ int tiles(int row_end, int tile_n) const {
+    const int n = key_end(row_end);
+    return n > 0 ? (n + tile_n - 1) / tile_n : 0;
+  }
+  // Tiles [unmasked_first(row_end), unmasked_tiles(row_begin)) are visible in full to every row of
+  // [row_begin, row_end): no mask work there.
+  __host__ __device__ int unmasked_first(int row_end, int tile_n) const {
+    if (left < 0) return 0;
+    const long long k = (long long)row_end - 1 + diag - left;  // the last row's first key
+    return k <= 0 ? 0 : (int)((k + tile_n - 1) / tile_n);
+  }
+  __host__ __device__ int unmasked_tiles(int row_begin, int tile_n) const {
+    int t = p.seqlen_k / tile_n;
+    if (right >= 0) {
+      const long long k = (long long)row_begin + diag + right + 1;  // the first row's keys end
+      t = k <= 0 ? 0 : (k / tile_n < t ? (int)(k / tile_n) : t);
+    }
+    return t;
+  }
+
+  // ---- per element
+  // Soft-capping and ALiBi of one fragment (every visited tile, before apply). Rows row0, row0 + 8 of
+  // query head h; n8 column tile i starts at key key0 + 8i.
+  template <int N>
+  __device__ __forceinline__ void transform(float (&s)[N][4], int row0, int key0, int lane, int h) const {
+    if (p.softcap > 0.f) {
+      const float c_out = p.softcap / p.scale, c_in = p.scale / p.softcap;
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[i][e] = c_out * tanh_accurate(s[i][e] * c_in);
+    }
+    if (p.alibi_slopes != nullptr) {
+      const float neg_slope = -__ldg(p.alibi_slopes + h) / p.scale;
+      const int t = lane & 3;
+      const int d0 = key0 + 2 * t - row0 - diag;  // key − diagonal key of row0, column 0 of the lane
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int d = d0 + 8 * i + e;
+          s[i][e] = fmaf(neg_slope, (float)abs(d), s[i][e]);
+          s[i][2 + e] = fmaf(neg_slope, (float)abs(d - 8), s[i][2 + e]);  // row0 + 8
+        }
+    }
+  }
+
+  // −inf for the keys rows row0, row0 + 8 do not see (key tail and window).
+  template <int N>
+  __device__ __forceinline__ void apply(float (&s)[N][4], int row0, int key0, int lane) const {
+    const int t = lane & 3;
+    int hi[2], lo[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const long long row = row0 + 8 * r;
+      long long h = p.seqlen_k - 1;
+      if (right >= 0 && row + diag + right < h) h = row + diag + right;
+      long long l = left >= 0 ? row + diag - left : 0;
+      hi[r] = h < -1 ? -1 : (int)h;
+      lo[r] = l < 0 ? 0 : (l > p.seqlen_k ? p.seqlen_k : (int)l);
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = key0 + 8 * i + 2 * t + e;
+        if (col > hi[0] || col < lo[0]) s[i][e] = -INFINITY;
+        if (col > hi[1] || col < lo[1]) s[i][2 + e] = -INFINITY;
+      }
+  }
+
+  // The sink of query head h in the log2 domain of the softmax, −inf when there is none.
+  __device__ __forceinline__ float sink_log2(int h) const {
+    return p.sinks != nullptr ? __ldg(p.sinks + h) * 1.4426950408889634f : -INFINITY;
+  }
+};
+
+// Whether a problem needs VariantMask (else CausalMask runs it).
+__host__ __device__ inline bool has_variants(const FlashFwdParams& p) {
+  return p.window_left >= 0 || p.window_right >= 0 || p.softcap > 0.f || p.alibi_slopes != nullptr ||
+         p.sinks != nullptr;
+}
+
+}  // namespace flashcore::cuda::detail
