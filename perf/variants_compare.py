@@ -127,7 +127,7 @@ def torch_times(shape, causal, v):
         for name, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
             def run(be=be):
                 with sdpa_kernel(be):
-                    return F.scaled_dot_product_attention(q, k, v_, is_causal=causal)
+                    return F.scaled_dot_product_attention(q, k, v_, is_causal=bool(causal))
             attempt(name, run)
         return out
     if v["softcap"] == 0 and v["sink"] is None:
