@@ -180,7 +180,7 @@ def load_ours(paths):
         for b in doc.get("benchmarks", []):
             if b.get("error_occurred"):
                 continue
-            name = b.get("run_name", b["name"])
+            name = b.get("run_name", b["name"]).split("/iterations:")[0]
             if b.get("aggregate_name") == "median" or (b.get("run_type") == "iteration" and name not in out):
                 unit = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "ns")]
                 out[name] = b["real_time"] * unit
@@ -197,10 +197,16 @@ def main():
     ap.add_argument("--device", default="")
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--torch-from", help="take the torch times from this earlier output JSON (same run) instead of timing")
     a = ap.parse_args()
     shapes = [tuple(int(x) for x in s.split(",")) for s in a.shapes.split(";") if s]
     variants = [parse_variant(t) for t in a.variants.split(";") if t]
     ours = load_ours(a.ours)
+    earlier = {}
+    if a.torch_from:
+        with open(a.torch_from) as f:
+            for r in json.load(f)["rows"]:
+                earlier[(tuple(r["shape"]), r["variant"])] = r["torch"]
     rows = []
     for shape in shapes:
         B, H, L, D = shape
@@ -210,7 +216,10 @@ def main():
             us = ours.get(name)
             pairs = visible_pairs(L, a.causal, v["window"])
             flop = 4.0 * B * H * D * (pairs if v["window"] is not None else L * L * (0.5 if a.causal else 1.0))
-            t = {} if a.no_torch else torch_times(shape, a.causal, v)
+            if a.torch_from:
+                t = earlier.get((shape, vn or "none"), {})
+            else:
+                t = {} if a.no_torch else torch_times(shape, a.causal, v)
             rows.append({"shape": shape, "variant": vn or "none", "ours_us": us, "flop": flop, "torch": t})
             best = min([x for x in t.values() if isinstance(x, float)], default=None)
             print(f"{name}: ours {us if us is None else round(us, 2)} us; torch {t}; "
