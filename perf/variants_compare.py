@@ -8,7 +8,7 @@ torch paths per variant (fp16, (B, H, L, D) tensors, bottom-right aligned masks 
                   the memory-efficient kernel ("efficient"), the only fused path that takes a mask
   softcap, sinks  no fused path: plain torch ops ("math": Q·Kᵀ, tanh cap, mask, fp32 softmax with the
                   sink as an extra column, ·V), what a model written in torch runs
-Timing: CUDA graph of 10 calls, median of replays (as perf/dev/torch_sdpa_time.py).
+Timing: perf/dev/torch_sdpa_time.py's (CUDA graph of 20 calls, median of replays).
 
   variants_compare.py --ours BENCH.json --shapes B,H,L,D;... --variants "none;window:255,0;..."
                       --causal 1 --out PREFIX     writes PREFIX.md and PREFIX.json
@@ -17,9 +17,6 @@ import argparse
 import json
 import math
 import sys
-
-CALLS = 10
-
 
 def parse_variant(text):
     v = {"window": None, "softcap": 0.0, "alibi": False, "sink": None}
@@ -68,36 +65,14 @@ def visible_pairs(L, causal, window):
     return pairs
 
 
-def time_graph(torch, fn):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(CALLS):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record(); g.replay(); e1.record(); e1.synchronize()
-    reps = max(5, min(50, int(300.0 / max(e0.elapsed_time(e1), 1e-3))))
-    ts = []
-    for _ in range(reps):
-        e0.record(); g.replay(); e1.record(); e1.synchronize()
-        ts.append(e0.elapsed_time(e1))
-    ts.sort()
-    return ts[len(ts) // 2] * 1000.0 / CALLS
-
-
 def torch_times(shape, causal, v):
     """{path: microseconds or 'unavailable: why'} for one shape and variant."""
+    import os
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "dev"))
+    from torch_sdpa_time import time_graph  # (median us, iqr us)
 
     B, H, L, D = shape
     dev, dt = "cuda", torch.float16
@@ -117,7 +92,7 @@ def torch_times(shape, causal, v):
 
     def attempt(name, fn):
         try:
-            out[name] = time_graph(torch, fn)
+            out[name] = time_graph(fn)[0]
         except Exception as ex:  # a path that refuses the case
             out[name] = f"unavailable ({type(ex).__name__}: {str(ex).splitlines()[0][:100]})"
         torch.cuda.empty_cache()

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <functional>
 #include <thread>
+#include <tuple>
 
 #include "flashcore/flashcore.h"
 #include "flashcore/kokkos.hpp"
@@ -141,6 +142,22 @@ TEST(CApi, ComputesAttention) {
   EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
 }
 
+namespace {
+
+// (B,S,H,D) LayoutRight Views over an fp32 case's host data, and its (B,Hq,Lq) LSE.
+using HostV4u = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+using HostLse = Kokkos::View<float***, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+std::tuple<HostV4u, HostV4u, HostV4u, HostV4u, HostLse> host_views(fctest::HostData& d) {
+  const flashcore::Problem& p = d.problem;
+  auto view = [&](std::vector<unsigned char>& buf, int seq, int heads) {
+    return HostV4u(reinterpret_cast<float*>(buf.data()), p.batch, seq, heads, p.head_dim);
+  };
+  return {view(d.q, p.seqlen_q, p.heads_q), view(d.k, p.seqlen_k, p.heads_kv), view(d.v, p.seqlen_k, p.heads_kv),
+          view(d.o, p.seqlen_q, p.heads_q), HostLse(d.lse.data(), p.batch, p.heads_q, p.seqlen_q)};
+}
+
+}  // namespace
+
 TEST(CApi, ComputesAttentionWithEveryVariant) {
   fctest::Case c = fctest::make_case(2, 4, 2, 37, 53, 32, DType::F16, true);
   c.window_left = 11, c.softcap = 20, c.alibi = true, c.sinks = true;
@@ -164,12 +181,7 @@ TEST(KokkosViews, VariantsPassThroughViewOptions) {
   fctest::Case c = fctest::make_case(B, Hq, Hkv, Lq, Lk, D, DType::F32, false);
   c.window_left = 5, c.window_right = 3, c.softcap = 8, c.alibi = true, c.sinks = true;
   fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 14);
-  using V4 = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
-  V4 q(reinterpret_cast<float*>(d.q.data()), B, Lq, Hq, D);
-  V4 k(reinterpret_cast<float*>(d.k.data()), B, Lk, Hkv, D);
-  V4 v(reinterpret_cast<float*>(d.v.data()), B, Lk, Hkv, D);
-  V4 o(reinterpret_cast<float*>(d.o.data()), B, Lq, Hq, D);
-  Kokkos::View<float***, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> lse(d.lse.data(), B, Hq, Lq);
+  auto [q, k, v, o, lse] = host_views(d);
   flashcore::ViewOptions opts;
   opts.window_left = 5, opts.window_right = 3, opts.softcap = 8;
   opts.alibi_slopes = d.alibi_slopes.data();
@@ -190,12 +202,7 @@ TEST(KokkosViews, LayoutRightAndSubviewOfBHSD) {
   const fctest::OracleOut ref = fctest::oracle(d);
 
   // (B,S,H,D) LayoutRight Views over the test data.
-  using V4 = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
-  V4 q(reinterpret_cast<float*>(d.q.data()), B, Lq, Hq, D);
-  V4 k(reinterpret_cast<float*>(d.k.data()), B, Lk, Hkv, D);
-  V4 v(reinterpret_cast<float*>(d.v.data()), B, Lk, Hkv, D);
-  V4 o(reinterpret_cast<float*>(d.o.data()), B, Lq, Hq, D);
-  Kokkos::View<float***, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> lse(d.lse.data(), B, Hq, Lq);
+  auto [q, k, v, o, lse] = host_views(d);
   flashcore::ViewOptions opts;
   opts.causal = true;
   EXPECT_EQ(flashcore::run(q, k, v, o, lse, opts).chosen, "reference-host");
