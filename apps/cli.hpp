@@ -89,7 +89,7 @@ struct HostData {
 
   /// The variants' per-head parameters as the oracle takes them (host pointers, null when off).
   flashcore::verify::HeadParams head_params() const {
-    return {alibi_slopes.empty() ? nullptr : alibi_slopes.data(), sinks.empty() ? nullptr : sinks.data()};
+    return flashcore::verify::HeadParams::of(alibi_slopes, sinks);
   }
 
   void poison() {

@@ -117,8 +117,9 @@ void fill_timing(Outcome& out, const std::vector<double>& samples) {
 /// validating) a final call on poisoned outputs. d.o / d.lse end with the last call's outputs.
 void run_host(const RunArgs& a, HostData& d, flashcore::Options opts, Outcome& out) {
   const Problem& p = d.p;
+  const flashcore::verify::HeadParams hp = d.head_params();
   flashcore::Tensors t{d.q.data(), d.k.data(), d.v.data(), d.o.data(), d.lse.empty() ? nullptr : d.lse.data(),
-                       d.head_params().alibi_slopes, d.head_params().sinks};
+                       hp.alibi_slopes, hp.sinks};
   opts.location = flashcore::MemoryLocation::Host;
   out.report = explain_at(p, t, opts, flashcore::MemoryLocation::Host);
   if (out.report.chosen.empty())

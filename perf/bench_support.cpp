@@ -479,7 +479,7 @@ CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, cons
   // fp64 from the same rounded inputs (the oracle of src/verify), within the bench check's bound.
   const flashcore::verify::RowsResult ref = flashcore::verify::attention_rows(
       p, in.q.data(), in.k.data(), in.v.data(), sample, flashcore::verify::Precision::Exact, 1,
-      {heads.alibi_slopes.empty() ? nullptr : heads.alibi_slopes.data(), heads.sinks.empty() ? nullptr : heads.sinks.data()});
+      flashcore::verify::HeadParams::of(heads.alibi_slopes, heads.sinks));
   const flashcore::tolerance::Bound bound = flashcore::tolerance::bench_check_bound(p.dtype);
   const double atol = bound.atol, rtol = bound.rtol;
   double worst = 0;  // largest error / allowed

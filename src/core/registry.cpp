@@ -1,5 +1,6 @@
 // Backend registry and dispatch: which backend runs a call, and why the others do not.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
@@ -220,6 +221,13 @@ Report run(const Problem& p, const Tensors& t, const Options& opts) {
 
 namespace detail {
 
+namespace {
+// The variants' per-head parameter arrays of a call, named (null when off).
+std::array<std::pair<const char*, const float*>, 2> head_parameters(const Tensors& t) {
+  return {{{"alibi_slopes", t.alibi_slopes}, {"sinks", t.sinks}}};
+}
+}  // namespace
+
 void validate_tensors(const Problem& p, const Tensors& t) {
   const std::pair<const char*, const void*> required[] = {{"q", t.q}, {"k", t.k}, {"v", t.v}, {"o", t.o}};
   for (const auto& [name, ptr] : required)
@@ -243,8 +251,7 @@ void validate_tensors(const Problem& p, const Tensors& t) {
     const char* b = reinterpret_cast<const char*>(t.lse);
     r.push_back({"lse", b, b + static_cast<std::int64_t>(p.batch) * p.heads_q * p.seqlen_q * sizeof(float)});
   }
-  for (const auto& [name, ptr] : {std::pair<const char*, const float*>{"alibi_slopes", t.alibi_slopes},
-                                  std::pair<const char*, const float*>{"sinks", t.sinks}})
+  for (const auto& [name, ptr] : head_parameters(t))
     if (ptr != nullptr) r.push_back({name, reinterpret_cast<const char*>(ptr), reinterpret_cast<const char*>(ptr + p.heads_q)});
   for (std::size_t i = 3; i < 3 + n_outputs; ++i)
     for (std::size_t j = 0; j < r.size(); ++j)
@@ -254,8 +261,7 @@ void validate_tensors(const Problem& p, const Tensors& t) {
 }
 
 void validate_head_parameters(const Problem& p, const Tensors& t) {
-  for (const auto& [name, ptr] : {std::pair<const char*, const float*>{"alibi_slopes", t.alibi_slopes},
-                                  std::pair<const char*, const float*>{"sinks", t.sinks}}) {
+  for (const auto& [name, ptr] : head_parameters(t)) {
     if (ptr == nullptr) continue;
     for (int h = 0; h < p.heads_q; ++h)
       if (!std::isfinite(ptr[h])) {

@@ -39,6 +39,10 @@ struct RowsResult {
 struct HeadParams {
   const float* alibi_slopes = nullptr;
   const float* sinks = nullptr;
+  /// The parameters held in two vectors, an empty one meaning that variant is off.
+  static HeadParams of(const std::vector<float>& alibi_slopes, const std::vector<float>& sinks) {
+    return {alibi_slopes.empty() ? nullptr : alibi_slopes.data(), sinks.empty() ? nullptr : sinks.data()};
+  }
 };
 
 /// Attention of the given rows of a problem whose Q, K, V are host buffers with the problem's

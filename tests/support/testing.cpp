@@ -129,7 +129,7 @@ void HostData::poison_outputs() {
 }
 
 flashcore::verify::HeadParams HostData::head_params() const {
-  return {alibi_slopes.empty() ? nullptr : alibi_slopes.data(), sinks.empty() ? nullptr : sinks.data()};
+  return verify::HeadParams::of(alibi_slopes, sinks);
 }
 
 flashcore::Tensors HostData::tensors() {

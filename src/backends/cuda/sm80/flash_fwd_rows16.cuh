@@ -137,6 +137,15 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   // s_next). At the warp's last tile the K half holds stale data: its scores are computed and never used.
   // Above D = 128 (Q read from shared memory, O = D/2 floats) the two score tiles do not fit registers
   // next to O: the step runs P·V(i) first and S(i+1) after it, in one score tile (same ring slot).
+  // Scores S of the group's tile i -> transform, mask, online softmax, O = O·α + P·V(slot).
+  auto softmax_pv = [&](auto mask_tag, float (&s)[Cfg::kSTiles][4], int i, int slot) {
+    if constexpr (Mask::kTransformsScores) mask.transform(s, row_lo + (lane >> 2), tile_key0(grp, i), lane, h);
+    if constexpr (decltype(mask_tag)::value) mask.apply(s, row_lo + (lane >> 2), tile_key0(grp, i), lane);
+    float alpha[2];
+    st.sm.update(s, a.scale_log2, alpha);
+    scale_rows(st.o, alpha);
+    pv_tile<D, Elem>(st.o, s, smem_u32(slot_v(slot, grp)), lo);
+  };
   auto consume = [&](auto mask_tag, int i, int slot) {
     if constexpr (Cfg::kQInRegisters) {
       float s_cur[Cfg::kSTiles][4];
@@ -145,19 +154,9 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) s_cur[k][e] = s_next[k][e];
       qk_tile<D, Elem>(s_next, st, smem_u32(slot_k(slot, grp)), lo);
-      if constexpr (Mask::kTransformsScores) mask.transform(s_cur, row_lo + (lane >> 2), tile_key0(grp, i), lane, h);
-      if constexpr (decltype(mask_tag)::value) mask.apply(s_cur, row_lo + (lane >> 2), tile_key0(grp, i), lane);
-      float alpha[2];
-      st.sm.update(s_cur, a.scale_log2, alpha);
-      scale_rows(st.o, alpha);
-      pv_tile<D, Elem>(st.o, s_cur, smem_u32(slot_v(slot, grp)), lo);
+      softmax_pv(mask_tag, s_cur, i, slot);
     } else {
-      if constexpr (Mask::kTransformsScores) mask.transform(s_next, row_lo + (lane >> 2), tile_key0(grp, i), lane, h);
-      if constexpr (decltype(mask_tag)::value) mask.apply(s_next, row_lo + (lane >> 2), tile_key0(grp, i), lane);
-      float alpha[2];
-      st.sm.update(s_next, a.scale_log2, alpha);
-      scale_rows(st.o, alpha);
-      pv_tile<D, Elem>(st.o, s_next, smem_u32(slot_v(slot, grp)), lo);
+      softmax_pv(mask_tag, s_next, i, slot);
       qk_tile<D, Elem>(s_next, st, smem_u32(slot_k(slot, grp)), lo);
     }
   };
