@@ -21,6 +21,25 @@
 // window_right = 0. With attention sinks (Tensors::sinks) exp(sink[h]) joins every row's softmax
 // denominator without a value: O_i = sum_j exp(x_j) v_j / (exp(sink[h]) + sum_j exp(x_j)).
 //
+// Sequences of different lengths in one call (each combines with the others and with everything
+// above; all off by default). Sequence b has Lq_b queries and Lk_b keys, and its causal mask,
+// window and ALiBi distance use its own diagonal i + Lk_b - Lq_b:
+//   varlen Q   Problem::total_q > 0: Q and O hold the sequences packed one after another
+//              (FlashAttention's varlen layout), (total_q, heads_q, head_dim) with strides q.seq and
+//              q.head (q.batch, o.batch unused); sequence b's queries are rows cu_seqlens_q[b] ..
+//              cu_seqlens_q[b+1]-1 (Tensors::cu_seqlens_q), Lq_b their count. Without it Lq_b =
+//              seqlen_q. LSE is then (heads_q, total_q).
+//   varlen K/V Problem::total_k > 0: K and V packed likewise by Tensors::cu_seqlens_k (total_k rows).
+//   KV cache   Tensors::seqlens_k: sequence b uses the first seqlens_k[b] keys of its K/V rows (the
+//              cache's valid length); without it Lk_b = seqlen_k, or its cu_seqlens_k count.
+//   paged K/V  Problem::page_size > 0: K and V are pools of num_pages pages of page_size rows,
+//              indexed (page, row, head, dim) with strides k.batch (between pages), k.seq, k.head;
+//              key j of sequence b is row j % page_size of page block_table[b * pages_per_seq +
+//              j / page_size] (Tensors::block_table). Entries past a sequence's last used page are
+//              not read.
+// With per-sequence lengths, seqlen_q and seqlen_k are upper bounds: every Lq_b <= seqlen_q and
+// Lk_b <= seqlen_k (the longest sequence is the best bound: it sizes the launch).
+//
 // This header does not include Kokkos. The Kokkos View entry point is in
 // <flashcore/kokkos.hpp>; the C API is in <flashcore/flashcore.h>.
 #pragma once
@@ -76,6 +95,12 @@ struct Problem {
   /// Logit soft-capping: x -> softcap * tanh(x / softcap) after the scale. 0 (the default) = none;
   /// else finite and > 0.
   float softcap = 0.0f;
+  /// Sequences of different lengths (see "Sequences" at the top of this file); 0 = off.
+  int total_q = 0;        // > 0: Q and O packed, total_q rows, split by Tensors::cu_seqlens_q
+  int total_k = 0;        // > 0: K and V packed, total_k rows, split by Tensors::cu_seqlens_k
+  int page_size = 0;      // > 0: paged K and V (Tensors::block_table), rows per page: a multiple of 16
+  int num_pages = 0;      // paged: pages in the K pool (and in the V pool)
+  int pages_per_seq = 0;  // paged: block-table entries per sequence; seqlen_k <= pages_per_seq * page_size
   /// Element strides of Q, K, V, O. They must be set (set_contiguous_*() or by hand): every
   /// tensor's layout must be non-overlapping, so strides left at 0 are rejected.
   Strides q, k, v, o;
@@ -84,8 +109,11 @@ struct Problem {
   float effective_scale() const;
   /// Whether a sliding window bounds either side (window_left or window_right != -1).
   bool has_window() const { return window_left >= 0 || window_right >= 0; }
+  /// Whether Q/O or K/V are packed (varlen) or K/V paged. (Cache lengths alone are Tensors::seqlens_k.)
+  bool has_sequence_layout() const { return total_q > 0 || total_k > 0 || page_size > 0; }
   /// Floating-point operations: 4*B*Hq*Lq*Lk*D, halved when causal (the FlashAttention
   /// convention); with a sliding window 4*B*Hq*D times the (query, key) pairs the window shows.
+  /// With per-sequence lengths it counts every sequence at the bounds seqlen_q, seqlen_k.
   double flops() const;
 
   /// Fills all strides for contiguous (B,S,H,D) tensors ("BSHD", the default) or (B,H,S,D).
@@ -129,6 +157,13 @@ void validate(const Problem& p);
 ///                 -slope[h] * |j - (i + seqlen_k - seqlen_q)| (after soft-capping).
 ///   sinks         attention-sink logit of each query head, in the units of the scaled logits:
 ///                 exp(sink[h]) joins each row's softmax denominator. lse then includes it.
+///
+/// The sequence arrays (see "Sequences" at the top) are int32, in the same memory as Q; nullptr =
+/// off. They are validated before any work (device memory: see Options::check_sequences).
+///   cu_seqlens_q  batch+1 offsets, 0 = cu[0] <= cu[1] <= ... <= cu[batch] = total_q (needs total_q)
+///   cu_seqlens_k  the same for K and V (needs total_k)
+///   seqlens_k     batch cache lengths, 0 <= seqlens_k[b] <= the rows sequence b has
+///   block_table   batch x pages_per_seq page indices in [0, num_pages) (needs page_size)
 struct Tensors {
   const void* q = nullptr;
   const void* k = nullptr;
@@ -137,6 +172,10 @@ struct Tensors {
   float* lse = nullptr;
   const float* alibi_slopes = nullptr;
   const float* sinks = nullptr;
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  const int* seqlens_k = nullptr;
+  const int* block_table = nullptr;
 };
 
 /// Per-call options.
@@ -148,6 +187,12 @@ struct Options {
   /// cudaStream_t for device backends (nullptr = default stream). Device backends are
   /// asynchronous with respect to the host on that stream; host backends return when done.
   void* stream = nullptr;
+  /// Sequence arrays (Tensors::cu_seqlens_q, ..., block_table) in device memory are copied to the
+  /// host and validated before any work: a copy on `stream` that waits for it (a few microseconds
+  /// plus the stream's pending work). false skips the copy for loops that know their arrays are
+  /// valid (a decode loop): FlashCore then trusts them, and an offset, length or page index out of
+  /// range reads memory outside the tensors. Host-memory arrays are always validated.
+  bool check_sequences = true;
 };
 
 /// What a backend decided for one call when it said yes (its kernel, launch shape, workspace,

@@ -24,6 +24,26 @@ std::string kokkos_configuration();
 /// The backends this build provides (src/backends/builtin.cpp).
 std::vector<std::unique_ptr<Backend>> builtin_backends();
 
+/// The extents of a tensor in its layout: `outer` blocks (batch entries, or pages) of `rows` rows.
+/// Packed Q/O are 1 x total_q, packed K/V 1 x total_k, paged K/V num_pages x page_size.
+struct TensorExtents {
+  int outer, rows;
+};
+TensorExtents q_extents(const Problem& p);
+TensorExtents kv_extents(const Problem& p);
+
+/// Validates the sequence arrays of a call (flashcore.hpp, "Sequences") from host copies of them
+/// (null where the call has none): offsets start at 0, never decrease and end at the total; every
+/// sequence within the bounds seqlen_q / seqlen_k; cache lengths within what each sequence has;
+/// block-table entries of the pages in use within [0, num_pages). Throws Error naming the array,
+/// the index and the value.
+void validate_sequences(const Problem& p, const int* cu_seqlens_q, const int* cu_seqlens_k, const int* seqlens_k,
+                        const int* block_table);
+
+/// Copies `bytes` of device memory to the host on a cudaStream_t and waits for them (src/platform).
+/// Throws Error (field `what`) when the copy fails or the build has no CUDA.
+void copy_to_host(void* dst, const void* src, std::size_t bytes, void* stream, const char* what);
+
 /// Validates the pointers of a call against a validated problem: non-null, not overlapping
 /// the outputs. Throws Error naming the tensor.
 void validate_tensors(const Problem& p, const Tensors& t);

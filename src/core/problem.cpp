@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/internal.hpp"
 #include "core/numeric.hpp"
 #include "flashcore/flashcore.hpp"
 
@@ -141,6 +142,39 @@ void validate_strides(const char* name, const Strides& s, int batch, int seq, in
   }
 }
 
+// The sequence-layout fields of a problem (flashcore.hpp, "Sequences"); the arrays themselves
+// are checked in registry.cpp (validate_sequences), where their memory is known.
+void validate_sequence_layout(const Problem& p) {
+  const int kMaxLen = 1 << 30;
+  if (p.total_q < 0 || p.total_q > kMaxLen)
+    fail("total_q", "total_q " + str(p.total_q) + " must be 0 (Q not packed) or in [1, 2^30]");
+  if (p.total_k < 0 || p.total_k > kMaxLen)
+    fail("total_k", "total_k " + str(p.total_k) + " must be 0 (K/V not packed) or in [1, 2^30]");
+  if (p.page_size == 0) {
+    if (p.num_pages != 0) fail("num_pages", "num_pages " + str(p.num_pages) + " is set but page_size is 0 (K/V not paged)");
+    if (p.pages_per_seq != 0)
+      fail("pages_per_seq", "pages_per_seq " + str(p.pages_per_seq) + " is set but page_size is 0 (K/V not paged)");
+    return;
+  }
+  if (p.page_size < 16 || p.page_size > (1 << 16) || p.page_size % 16 != 0)
+    fail("page_size", "page_size " + str(p.page_size) + " must be 0 (not paged) or a multiple of 16 in [16, 65536]");
+  if (p.total_k > 0)
+    fail("total_k", "total_k " + str(p.total_k) +
+                        " with paged K/V (page_size " + str(p.page_size) +
+                        "): paged sequences take their lengths from seqlens_k, not from cu_seqlens_k");
+  if (p.num_pages < 1 || p.num_pages > kMaxLen)
+    fail("num_pages", "num_pages " + str(p.num_pages) + " must be in [1, 2^30] with paged K/V");
+  if (p.pages_per_seq < 1 || p.pages_per_seq > kMaxLen)
+    fail("pages_per_seq", "pages_per_seq " + str(p.pages_per_seq) + " must be in [1, 2^30] with paged K/V");
+  const long long capacity = static_cast<long long>(p.pages_per_seq) * p.page_size;
+  if (p.seqlen_k > capacity)
+    fail("seqlen_k", "seqlen_k " + str(p.seqlen_k) + " exceeds what a block-table row holds: pages_per_seq " +
+                         str(p.pages_per_seq) + " x page_size " + str(p.page_size) + " = " + str(capacity) + " keys");
+  const __int128 table = static_cast<__int128>(p.batch) * p.pages_per_seq;
+  if (table > (static_cast<__int128>(1) << 40))
+    fail("pages_per_seq", "batch x pages_per_seq = " + str(static_cast<long long>(table)) + " block-table entries exceed 2^40");
+}
+
 }  // namespace
 
 void validate(const Problem& p) {
@@ -170,13 +204,29 @@ void validate(const Problem& p) {
                              " contradicts causal (causal is window_right 0: leave it at -1 or 0)");
   if (!std::isfinite(p.softcap) || p.softcap < 0.0f)
     fail("softcap", "softcap " + str(p.softcap) + " must be finite and >= 0 (0 = no soft-capping)");
-  validate_strides("q", p.q, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
-  validate_strides("k", p.k, p.batch, p.seqlen_k, p.heads_kv, p.head_dim);
-  validate_strides("v", p.v, p.batch, p.seqlen_k, p.heads_kv, p.head_dim);
-  validate_strides("o", p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
-  const __int128 lse_elems = static_cast<__int128>(p.batch) * p.heads_q * p.seqlen_q;
+  validate_sequence_layout(p);
+  // Each tensor's extents in its layout: packed Q/O (total_q rows), packed or paged K/V.
+  const detail::TensorExtents qx = detail::q_extents(p), kx = detail::kv_extents(p);
+  validate_strides("q", p.q, qx.outer, qx.rows, p.heads_q, p.head_dim);
+  validate_strides("k", p.k, kx.outer, kx.rows, p.heads_kv, p.head_dim);
+  validate_strides("v", p.v, kx.outer, kx.rows, p.heads_kv, p.head_dim);
+  validate_strides("o", p.o, qx.outer, qx.rows, p.heads_q, p.head_dim);
+  const __int128 lse_elems = static_cast<__int128>(qx.outer) * p.heads_q * qx.rows;
   if (lse_elems > (static_cast<__int128>(1) << 60))
     fail("seqlen_q", "batch*heads_q*seqlen_q = " + str(static_cast<long long>(lse_elems)) + " rows exceed 2^60");
 }
+
+namespace detail {
+
+TensorExtents q_extents(const Problem& p) {
+  return p.total_q > 0 ? TensorExtents{1, p.total_q} : TensorExtents{p.batch, p.seqlen_q};
+}
+
+TensorExtents kv_extents(const Problem& p) {
+  if (p.page_size > 0) return {p.num_pages, p.page_size};
+  return p.total_k > 0 ? TensorExtents{1, p.total_k} : TensorExtents{p.batch, p.seqlen_k};
+}
+
+}  // namespace detail
 
 }  // namespace flashcore

@@ -39,8 +39,10 @@ MemoryLocation resolve_location(const Tensors& t, MemoryLocation requested) {
   if (requested != MemoryLocation::Auto) return requested;
   int q_device = -1;
   const MemoryLocation q = detail::pointer_location(t.q, &q_device);
-  const std::pair<const char*, const void*> others[] = {{"k", t.k}, {"v", t.v}, {"o", t.o}, {"lse", t.lse},
-                                                       {"alibi_slopes", t.alibi_slopes}, {"sinks", t.sinks}};
+  const std::pair<const char*, const void*> others[] = {
+      {"k", t.k}, {"v", t.v}, {"o", t.o}, {"lse", t.lse}, {"alibi_slopes", t.alibi_slopes}, {"sinks", t.sinks},
+      {"cu_seqlens_q", t.cu_seqlens_q}, {"cu_seqlens_k", t.cu_seqlens_k}, {"seqlens_k", t.seqlens_k},
+      {"block_table", t.block_table}};
   for (const auto& [name, ptr] : others) {
     if (ptr == nullptr) continue;
     int device = -1;
@@ -59,6 +61,22 @@ MemoryLocation resolve_location(const Tensors& t, MemoryLocation requested) {
   return q;
 }
 
+// The sequence arrays of a device-memory call, copied to the host and validated.
+void validate_device_sequences(const Problem& p, const Tensors& t, void* stream) {
+  auto copy = [&](const char* name, const int* src, std::int64_t n, std::vector<int>& dst) -> const int* {
+    if (src == nullptr) return nullptr;
+    dst.resize(static_cast<std::size_t>(n));
+    detail::copy_to_host(dst.data(), src, dst.size() * sizeof(int), stream, name);
+    return dst.data();
+  };
+  std::vector<int> cq, ck, lk, bt;
+  const int* cu_q = copy("cu_seqlens_q", t.cu_seqlens_q, p.batch + 1, cq);
+  const int* cu_k = copy("cu_seqlens_k", t.cu_seqlens_k, p.batch + 1, ck);
+  const int* lens = copy("seqlens_k", t.seqlens_k, p.batch, lk);
+  const int* table = copy("block_table", t.block_table, static_cast<std::int64_t>(p.batch) * p.pages_per_seq, bt);
+  detail::validate_sequences(p, cu_q, cu_k, lens, table);
+}
+
 struct Selection {
   const Backend* backend = nullptr;
   Query query;
@@ -74,7 +92,12 @@ Selection select(const Problem& p, const Tensors& t, const Options& opts) {
   q.problem = &p;
   q.tensors = &t;
   q.location = resolve_location(t, opts.location);
-  if (q.location == MemoryLocation::Host) detail::validate_head_parameters(p, t);
+  if (q.location == MemoryLocation::Host) {
+    detail::validate_head_parameters(p, t);
+    detail::validate_sequences(p, t.cu_seqlens_q, t.cu_seqlens_k, t.seqlens_k, t.block_table);
+  } else if (opts.check_sequences) {
+    validate_device_sequences(p, t, opts.stream);
+  }
   q.want_lse = t.lse != nullptr;
 
   const std::string forced = forced_backend(opts, &sel.report.how, &sel.report.mode);
@@ -233,6 +256,23 @@ void validate_tensors(const Problem& p, const Tensors& t) {
   for (const auto& [name, ptr] : required)
     if (ptr == nullptr) throw Error(name, std::string(name) + ": pointer is null");
 
+  // The sequence arrays: each one present exactly when the problem's layout uses it.
+  const struct {
+    const char* name;
+    const void* ptr;
+    bool used;
+    const char* field;
+  } arrays[] = {{"cu_seqlens_q", t.cu_seqlens_q, p.total_q > 0, "total_q"},
+                {"cu_seqlens_k", t.cu_seqlens_k, p.total_k > 0, "total_k"},
+                {"block_table", t.block_table, p.page_size > 0, "page_size"}};
+  for (const auto& a : arrays) {
+    if (a.used && a.ptr == nullptr)
+      throw Error(a.name, std::string(a.name) + ": pointer is null, but " + a.field + " > 0 says the layout needs it");
+    if (!a.used && a.ptr != nullptr)
+      throw Error(a.name, std::string(a.name) + ": given, but " + a.field + " is 0 (set " + a.field +
+                              " to use it, or pass nullptr)");
+  }
+
   // Byte ranges of every tensor; the outputs must not overlap any other tensor.
   struct Range {
     const char* name;
@@ -240,19 +280,27 @@ void validate_tensors(const Problem& p, const Tensors& t) {
     const char* end;
   };
   const int es = dtype_size(p.dtype);
-  auto range = [&](const char* name, const void* ptr, const Strides& s, int seq, int heads) {
+  const TensorExtents qx = q_extents(p), kx = kv_extents(p);
+  auto range = [&](const char* name, const void* ptr, const Strides& s, TensorExtents x, int heads) {
     const char* b = static_cast<const char*>(ptr);
-    return Range{name, b, b + span_elements(s, p.batch, seq, heads, p.head_dim) * es};
+    return Range{name, b, b + span_elements(s, x.outer, x.rows, heads, p.head_dim) * es};
   };
-  std::vector<Range> r = {range("q", t.q, p.q, p.seqlen_q, p.heads_q), range("k", t.k, p.k, p.seqlen_k, p.heads_kv),
-                          range("v", t.v, p.v, p.seqlen_k, p.heads_kv), range("o", t.o, p.o, p.seqlen_q, p.heads_q)};
+  std::vector<Range> r = {range("q", t.q, p.q, qx, p.heads_q), range("k", t.k, p.k, kx, p.heads_kv),
+                          range("v", t.v, p.v, kx, p.heads_kv), range("o", t.o, p.o, qx, p.heads_q)};
   const std::size_t n_outputs = t.lse != nullptr ? 2 : 1;  // o and lse: r[3], r[4]
   if (t.lse != nullptr) {
     const char* b = reinterpret_cast<const char*>(t.lse);
-    r.push_back({"lse", b, b + static_cast<std::int64_t>(p.batch) * p.heads_q * p.seqlen_q * sizeof(float)});
+    r.push_back({"lse", b, b + static_cast<std::int64_t>(qx.outer) * p.heads_q * qx.rows * sizeof(float)});
   }
   for (const auto& [name, ptr] : head_parameters(t))
     if (ptr != nullptr) r.push_back({name, reinterpret_cast<const char*>(ptr), reinterpret_cast<const char*>(ptr + p.heads_q)});
+  auto int_range = [&](const char* name, const int* ptr, std::int64_t n) {
+    if (ptr != nullptr) r.push_back({name, reinterpret_cast<const char*>(ptr), reinterpret_cast<const char*>(ptr + n)});
+  };
+  int_range("cu_seqlens_q", t.cu_seqlens_q, p.batch + 1);
+  int_range("cu_seqlens_k", t.cu_seqlens_k, p.batch + 1);
+  int_range("seqlens_k", t.seqlens_k, p.batch);
+  int_range("block_table", t.block_table, static_cast<std::int64_t>(p.batch) * p.pages_per_seq);
   for (std::size_t i = 3; i < 3 + n_outputs; ++i)
     for (std::size_t j = 0; j < r.size(); ++j)
       if (j != i && r[i].begin < r[j].end && r[j].begin < r[i].end)

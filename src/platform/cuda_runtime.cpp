@@ -75,6 +75,17 @@ MemoryLocation pointer_location(const void* p, int* device) {
   return on_device ? MemoryLocation::Device : MemoryLocation::Host;
 }
 
+void copy_to_host(void* dst, const void* src, std::size_t bytes, void* stream, const char* what) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(what, std::string(what) + ": copying it to the host to validate it failed: " + cudaGetErrorString(err) +
+                          " (Options::check_sequences = false skips the check)");
+  }
+}
+
 bool current_cuda_device(DeviceInfo* out, std::string* why) {
   static std::mutex mutex;
   static std::vector<DeviceInfo> cache;  // by device index

@@ -15,6 +15,10 @@ MemoryLocation pointer_location(const void*, int* device) {
   return MemoryLocation::Host;
 }
 
+void copy_to_host(void*, const void*, std::size_t, void*, const char* what) {
+  throw Error(what, std::string(what) + ": is in device memory, but this build of FlashCore has no CUDA support");
+}
+
 bool current_cuda_device(DeviceInfo*, std::string* why) {
   if (why != nullptr) *why = "this build of FlashCore has no CUDA support";
   return false;

@@ -27,6 +27,22 @@ struct Row {
   int b = 0, h = 0, i = 0;
 };
 
+/// The sequence arrays of a call (flashcore.hpp, "Sequences": Tensors::cu_seqlens_q, cu_seqlens_k,
+/// seqlens_k, block_table), host arrays or null; the Problem's total_q, total_k, page_size say
+/// which the layout uses. Sequence b has Lq_b = len_q(p, b) queries and Lk_b = len_k(p, b) keys.
+struct Sequences {
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  const int* seqlens_k = nullptr;
+  const int* block_table = nullptr;
+  static Sequences of(const Tensors& t) { return {t.cu_seqlens_q, t.cu_seqlens_k, t.seqlens_k, t.block_table}; }
+  int len_q(const Problem& p, int b) const;
+  int len_k(const Problem& p, int b) const;
+  /// Element offsets of (b, query i, head h, dim 0) in Q or O, and of (b, key j, head h, dim 0) in K or V.
+  long long q_offset(const Problem& p, const Strides& s, int b, int i, int h) const;
+  long long kv_offset(const Problem& p, const Strides& s, int b, int j, int h) const;
+};
+
 /// Rows computed by attention_rows, in the order asked for.
 struct RowsResult {
   std::vector<Row> rows;
@@ -48,11 +64,13 @@ struct HeadParams {
 /// Attention of the given rows of a problem whose Q, K, V are host buffers with the problem's
 /// strides and dtype (the problem is not validated here: pass a valid one). threads > 1 computes
 /// rows on that many std::threads; the result does not depend on it. A row outside the problem
-/// throws std::out_of_range naming the row, before anything is computed.
+/// throws std::out_of_range naming the row, before anything is computed (with sequences: i >= Lq_b).
 RowsResult attention_rows(const Problem& p, const void* q, const void* k, const void* v, const std::vector<Row>& rows,
-                          Precision precision, int threads = 1, const HeadParams& heads = {});
+                          Precision precision, int threads = 1, const HeadParams& heads = {},
+                          const Sequences& seqs = {});
 
-/// All rows, as contiguous arrays.
+/// All rows, as contiguous arrays in logical order, whatever the tensors' layout (with sequences,
+/// row i of sequence b at index i, rows i >= Lq_b NaN).
 struct Result {
   std::vector<double> o;    // (batch, seqlen_q, heads_q, head_dim), index o_index()
   std::vector<double> lse;  // (batch, heads_q, seqlen_q), index lse_index(); -inf for rows that see no key
@@ -61,11 +79,11 @@ struct Result {
 /// Attention of the whole problem. row_stride > 1 computes only rows i with i % row_stride == 0
 /// and the last row (for problems too large for the full oracle); the others are NaN.
 Result attention(const Problem& p, const void* q, const void* k, const void* v, Precision precision,
-                 int row_stride = 1, int threads = 1, const HeadParams& heads = {});
+                 int row_stride = 1, int threads = 1, const HeadParams& heads = {}, const Sequences& seqs = {});
 
-/// The rows attention() computes for a row_stride: (b, h, i) in that order, i % row_stride == 0
-/// or i the last row.
-std::vector<Row> strided_rows(const Problem& p, int row_stride);
+/// The rows attention() computes for a row_stride: (b, h, i) in that order, i < Lq_b and
+/// i % row_stride == 0 or i the last row of its sequence.
+std::vector<Row> strided_rows(const Problem& p, int row_stride, const Sequences& seqs = {});
 
 inline std::size_t o_index(const Problem& p, int b, int i, int h, int d) {
   return ((static_cast<std::size_t>(b) * p.seqlen_q + i) * p.heads_q + h) * p.head_dim + d;

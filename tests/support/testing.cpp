@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <algorithm>
 #include <random>
 #include <sstream>
 
@@ -29,6 +30,15 @@ std::string Case::name() const {
   if (softcap > 0) os << "_cap" << static_cast<int>(softcap);
   if (alibi) os << "_alibi";
   if (sinks) os << "_sinks";
+  auto list = [&](const char* tag, const std::vector<int>& v) {
+    if (v.empty()) return;
+    os << "_" << tag;
+    for (std::size_t n = 0; n < v.size(); ++n) os << (n ? "x" : "") << v[n];
+  };
+  list("lensq", lens_q);
+  list("lensk", lens_k);
+  if (kv == KvStore::Packed) os << "_packedkv";
+  if (kv == KvStore::Paged) os << "_page" << page_size;
   return os.str();
 }
 
@@ -89,22 +99,58 @@ std::uint64_t run_seed() {
   return seed;
 }
 
+namespace {
+
+int sum(const std::vector<int>& v) {
+  int s = 0;
+  for (int x : v) s += x;
+  return s;
+}
+
+struct Extents {
+  int outer, rows;  // blocks (batch entries or pages) of rows
+};
+
+// Pages sequence b's keys need.
+int pages_for(int keys, int page_size) { return (keys + page_size - 1) / page_size; }
+
+}  // namespace
+
 Problem make_problem(const Case& c) {
-  Problem p = Problem::make(c.batch, c.heads_q, c.heads_kv, c.seqlen_q, c.seqlen_k, c.head_dim, c.dtype, c.causal);
-  if (c.layout == Layout::BHSD) p.set_contiguous_bhsd();
+  const int batch = c.lens_q.empty() ? (c.lens_k.empty() ? c.batch : static_cast<int>(c.lens_k.size()))
+                                     : static_cast<int>(c.lens_q.size());
+  Problem p = Problem::make(batch, c.heads_q, c.heads_kv, c.seqlen_q, c.seqlen_k, c.head_dim, c.dtype, c.causal);
   p.window_left = c.window_left;
   p.window_right = c.window_right;
   p.softcap = static_cast<float>(c.softcap);
-  if (c.layout == Layout::Padded) {
-    // rows padded by 8 elements, heads by 16, batches by 40: exercises non-contiguous strides
-    auto padded = [&](int seq, int heads) {
-      const std::int64_t head = c.head_dim + 8;
-      const std::int64_t row = head * heads + 16;
-      return Strides{row * seq + 40, row, head};
-    };
-    p.q = p.o = padded(c.seqlen_q, c.heads_q);
-    p.k = p.v = padded(c.seqlen_k, c.heads_kv);
+  if (!c.lens_q.empty()) p.total_q = sum(c.lens_q);
+  if (c.kv == Case::KvStore::Packed) p.total_k = sum(c.lens_k);
+  if (c.kv == Case::KvStore::Paged) {
+    p.page_size = c.page_size;
+    p.pages_per_seq = pages_for(c.seqlen_k, c.page_size);
+    int used = 0;
+    for (int b = 0; b < batch; ++b) used += pages_for(c.lens_k.empty() ? c.seqlen_k : c.lens_k[b], c.page_size);
+    p.num_pages = used + 3;  // three pages no sequence uses
   }
+  // Each tensor as `outer` blocks (batch entries or pages) of `rows` rows, in the case's layout.
+  // Padded: rows padded by 8 elements, heads by 16, blocks by 40 (non-contiguous strides).
+  auto strides = [&](int outer_rows, int heads, bool packed) {
+    const std::int64_t D = c.head_dim;
+    Strides s;
+    if (c.layout == Layout::BHSD) {
+      s = {heads * outer_rows * D, D, outer_rows * D};
+    } else if (c.layout == Layout::Padded) {
+      const std::int64_t head = D + 8, row = head * heads + 16;
+      s = {row * outer_rows + 40, row, head};
+    } else {
+      s = {outer_rows * heads * D, heads * D, D};
+    }
+    if (packed) s.batch = 0;  // unused: one block of total rows
+    return s;
+  };
+  p.q = p.o = strides(p.total_q > 0 ? p.total_q : c.seqlen_q, c.heads_q, p.total_q > 0);
+  const int kv_rows = p.page_size > 0 ? p.page_size : p.total_k > 0 ? p.total_k : c.seqlen_k;
+  p.k = p.v = strides(kv_rows, c.heads_kv, p.total_k > 0);
   return p;
 }
 
@@ -113,7 +159,7 @@ namespace {
 // Both oracles are flashcore::verify::attention (plain loops, no Kokkos).
 OracleOut attention(const HostData& data, verify::Precision precision, int row_stride) {
   return verify::attention(data.problem, data.q.data(), data.k.data(), data.v.data(), precision, row_stride, 1,
-                           data.head_params());
+                           data.head_params(), data.sequences());
 }
 
 }  // namespace
@@ -124,7 +170,10 @@ double element(const Problem& p, const std::vector<unsigned char>& buf, const St
 
 void HostData::poison_outputs() {
   const Problem& p = problem;
-  verify::poison(p.dtype, o.data(), p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
+  if (p.total_q > 0)
+    verify::poison(p.dtype, o.data(), p.o, 1, p.total_q, p.heads_q, p.head_dim);
+  else
+    verify::poison(p.dtype, o.data(), p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
   std::fill(lse.begin(), lse.end(), std::numeric_limits<float>::quiet_NaN());
 }
 
@@ -132,32 +181,93 @@ flashcore::verify::HeadParams HostData::head_params() const {
   return verify::HeadParams::of(alibi_slopes, sinks);
 }
 
+flashcore::verify::Sequences HostData::sequences() const {
+  auto ptr = [](const std::vector<int>& v) { return v.empty() ? nullptr : v.data(); };
+  return {ptr(cu_seqlens_q), ptr(cu_seqlens_k), ptr(seqlens_k), ptr(block_table)};
+}
+
+std::size_t HostData::lse_at(int b, int h, int i) const {
+  if (problem.total_q > 0) return static_cast<std::size_t>(h) * problem.total_q + cu_seqlens_q[b] + i;
+  return verify::lse_index(problem, b, h, i);
+}
+
 flashcore::Tensors HostData::tensors() {
   const verify::HeadParams hp = head_params();
-  return {q.data(), k.data(), v.data(), o.data(), lse.empty() ? nullptr : lse.data(), hp.alibi_slopes, hp.sinks};
+  const verify::Sequences sq = sequences();
+  flashcore::Tensors t{q.data(), k.data(), v.data(), o.data(), lse.empty() ? nullptr : lse.data(), hp.alibi_slopes,
+                       hp.sinks};
+  t.cu_seqlens_q = sq.cu_seqlens_q;
+  t.cu_seqlens_k = sq.cu_seqlens_k;
+  t.seqlens_k = sq.seqlens_k;
+  t.block_table = sq.block_table;
+  return t;
 }
 
 HostData make_data(const Case& c, std::uint64_t seed) {
   HostData d;
   d.problem = make_problem(c);
   const Problem& p = d.problem;
-  const int es = flashcore::dtype_size(p.dtype);
-  auto bytes = [&](const Strides& s, int seq, int heads) {
-    return static_cast<std::size_t>(flashcore::span_elements(s, p.batch, seq, heads, p.head_dim)) * es;
-  };
-  // Gaps of padded layouts hold garbage, not zeros.
-  d.q.assign(bytes(p.q, p.seqlen_q, p.heads_q), 0x5a);
-  d.k.assign(bytes(p.k, p.seqlen_k, p.heads_kv), 0x5a);
-  d.v.assign(bytes(p.v, p.seqlen_k, p.heads_kv), 0x5a);
-  d.o.assign(bytes(p.o, p.seqlen_q, p.heads_q), 0x5a);
   std::mt19937_64 rng(seed);
+  // The sequence arrays first (they say where rows are), from their own stream.
+  std::mt19937_64 seq_rng(seed ^ 0x5e9u);
+  auto offsets = [&](const std::vector<int>& lens) {
+    std::vector<int> cu(1, 0);
+    for (int len : lens) cu.push_back(cu.back() + len);
+    return cu;
+  };
+  if (p.total_q > 0) d.cu_seqlens_q = offsets(c.lens_q);
+  if (p.total_k > 0) d.cu_seqlens_k = offsets(c.lens_k);
+  if (!c.lens_k.empty() && c.kv != Case::KvStore::Packed) d.seqlens_k = c.lens_k;
+  if (p.page_size > 0) {  // every used page a distinct random one of the pool; unused entries -1
+    std::vector<int> pages(static_cast<std::size_t>(p.num_pages));
+    for (int n = 0; n < p.num_pages; ++n) pages[n] = n;
+    std::shuffle(pages.begin(), pages.end(), seq_rng);
+    d.block_table.assign(static_cast<std::size_t>(p.batch) * p.pages_per_seq, -1);
+    std::size_t next = 0;
+    for (int b = 0; b < p.batch; ++b)
+      for (int n = 0; n < pages_for(c.lens_k.empty() ? p.seqlen_k : c.lens_k[b], p.page_size); ++n)
+        d.block_table[static_cast<std::size_t>(b) * p.pages_per_seq + n] = pages[next++];
+  }
+  const verify::Sequences sq = d.sequences();
+  const Extents qx = {p.total_q > 0 ? 1 : p.batch, p.total_q > 0 ? p.total_q : p.seqlen_q};
+  const Extents kx = {p.page_size > 0 ? p.num_pages : p.total_k > 0 ? 1 : p.batch,
+                                        p.page_size > 0 ? p.page_size : p.total_k > 0 ? p.total_k : p.seqlen_k};
+  const int es = flashcore::dtype_size(p.dtype);
+  auto bytes = [&](const Strides& s, Extents x, int heads) {
+    return static_cast<std::size_t>(flashcore::span_elements(s, x.outer, x.rows, heads, p.head_dim)) * es;
+  };
+  // Gaps of padded layouts hold garbage, not zeros; K/V rows no sequence uses hold NaN.
+  d.q.assign(bytes(p.q, qx, p.heads_q), 0x5a);
+  d.k.assign(bytes(p.k, kx, p.heads_kv), 0x5a);
+  d.v.assign(bytes(p.v, kx, p.heads_kv), 0x5a);
+  d.o.assign(bytes(p.o, qx, p.heads_q), 0x5a);
+  verify::poison(p.dtype, d.k.data(), p.k, kx.outer, kx.rows, p.heads_kv, p.head_dim);
+  verify::poison(p.dtype, d.v.data(), p.v, kx.outer, kx.rows, p.heads_kv, p.head_dim);
+  // Values in logical order (b, row, h, d) over each sequence's rows, never zero (verify::fill_random's
+  // rule), so that a seed gives the same values in every layout and storage.
+  auto fill = [&](std::vector<unsigned char>& buf, int heads, auto rows_of, auto offset_of, auto draw) {
+    for (int b = 0; b < p.batch; ++b)
+      for (int i = 0; i < rows_of(b); ++i)
+        for (int h = 0; h < heads; ++h) {
+          const long long row = offset_of(b, i, h);
+          for (int dd = 0; dd < p.head_dim; ++dd) {
+            double x = draw();
+            while (verify::round_to(p.dtype, x) == 0.0) x = draw();
+            verify::store_element(p.dtype, buf.data(), row + dd, x);
+          }
+        }
+  };
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  verify::fill_random(p.dtype, d.q.data(), p.q, p.batch, p.seqlen_q, p.heads_q, p.head_dim,
-                      [&] { return normal(rng) * c.q_gain; });
-  verify::fill_random(p.dtype, d.k.data(), p.k, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, [&] { return normal(rng); });
-  verify::fill_random(p.dtype, d.v.data(), p.v, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, [&] { return uniform(rng); });
-  if (c.lse) d.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0f);
+  auto len_q = [&](int b) { return sq.len_q(p, b); };
+  auto len_k = [&](int b) { return sq.len_k(p, b); };
+  fill(d.q, p.heads_q, len_q, [&](int b, int i, int h) { return sq.q_offset(p, p.q, b, i, h); },
+       [&] { return normal(rng) * c.q_gain; });
+  fill(d.k, p.heads_kv, len_k, [&](int b, int j, int h) { return sq.kv_offset(p, p.k, b, j, h); },
+       [&] { return normal(rng); });
+  fill(d.v, p.heads_kv, len_k, [&](int b, int j, int h) { return sq.kv_offset(p, p.v, b, j, h); },
+       [&] { return uniform(rng); });
+  if (c.lse) d.lse.assign(static_cast<std::size_t>(qx.outer) * p.heads_q * qx.rows, 0.0f);
   // Per-head parameters from their own stream, so that Q, K, V do not depend on the variants.
   std::mt19937_64 heads_rng(seed ^ 0x5eed5eedull);
   if (c.alibi)
@@ -181,12 +291,12 @@ Errors compare_o(const HostData& d, const OracleOut& ref, double atol, double rt
   Errors e;
   double num2 = 0, den2 = 0;
   for (int b = 0; b < p.batch; ++b)
-    for (int i = 0; i < p.seqlen_q; ++i)
+    for (int i = 0; i < d.len_q(b); ++i)
       for (int h = 0; h < p.heads_q; ++h)
         for (int dd = 0; dd < p.head_dim; ++dd) {
           const double r = ref.o[verify::o_index(p, b, i, h, dd)];
           if (std::isnan(r)) continue;  // row not computed by a sampled oracle
-          const double g = element(p, d.o, p.o, b, i, h, dd);
+          const double g = verify::load_element(p.dtype, d.o.data(), d.o_offset(b, i, h) + dd);
           const double err = std::fabs(g - r);
           if (!(err <= e.max_abs)) e.max_abs = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
           num2 += std::isnan(err) ? std::numeric_limits<double>::infinity() : err * err;
@@ -203,18 +313,19 @@ Errors compare_o(const HostData& d, const OracleOut& ref, double atol, double rt
         }
   e.rel_l2 = den2 > 0 ? std::sqrt(num2 / den2) : std::sqrt(num2);
   if (!d.lse.empty())
-    for (std::size_t idx = 0; idx < d.lse.size(); ++idx) {
-      if (std::isnan(ref.lse[idx])) continue;
-      const bool ok = kernel_lse ? flashcore::tolerance::kernel_lse_ok(d.lse[idx], ref.lse[idx])
-                                 : flashcore::tolerance::lse_ok(d.lse[idx], ref.lse[idx]);
-      if (!ok) {
-        if (e.lse_bad++ == 0 && e.first_bad.empty()) {
-          std::ostringstream os;
-          os << "LSE[" << idx << "] = " << d.lse[idx] << ", expected " << ref.lse[idx];
-          e.first_bad = os.str();
+    for (int b = 0; b < p.batch; ++b)
+      for (int h = 0; h < p.heads_q; ++h)
+        for (int i = 0; i < d.len_q(b); ++i) {
+          const double r = ref.lse[verify::lse_index(p, b, h, i)];
+          if (std::isnan(r)) continue;
+          const float g = d.lse[d.lse_at(b, h, i)];
+          const bool ok = kernel_lse ? flashcore::tolerance::kernel_lse_ok(g, r) : flashcore::tolerance::lse_ok(g, r);
+          if (!ok && e.lse_bad++ == 0 && e.first_bad.empty()) {
+            std::ostringstream os;
+            os << "LSE(b=" << b << ",h=" << h << ",i=" << i << ") = " << g << ", expected " << r;
+            e.first_bad = os.str();
+          }
         }
-      }
-    }
   return e;
 }
 

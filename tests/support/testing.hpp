@@ -35,6 +35,15 @@ struct Case {
   double softcap = 0;
   bool alibi = false, sinks = false;
   bool has_variant() const { return window_left >= 0 || window_right >= 0 || softcap > 0 || alibi || sinks; }
+  // Sequences (flashcore.hpp, "Sequences"). lens_q non-empty: varlen Q/O, packed, one length per
+  // batch entry (batch is lens_q.size(); seqlen_q the bound, >= each). lens_k non-empty: keys per
+  // sequence (seqlen_k the bound), stored as `kv` says. K/V rows past a sequence's keys and pages
+  // no sequence uses hold NaN: a backend that reads them fails. Unused block-table entries are -1.
+  enum class KvStore { Batched, Packed, Paged };
+  std::vector<int> lens_q, lens_k;
+  KvStore kv = KvStore::Batched;  // Batched + lens_k: a (batch, seqlen_k) cache with seqlens_k
+  int page_size = 0;              // Paged: rows per page (seqlens_k = lens_k, or seqlen_k each)
+  bool has_sequences() const { return !lens_q.empty() || !lens_k.empty() || kv != KvStore::Batched; }
   std::string name() const;
 };
 /// A case from its shape (the tests' shorthand).
@@ -65,9 +74,15 @@ struct HostData {
   std::vector<unsigned char> q, k, v, o;
   std::vector<float> lse;  // empty when the case has no LSE
   std::vector<float> alibi_slopes, sinks;  // heads_q values each, empty when the variant is off
+  std::vector<int> cu_seqlens_q, cu_seqlens_k, seqlens_k, block_table;  // empty when the layout has none
   void poison_outputs();
   flashcore::Tensors tensors();
   flashcore::verify::HeadParams head_params() const;
+  flashcore::verify::Sequences sequences() const;
+  int len_q(int b) const { return sequences().len_q(problem, b); }
+  /// Element offset of row (b, i, h) of O (or Q), and the index of its LSE, in the case's layout.
+  long long o_offset(int b, int i, int h) const { return sequences().q_offset(problem, problem.o, b, i, h); }
+  std::size_t lse_at(int b, int h, int i) const;
 };
 
 Problem make_problem(const Case& c);

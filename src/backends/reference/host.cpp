@@ -4,6 +4,7 @@
 
 #include "backends/reference/reference.hpp"
 #include "backends/reference/reference_api.hpp"
+#include "core/internal.hpp"
 
 namespace flashcore::reference {
 
@@ -60,6 +61,11 @@ std::unique_ptr<Backend> make_host_backend() { return std::make_unique<HostRefer
 void run_host_fp64(const Problem& p, const Tensors& t, double* o, double* lse) {
   validate(p);
   if (t.q == nullptr || t.k == nullptr || t.v == nullptr || o == nullptr) throw Error("tensors", "tensors: null pointer");
+  if ((p.total_q > 0 && t.cu_seqlens_q == nullptr) || (p.total_k > 0 && t.cu_seqlens_k == nullptr) ||
+      (p.page_size > 0 && t.block_table == nullptr))
+    throw Error("tensors", "tensors: the problem's sequence layout needs cu_seqlens_q / cu_seqlens_k / block_table");
+  detail::validate_sequences(p, p.total_q > 0 ? t.cu_seqlens_q : nullptr, p.total_k > 0 ? t.cu_seqlens_k : nullptr,
+                             t.seqlens_k, p.page_size > 0 ? t.block_table : nullptr);
   const std::string why = common_limits(p);
   if (!why.empty()) throw Error("backend", "fp64 reference: " + why);
   on_host("fp64 reference", [&](const auto& exec) { launch_fp64_for_dtype(exec, p, t, o, lse); });

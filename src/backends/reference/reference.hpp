@@ -17,7 +17,10 @@
 // fp64 for the oracle mode), inputs are converted from their storage type as they are read.
 //
 // Visible keys of row i: numeric::visible_keys (j < seqlen_k, the causal diagonal and the sliding
-// window, bottom-right aligned), one contiguous range. The kernel never fences globally: it runs on the execution space
+// window, bottom-right aligned), one contiguous range. With per-sequence lengths (flashcore.hpp,
+// "Sequences") the league spans the bounds seqlen_q x heads x batch; a team whose row is past its
+// sequence's Lq_b returns at once, and numeric::Sequences (core/sequences.hpp) gives Lq_b, Lk_b
+// and where each row of Q, K, V, O and LSE is (packed, cached or paged). The kernel never fences globally: it runs on the execution space
 // instance it is given and the caller decides when to wait.
 #pragma once
 
@@ -26,6 +29,7 @@
 #include <type_traits>
 
 #include "core/numeric.hpp"
+#include "core/sequences.hpp"
 #include "flashcore/flashcore.hpp"
 #include "kokkos_compat.hpp"
 
@@ -50,6 +54,7 @@ struct AttentionRowFunctor {
   Acc softcap;                    // 0: none
   const float* alibi_slopes;      // heads_q values, or null
   const float* sinks;             // heads_q values, or null
+  numeric::Sequences seqs;        // lengths and row locations of each sequence
 
   static std::size_t scratch_bytes(int head_dim) {
     return scratch_view::shmem_size(head_dim) * 2 + scratch_view::shmem_size(kChunk);
@@ -62,11 +67,13 @@ struct AttentionRowFunctor {
     const int b = row / seqlen_q / heads_q;
     const int hk = h / group;
     const int D = head_dim;
+    const int len_q = seqs.len_q(b), len_k = seqs.len_k(b);  // this sequence's lengths
+    if (i >= len_q) return;                                  // a row past its sequence
 
-    const std::int64_t q_off = b * sq.batch + static_cast<std::int64_t>(i) * sq.seq + h * sq.head;
-    const std::int64_t o_off = b * so.batch + static_cast<std::int64_t>(i) * so.seq + h * so.head;
-    const std::int64_t k_off = b * sk.batch + hk * sk.head;
-    const std::int64_t v_off = b * sv.batch + hk * sv.head;
+    const std::int64_t q_off = seqs.q_row(sq, b, i) + h * sq.head;
+    const std::int64_t o_off = seqs.q_row(so, b, i) + h * so.head;
+    const std::int64_t k_off = hk * sk.head;  // plus seqs.kv_row(sk, b, j) for key j
+    const std::int64_t v_off = hk * sv.head;
 
     scratch_view qs(team.team_scratch(0), D);
     scratch_view os(team.team_scratch(0), D);
@@ -78,8 +85,8 @@ struct AttentionRowFunctor {
     });
     team.team_barrier();
 
-    const numeric::KeyRange keys = numeric::visible_keys(i, seqlen_q, seqlen_k, causal, window_left, window_right);
-    const int diag_key = i + seqlen_k - seqlen_q;  // the ALiBi distance is measured from it
+    const numeric::KeyRange keys = numeric::visible_keys(i, len_q, len_k, causal, window_left, window_right);
+    const int diag_key = i + len_k - len_q;  // the ALiBi distance is measured from it
     const Acc slope = alibi_slopes != nullptr ? static_cast<Acc>(alibi_slopes[h]) : Acc(0);
 
     Acc m = kc::neg_inf<Acc>();
@@ -90,7 +97,7 @@ struct AttentionRowFunctor {
       Kokkos::parallel_reduce(
           Kokkos::TeamThreadRange(team, n),
           [&](int jj, Acc& mx) {
-            const std::int64_t kr = k_off + static_cast<std::int64_t>(c0 + jj) * sk.seq;
+            const std::int64_t kr = k_off + seqs.kv_row(sk, b, c0 + jj);
             Acc s = Acc(0);
             for (int d = 0; d < D; ++d) s += qs(d) * static_cast<Acc>(In::load(k, kr + d));
             s *= scale;
@@ -120,7 +127,7 @@ struct AttentionRowFunctor {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, D), [&](int d) {
         Acc acc = os(d) * correction;
         for (int jj = 0; jj < n; ++jj)
-          acc += ps(jj) * static_cast<Acc>(In::load(v, v_off + static_cast<std::int64_t>(c0 + jj) * sv.seq + d));
+          acc += ps(jj) * static_cast<Acc>(In::load(v, v_off + seqs.kv_row(sv, b, c0 + jj) + d));
         os(d) = acc;
       });
       team.team_barrier();
@@ -139,7 +146,7 @@ struct AttentionRowFunctor {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, D), [&](int d) { Out::store(o, o_off + d, os(d) * inv_l); });
     if (lse != nullptr) {
       Kokkos::single(Kokkos::PerTeam(team), [&]() {
-        lse[row] = static_cast<LseT>(l > Acc(0) ? m + kc::log(l) : kc::neg_inf<Acc>());
+        lse[seqs.lse_index(b, h, i, heads_q)] = static_cast<LseT>(l > Acc(0) ? m + kc::log(l) : kc::neg_inf<Acc>());
       });
     }
   }
@@ -150,11 +157,11 @@ struct AttentionRowFunctor {
 template <class ExecSpace, class In, class Out, class LseT, class Acc>
 void launch(const ExecSpace& exec, const typename In::storage* q, const typename In::storage* k,
             const typename In::storage* v, typename Out::storage* o, LseT* lse, const float* alibi_slopes,
-            const float* sinks, const Problem& p) {
+            const float* sinks, const numeric::Sequences& seqs, const Problem& p) {
   using F = AttentionRowFunctor<ExecSpace, In, Out, LseT, Acc>;
   F f{q, k, v, o, lse, p.heads_q, p.heads_q / p.heads_kv, p.seqlen_q, p.seqlen_k, p.head_dim,
       p.q, p.k, p.v, p.o, static_cast<Acc>(p.effective_scale()), p.causal,
-      p.window_left, p.window_right, static_cast<Acc>(p.softcap), alibi_slopes, sinks};
+      p.window_left, p.window_right, static_cast<Acc>(p.softcap), alibi_slopes, sinks, seqs};
   const int league = p.batch * p.heads_q * p.seqlen_q;
   const int team_size = kc::is_host_space<ExecSpace>() ? 1 : 64;
   Kokkos::TeamPolicy<ExecSpace> policy(exec, league, team_size);
@@ -172,13 +179,13 @@ namespace flashcore::reference {
 /// Calls launch<ExecSpace, In, Out, LseT, Acc> with the element tag In of the problem's dtype.
 template <class ExecSpace, class OutOf, class LseT, class Acc>
 void dispatch_dtype(const ExecSpace& exec, const Problem& p, const void* q, const void* k, const void* v, void* o,
-                    LseT* lse, const float* alibi_slopes, const float* sinks) {
+                    LseT* lse, const float* alibi_slopes, const float* sinks, const numeric::Sequences& seqs) {
   auto go = [&](auto in_tag) {
     using In = decltype(in_tag);
     using Out = typename OutOf::template type<In>;
     using S = typename In::storage;
     launch<ExecSpace, In, Out, LseT, Acc>(exec, static_cast<const S*>(q), static_cast<const S*>(k),
-                                          static_cast<const S*>(v), static_cast<typename Out::storage*>(o), lse, alibi_slopes, sinks, p);
+                                          static_cast<const S*>(v), static_cast<typename Out::storage*>(o), lse, alibi_slopes, sinks, seqs, p);
   };
   switch (p.dtype) {
     case DType::F32: go(numeric::F32Elem{}); break;
@@ -199,14 +206,16 @@ struct OutF64 {
 /// Enqueues the fp32-accumulating reference for the problem's dtype on `exec`.
 template <class ExecSpace>
 void launch_for_dtype(const ExecSpace& exec, const Problem& p, const Tensors& t) {
-  dispatch_dtype<ExecSpace, OutSameAsIn, float, float>(exec, p, t.q, t.k, t.v, t.o, t.lse, t.alibi_slopes, t.sinks);
+  dispatch_dtype<ExecSpace, OutSameAsIn, float, float>(exec, p, t.q, t.k, t.v, t.o, t.lse, t.alibi_slopes, t.sinks,
+                                                       numeric::Sequences::of(p, t));
 }
 
 /// Enqueues the fp64 oracle mode on `exec`: fp64 accumulation, O and LSE written as double
-/// (O with the problem's o strides, LSE contiguous (batch, heads_q, seqlen_q)); t.o and t.lse unused.
+/// (O with the problem's o strides, LSE in the layout of Tensors::lse); t.o and t.lse unused.
 template <class ExecSpace>
 void launch_fp64_for_dtype(const ExecSpace& exec, const Problem& p, const Tensors& t, double* o, double* lse) {
-  dispatch_dtype<ExecSpace, OutF64, double, double>(exec, p, t.q, t.k, t.v, o, lse, t.alibi_slopes, t.sinks);
+  dispatch_dtype<ExecSpace, OutF64, double, double>(exec, p, t.q, t.k, t.v, o, lse, t.alibi_slopes, t.sinks,
+                                                   numeric::Sequences::of(p, t));
 }
 
 /// Why the reference cannot run a problem on any execution space, or "" when it can.
