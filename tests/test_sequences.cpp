@@ -16,27 +16,9 @@ using fctest::Case;
 using fctest::Layout;
 using flashcore::DType;
 using KvStore = fctest::Case::KvStore;
+using fctest::sequence_case;
 
 namespace {
-
-// A case of sequences: lens_q empty = every sequence has seqlen_q queries (given by `fixed_q`),
-// lens_k empty = every sequence has the bound's keys. Bounds: the longest sequence plus `slack`.
-Case seq_case(int hq, int hkv, int d, DType dt, bool causal, std::vector<int> lens_q, std::vector<int> lens_k,
-              KvStore kv, int page_size = 0, int fixed_q = 1, int slack = 0, Layout layout = Layout::BSHD) {
-  Case c;
-  c.heads_q = hq, c.heads_kv = hkv, c.head_dim = d, c.dtype = dt, c.causal = causal, c.layout = layout;
-  c.lens_q = std::move(lens_q);
-  c.lens_k = std::move(lens_k);
-  c.kv = kv;
-  c.page_size = page_size;
-  c.batch = static_cast<int>(!c.lens_q.empty() ? c.lens_q.size() : c.lens_k.size());
-  auto bound = [&](const std::vector<int>& v, int none) {
-    return v.empty() ? none : std::max(1, *std::max_element(v.begin(), v.end()) + slack);
-  };
-  c.seqlen_q = bound(c.lens_q, fixed_q);
-  c.seqlen_k = bound(c.lens_k, 1);
-  return c;
-}
 
 void run_host(fctest::HostData& d) {
   flashcore::Options opts;
@@ -58,31 +40,31 @@ std::vector<Case> sequence_set() {
   std::vector<Case> out;
   for (bool causal : {false, true}) {
     // varlen Q and K/V, packed: empty sequences (Lq 0; Lk 0 with queries: O = 0, LSE = -inf), Lq > Lk
-    out.push_back(seq_case(4, 2, 64, DType::F16, causal, {5, 0, 17, 1, 3}, {9, 4, 11, 0, 40}, KvStore::Packed));
+    out.push_back(sequence_case(4, 2, 64, DType::F16, causal, {5, 0, 17, 1, 3}, {9, 4, 11, 0, 40}, KvStore::Packed));
     // varlen Q against a KV cache of capacity 130 with per-sequence lengths (length-1 and empty caches)
-    out.push_back(seq_case(4, 1, 32, DType::BF16, causal, {1, 3, 2, 4}, {100, 1, 0, 77}, KvStore::Batched, 0, 1, 30));
+    out.push_back(sequence_case(4, 1, 32, DType::BF16, causal, {1, 3, 2, 4}, {100, 1, 0, 77}, KvStore::Batched, 0, 1, 30));
     // decode: one query per sequence against cache lengths, GQA 8:2
-    out.push_back(seq_case(8, 2, 128, DType::F16, causal, {}, {1, 64, 200, 129}, KvStore::Batched, 0, 1, 56));
+    out.push_back(sequence_case(8, 2, 128, DType::F16, causal, {}, {1, 64, 200, 129}, KvStore::Batched, 0, 1, 56));
     // several queries per sequence (speculative decode), fixed Lq 4
-    out.push_back(seq_case(4, 2, 64, DType::F32, causal, {}, {3, 4, 90}, KvStore::Batched, 0, 4, 10));
+    out.push_back(sequence_case(4, 2, 64, DType::F32, causal, {}, {3, 4, 90}, KvStore::Batched, 0, 4, 10));
     // paged: pages of 16 with partly filled last pages and a length-1 cache
-    out.push_back(seq_case(4, 2, 64, DType::F16, causal, {}, {1, 16, 17, 50}, KvStore::Paged, 16));
+    out.push_back(sequence_case(4, 2, 64, DType::F16, causal, {}, {1, 16, 17, 50}, KvStore::Paged, 16));
     // paged pages of 32 with varlen Q (an empty one)
-    out.push_back(seq_case(2, 1, 48, DType::BF16, causal, {4, 1, 0, 7}, {33, 64, 5, 70}, KvStore::Paged, 32));
+    out.push_back(sequence_case(2, 1, 48, DType::BF16, causal, {4, 1, 0, 7}, {33, 64, 5, 70}, KvStore::Paged, 32));
     // paged pages of 64, more keys than a page
-    out.push_back(seq_case(6, 3, 96, DType::F16, causal, {}, {130, 64, 0}, KvStore::Paged, 64, 2));
+    out.push_back(sequence_case(6, 3, 96, DType::F16, causal, {}, {130, 64, 0}, KvStore::Paged, 64, 2));
     // every sequence at the bound (no seqlens_k): the last page partly filled
-    out.push_back(seq_case(2, 2, 16, DType::F32, causal, {2, 5}, {}, KvStore::Paged, 16, 1, 0));
+    out.push_back(sequence_case(2, 2, 16, DType::F32, causal, {2, 5}, {}, KvStore::Paged, 16, 1, 0));
   }
   // Layouts: head-major (B,H,S,D)-like packed tensors and padded strides, packed and paged.
-  out.push_back(seq_case(4, 2, 40, DType::F16, true, {6, 0, 9}, {6, 3, 20}, KvStore::Packed, 0, 1, 0, Layout::BHSD));
-  out.push_back(seq_case(4, 2, 40, DType::F16, false, {6, 2, 9}, {30, 3, 20}, KvStore::Paged, 16, 1, 0, Layout::Padded));
-  out.push_back(seq_case(2, 1, 1, DType::F32, true, {3, 8}, {8, 2}, KvStore::Batched, 0, 1, 5, Layout::Padded));
+  out.push_back(sequence_case(4, 2, 40, DType::F16, true, {6, 0, 9}, {6, 3, 20}, KvStore::Packed, 0, 1, 0, Layout::BHSD));
+  out.push_back(sequence_case(4, 2, 40, DType::F16, false, {6, 2, 9}, {30, 3, 20}, KvStore::Paged, 16, 1, 0, Layout::Padded));
+  out.push_back(sequence_case(2, 1, 1, DType::F32, true, {3, 8}, {8, 2}, KvStore::Batched, 0, 1, 5, Layout::Padded));
   // With the variants: each sequence's diagonal.
-  Case v = seq_case(4, 2, 64, DType::F16, true, {5, 2, 12}, {40, 7, 12}, KvStore::Packed);
+  Case v = sequence_case(4, 2, 64, DType::F16, true, {5, 2, 12}, {40, 7, 12}, KvStore::Packed);
   v.window_left = 6, v.softcap = 20, v.alibi = true, v.sinks = true;
   out.push_back(v);
-  Case w = seq_case(4, 4, 32, DType::BF16, false, {}, {1, 33, 80}, KvStore::Paged, 16, 3);
+  Case w = sequence_case(4, 4, 32, DType::BF16, false, {}, {1, 33, 80}, KvStore::Paged, 16, 3);
   w.window_left = 10, w.window_right = 2, w.alibi = true;
   out.push_back(w);
   return out;
@@ -106,7 +88,7 @@ Case random_sequences(std::mt19937_64& rng, int max_len) {
   const KvStore kv = static_cast<KvStore>(pick(0, 2));
   const int page = 16 << pick(0, 2);
   const int hkv = pick(1, 2);
-  Case c = seq_case(hkv * pick(1, 4), hkv, std::vector<int>{8, 32, 64, 128}[pick(0, 3)],
+  Case c = sequence_case(hkv * pick(1, 4), hkv, std::vector<int>{8, 32, 64, 128}[pick(0, 3)],
                     static_cast<DType>(pick(0, 2)), pick(0, 1) == 1, lq, lk, kv, page, pick(1, 8), pick(0, 9),
                     static_cast<Layout>(pick(0, 2)));
   return fctest::with_random_variants(c, rng);
@@ -144,7 +126,7 @@ TEST(Sequences, PagedEqualsContiguousCache) {
   for (bool varlen_q : {false, true}) {
     const std::vector<int> lq = varlen_q ? std::vector<int>{3, 1, 0, 5} : std::vector<int>{};
     const std::vector<int> lk = {70, 1, 16, 33};
-    const Case flat = seq_case(4, 2, 32, DType::F16, true, lq, lk, KvStore::Batched, 0, 2, 30);
+    const Case flat = sequence_case(4, 2, 32, DType::F16, true, lq, lk, KvStore::Batched, 0, 2, 30);
     fctest::HostData a = fctest::make_data(flat, fctest::run_seed() + 32);
     run_host(a);
     for (int page : {16, 32, 64}) {
@@ -162,7 +144,7 @@ TEST(Sequences, PagedEqualsContiguousCache) {
 
 TEST(Sequences, PackedEqualsOneCallPerSequence) {
   // A packed batch against each sequence run alone as a fixed-length problem on the same memory.
-  const Case c = seq_case(4, 2, 64, DType::BF16, true, {7, 1, 12, 4}, {20, 9, 12, 1}, KvStore::Packed);
+  const Case c = sequence_case(4, 2, 64, DType::BF16, true, {7, 1, 12, 4}, {20, 9, 12, 1}, KvStore::Packed);
   fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 33);
   run_host(d);
   fctest::HostData alone = d;  // same buffers; O and LSE written per sequence below
@@ -193,7 +175,7 @@ TEST(Sequences, OracleAgreesAcrossStorage) {
   const std::vector<int> lk = {30, 2, 17};
   std::vector<flashcore::verify::Result> results;
   for (KvStore kv : {KvStore::Batched, KvStore::Packed, KvStore::Paged}) {
-    const Case c = seq_case(2, 1, 16, DType::F32, true, {4, 2, 3}, lk, kv, 16);
+    const Case c = sequence_case(2, 1, 16, DType::F32, true, {4, 2, 3}, lk, kv, 16);
     const fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 34);
     results.push_back(fctest::oracle(d));
   }
@@ -218,9 +200,9 @@ struct BadSeq {
 };
 
 std::vector<BadSeq> bad_sequences() {
-  const Case packed = seq_case(2, 1, 16, DType::F16, false, {3, 0, 4}, {5, 2, 6}, KvStore::Packed);
-  const Case cache = seq_case(2, 1, 16, DType::F16, false, {}, {5, 2, 6}, KvStore::Batched, 0, 1, 4);
-  const Case paged = seq_case(2, 1, 16, DType::F16, false, {}, {20, 2, 33}, KvStore::Paged, 16);
+  const Case packed = sequence_case(2, 1, 16, DType::F16, false, {3, 0, 4}, {5, 2, 6}, KvStore::Packed);
+  const Case cache = sequence_case(2, 1, 16, DType::F16, false, {}, {5, 2, 6}, KvStore::Batched, 0, 1, 4);
+  const Case paged = sequence_case(2, 1, 16, DType::F16, false, {}, {20, 2, 33}, KvStore::Paged, 16);
   using D = fctest::HostData;
   return {
       {"cu_q_decreasing", packed, [](D& d) { d.cu_seqlens_q[2] = 2; }, "cu_seqlens_q", "cu_seqlens_q[2] = 2 is less than cu_seqlens_q[1] = 3"},
@@ -271,7 +253,7 @@ TEST(SequenceValidation, EveryFieldNamedAndOutputsUntouched) {
 }
 
 TEST(SequenceValidation, OutputsMayNotOverlapTheSequenceArrays) {
-  const Case c = seq_case(2, 1, 16, DType::F32, false, {}, {5, 2, 6}, KvStore::Batched, 0, 1, 4);
+  const Case c = sequence_case(2, 1, 16, DType::F32, false, {}, {5, 2, 6}, KvStore::Batched, 0, 1, 4);
   fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 36);
   flashcore::Tensors t = d.tensors();
   t.seqlens_k = reinterpret_cast<const int*>(t.lse) + 1;  // lse is written: it may not hold the lengths
@@ -286,7 +268,7 @@ TEST(SequenceValidation, OutputsMayNotOverlapTheSequenceArrays) {
 
 TEST(SequenceValidation, BlockTableEntriesPastTheUsedPagesAreNotRead) {
   // make_data leaves -1 in the entries past each sequence's pages: valid, and never read.
-  const Case c = seq_case(2, 1, 16, DType::F32, false, {}, {1, 40, 0}, KvStore::Paged, 16, 1, 60);
+  const Case c = sequence_case(2, 1, 16, DType::F32, false, {}, {1, 40, 0}, KvStore::Paged, 16, 1, 60);
   fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 37);
   ASSERT_EQ(d.block_table[1], -1);  // sequence 0 uses one page of its 7
   run_host(d);

@@ -63,10 +63,16 @@ struct DeviceData {
   void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
   float* lse = nullptr;
   float *alibi_slopes = nullptr, *sinks = nullptr;  // the variants' per-head parameters, or null
+  int *cu_seqlens_q = nullptr, *cu_seqlens_k = nullptr, *seqlens_k = nullptr, *block_table = nullptr;  // or null
   ~DeviceData() {
     cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o), cudaFree(lse), cudaFree(alibi_slopes), cudaFree(sinks);
+    cudaFree(cu_seqlens_q), cudaFree(cu_seqlens_k), cudaFree(seqlens_k), cudaFree(block_table);
   }
-  flashcore::Tensors tensors() const { return {q, k, v, o, lse, alibi_slopes, sinks}; }
+  flashcore::Tensors tensors() const {
+    flashcore::Tensors t{q, k, v, o, lse, alibi_slopes, sinks};
+    t.cu_seqlens_q = cu_seqlens_q, t.cu_seqlens_k = cu_seqlens_k, t.seqlens_k = seqlens_k, t.block_table = block_table;
+    return t;
+  }
 };
 
 void upload(const fctest::HostData& h, DeviceData& d) {
@@ -91,6 +97,16 @@ void upload(const fctest::HostData& h, DeviceData& d) {
   };
   put_floats(&d.alibi_slopes, h.alibi_slopes);
   put_floats(&d.sinks, h.sinks);
+  auto put_ints = [&](int** dst, const std::vector<int>& src) {
+    if (src.empty()) return;
+    void* x = nullptr;
+    put(&x, src.data(), src.size() * sizeof(int));
+    *dst = static_cast<int*>(x);
+  };
+  put_ints(&d.cu_seqlens_q, h.cu_seqlens_q);
+  put_ints(&d.cu_seqlens_k, h.cu_seqlens_k);
+  put_ints(&d.seqlens_k, h.seqlens_k);
+  put_ints(&d.block_table, h.block_table);
 }
 
 void download(const DeviceData& d, fctest::HostData& h) {
@@ -122,6 +138,14 @@ bool accepts(const std::string& backend, const fctest::HostData& h, const Device
 // Above 128 the smallest mma.sync tile (16 query rows, two stages of 64-key K and V tiles, rows of
 // D rounded up to 64 elements: 544 bytes per row element) must fit the device's shared memory per
 // block: it does on A100/H100/H200, not on sm_86/sm_89 (99 KB).
+// Sequence layouts (varlen, cache lengths, paged) on the tuned path: the decode kernel's promise.
+bool sequences_promised(const std::string& backend, const fctest::HostData& h) {
+  const flashcore::Problem& p = h.problem;
+  const bool variants = p.has_window() || p.softcap > 0 || !h.alibi_slopes.empty() || !h.sinks.empty();
+  return (backend == "cuda-flash" || backend == "cuda-flash-decode") && p.seqlen_q <= 64 &&
+         (p.head_dim == 64 || p.head_dim == 128) && !variants;
+}
+
 size_t device_smem_optin() {
   int dev = 0, bytes = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
@@ -134,6 +158,7 @@ bool promised(const std::string& backend, const fctest::HostData& h) {
   if (is_reference(backend)) return true;
   const int d = p.head_dim;
   if (p.dtype == DType::F32 || d % 8 != 0 || d < 8 || d > 256) return false;
+  if (p.has_sequence_layout() || !h.seqlens_k.empty()) return sequences_promised(backend, h);
   if (backend == "cuda-flash-hopper") return d == 64 || d == 128;
   const bool variants = p.has_window() || p.softcap > 0 || !h.alibi_slopes.empty() || !h.sinks.empty();
   if (backend == "cuda-flash-warpspec" && (d > 128 || variants)) return false;
@@ -290,6 +315,46 @@ std::vector<GpuParam> variant_params() {
   return out;
 }
 
+// Sequences (tests/test_sequences.cpp checks the definitions on the host): decode rows against
+// cache lengths (empty and length-1 caches), several queries per sequence, pages of 16..256 rows
+// partly filled, varlen batches with empty sequences, varlen prefill, GQA, causal per sequence.
+std::vector<Case> sequence_cases() {
+  using KvStore = Case::KvStore;
+  using fctest::sequence_case;
+  std::vector<Case> out;
+  int n = 0;
+  for (bool causal : {false, true})
+    for (int d : {64, 128, 96}) {
+      const DType dt = (n++ % 2) ? DType::BF16 : DType::F16;
+      // decode: one query per sequence, cache lengths 0 .. 3000 in a cache of 3100
+      out.push_back(sequence_case(8, 2, d, dt, causal, {}, {1, 0, 3000, 17, 640, 64, 1000}, KvStore::Batched, 0, 1, 100));
+      // speculative decode: 4 and 13 queries per sequence (GQA 8:1: up to 104 packed rows)
+      out.push_back(sequence_case(8, 1, d, dt, causal, {}, {5, 700, 2048}, KvStore::Batched, 0, 4));
+      out.push_back(sequence_case(8, 1, d, dt, causal, {}, {13, 70, 1025}, KvStore::Batched, 0, 13, 0, Layout::Padded));
+      // paged decode: every tuned page size, last pages partly filled, a length-1 cache
+      for (int page : {16, 32, 64, 128, 256})
+        out.push_back(sequence_case(4, 2, d, dt, causal, {}, {1, page + 3, 5 * page - 1, 777}, KvStore::Paged, page));
+      // varlen Q against a paged cache (chunked prefill) and against packed K/V
+      out.push_back(sequence_case(4, 2, d, dt, causal, {3, 0, 64, 1}, {300, 9, 64, 1}, KvStore::Paged, 64));
+      out.push_back(sequence_case(6, 2, d, dt, causal, {1, 37, 0, 64}, {1, 100, 5, 64}, KvStore::Packed, 0, 1, 0,
+                                  Layout::BHSD));
+      // varlen prefill: long sequences of mixed lengths
+      out.push_back(sequence_case(4, 2, d, dt, causal, {700, 1, 333, 0}, {700, 1000, 333, 7}, KvStore::Packed));
+    }
+  // With variants (promised by the reference; the tuned path may decline them).
+  Case v = sequence_case(8, 2, 128, DType::F16, true, {}, {1, 900, 2000}, KvStore::Paged, 64, 2);
+  v.window_left = 300, v.alibi = true, v.sinks = true, v.softcap = 20;
+  out.push_back(v);
+  return out;
+}
+
+std::vector<GpuParam> sequence_params() {
+  std::vector<GpuParam> out;
+  for (const auto& b : device_backends())
+    for (const Case& c : sequence_cases()) out.push_back({b, c});
+  return out;
+}
+
 class DeviceCases : public ::testing::TestWithParam<GpuParam> {};
 TEST_P(DeviceCases, MatchesFp64Oracle) {
   REQUIRE_DEVICE();
@@ -312,7 +377,73 @@ INSTANTIATE_TEST_SUITE_P(Gpu, VariantCases, ::testing::ValuesIn(variant_params()
                          [](const auto& info) { return sanitize(info.param.backend + "_" + info.param.c.name()); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(VariantCases);
 
+class SequenceCases : public ::testing::TestWithParam<GpuParam> {};
+TEST_P(SequenceCases, MatchesFp64Oracle) {
+  REQUIRE_DEVICE();
+  std::string declined;
+  if (!check_on_device(GetParam().backend, GetParam().c, 9, 0, &declined))
+    GTEST_SKIP() << GetParam().backend << " declines: " << declined;
+}
+INSTANTIATE_TEST_SUITE_P(Gpu, SequenceCases, ::testing::ValuesIn(sequence_params()),
+                         [](const auto& info) { return sanitize(info.param.backend + "_" + info.param.c.name()); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SequenceCases);
+
 }  // namespace
+
+TEST(Gpu, SequenceArraysInDeviceMemoryAreValidated) {
+  // Device arrays are copied and checked before any work (Options::check_sequences, the default):
+  // a bad offset, length or page is an Error naming the array, O untouched; with the check off, a
+  // valid call gives the same bits as with it.
+  REQUIRE_DEVICE();
+  using KvStore = Case::KvStore;
+  const Case c = fctest::sequence_case(4, 2, 64, DType::F16, false, {2, 1, 3}, {40, 1, 70}, KvStore::Paged, 16);
+  for (const std::string& backend : device_backends()) {
+    SCOPED_TRACE(backend);
+    fctest::HostData h = fctest::make_data(c, fctest::run_seed() + 41);
+    DeviceData d;
+    upload(h, d);
+    std::string why;
+    if (!accepts(backend, h, d, &why)) continue;
+    struct Bad {
+      int* dst;
+      int index, value;
+      const char* field;
+    } bads[] = {{d.cu_seqlens_q, 2, 0, "cu_seqlens_q"}, {d.seqlens_k, 1, 1000, "seqlens_k"},
+                {d.block_table, 0, h.problem.num_pages, "block_table"}};
+    for (const Bad& bad : bads) {
+      int saved = 0;
+      CUDA_OK(cudaMemcpy(&saved, bad.dst + bad.index, sizeof(int), cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(bad.dst + bad.index, &bad.value, sizeof(int), cudaMemcpyHostToDevice));
+      flashcore::Options opts;
+      opts.backend = backend;
+      try {
+        flashcore::run(h.problem, d.tensors(), opts);
+        ADD_FAILURE() << "no error for a bad " << bad.field;
+      } catch (const flashcore::Error& e) {
+        EXPECT_EQ(e.field(), bad.field) << e.what();
+      }
+      CUDA_OK(cudaMemcpy(bad.dst + bad.index, &saved, sizeof(int), cudaMemcpyHostToDevice));
+    }
+    fctest::HostData untouched = h;
+    download(d, untouched);
+    EXPECT_EQ(untouched.o, h.o) << "O written by a rejected call";
+    flashcore::Options checked, trusted;
+    checked.backend = trusted.backend = backend;
+    trusted.check_sequences = false;
+    flashcore::run(h.problem, d.tensors(), checked);
+    CUDA_OK(cudaDeviceSynchronize());
+    fctest::HostData a = h, b = h;
+    download(d, a);
+    CUDA_OK(cudaMemcpy(d.o, h.o.data(), h.o.size(), cudaMemcpyHostToDevice));  // poisoned again
+    flashcore::run(h.problem, d.tensors(), trusted);
+    CUDA_OK(cudaDeviceSynchronize());
+    download(d, b);
+    EXPECT_EQ(a.o, b.o);
+    EXPECT_EQ(a.lse, b.lse);
+    const fctest::Errors e = fctest::compare_o(a, fctest::oracle(a), 0.05, 0.05);
+    EXPECT_EQ(e.bad, 0) << e.first_bad;  // a coarse sanity bound: SequenceCases checks the real one
+  }
+}
 
 TEST(Gpu, RandomShapesProperty) {
   REQUIRE_DEVICE();

@@ -50,6 +50,24 @@ Case make_case(int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k,
   return c;
 }
 
+Case sequence_case(int heads_q, int heads_kv, int head_dim, DType dtype, bool causal, std::vector<int> lens_q,
+                   std::vector<int> lens_k, Case::KvStore kv, int page_size, int fixed_q, int slack, Layout layout) {
+  Case c;
+  c.heads_q = heads_q, c.heads_kv = heads_kv, c.head_dim = head_dim, c.dtype = dtype, c.causal = causal;
+  c.layout = layout;
+  c.lens_q = std::move(lens_q);
+  c.lens_k = std::move(lens_k);
+  c.kv = kv;
+  c.page_size = page_size;
+  c.batch = static_cast<int>(!c.lens_q.empty() ? c.lens_q.size() : c.lens_k.size());
+  auto bound = [&](const std::vector<int>& v, int none) {
+    return v.empty() ? none : std::max(1, *std::max_element(v.begin(), v.end()) + slack);
+  };
+  c.seqlen_q = bound(c.lens_q, fixed_q);
+  c.seqlen_k = bound(c.lens_k, 1);
+  return c;
+}
+
 Case with_random_variants(Case c, std::mt19937_64& rng) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   if (pick(0, 1)) {

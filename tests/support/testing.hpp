@@ -49,6 +49,12 @@ struct Case {
 /// A case from its shape (the tests' shorthand).
 Case make_case(int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k, int head_dim, DType dtype, bool causal,
                Layout layout = Layout::BSHD);
+/// A case of sequences (flashcore.hpp, "Sequences"): lens_q empty = every sequence has fixed_q
+/// queries, lens_k empty = every sequence has the bound's keys; the bounds seqlen_q / seqlen_k are
+/// the longest sequence plus `slack` (a cache larger than its longest sequence).
+Case sequence_case(int heads_q, int heads_kv, int head_dim, DType dtype, bool causal, std::vector<int> lens_q,
+                   std::vector<int> lens_k, Case::KvStore kv, int page_size = 0, int fixed_q = 1, int slack = 0,
+                   Layout layout = Layout::BSHD);
 /// The case with random variants (property tests): each of a window (random sides, one of them
 /// possibly unbounded), soft-capping, ALiBi and sinks on with probability 1/2.
 Case with_random_variants(Case c, std::mt19937_64& rng);
