@@ -7,8 +7,9 @@
 //   host backends on the smaller host list, timed by wall clock per call.
 // Every reported time is per call; repetitions are aggregated (median, mean, stddev, cv) and only
 // the aggregates are reported. Counters: flop and bytes as rates (flop/s, bytes/s; bytes = Q, K,
-// V read once plus O written once), graph (1: timed through a CUDA graph), calls_per_replay, sets
-// (rotated buffer sets). See perf/README.md.
+// V read once plus O written once; for the sequence cases of --decode/--mixed/--varlen K and V of
+// the valid keys only, and bytes_per_call), graph (1: timed through a CUDA graph), calls_per_replay,
+// sets (rotated buffer sets). See perf/README.md.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -39,28 +40,43 @@ using flashcore::DType;
 // ---------------------------------------------------------------------------------------------
 
 struct HostData {
-  HostInputs in;
+  std::string key;  // data_key() of the case
+  CaseData data;
   std::vector<unsigned char> o;
 };
 std::unique_ptr<HostData> g_host;
 std::map<std::string, CheckResult> g_host_checked;  // by benchmark name
 
 HostData& host_data(const Case& c) {
-  if (g_host && g_host->in.shape.b == c.shape.b && g_host->in.shape.h == c.shape.h &&
-      g_host->in.shape.l == c.shape.l && g_host->in.shape.d == c.shape.d && g_host->in.dtype == c.dtype)
-    return *g_host;
+  const std::string key = data_key(c);
+  if (g_host && g_host->key == key) return *g_host;
   g_host.reset();
   auto d = std::make_unique<HostData>();
-  fill_inputs(&d->in, c.shape, c.dtype, case_seed(c.shape, c.dtype));
-  d->o.assign(d->in.q.size(), kPoisonByte);
+  d->key = key;
+  d->data = make_case_data(c);
+  d->o.assign(d->data.q_bytes(), kPoisonByte);
   g_host = std::move(d);
   return *g_host;
+}
+
+// The tensors of a case on host buffers (Q, K, V, O, and the sequence arrays when there are).
+flashcore::Tensors host_tensors(const CaseData& d, void* o, const HeadParams& hp) {
+  flashcore::Tensors t;
+  t.q = d.in->q.data();
+  t.k = d.k_storage();
+  t.v = d.v_storage();
+  t.o = o;
+  if (!hp.alibi_slopes.empty()) t.alibi_slopes = hp.alibi_slopes.data();
+  if (!hp.sinks.empty()) t.sinks = hp.sinks.data();
+  d.g.set_arrays(&t, d.arrays.data());
+  return t;
 }
 
 void host_benchmark(benchmark::State& st, const std::string& backend, const Case& c, const Config& cfg,
                     const std::string& label) {
   const std::string name = bench_name(backend, c);
-  const flashcore::Problem p = make_problem(c);
+  const Geometry g = geometry(c);
+  const flashcore::Problem& p = g.problem;
   flashcore::Options opts;
   opts.backend = backend;
   opts.location = flashcore::MemoryLocation::Host;
@@ -72,19 +88,13 @@ void host_benchmark(benchmark::State& st, const std::string& backend, const Case
     }
     HostData& d = host_data(c);
     const HeadParams hp = head_params(c);
-    flashcore::Tensors t;
-    t.q = d.in.q.data();
-    t.k = d.in.k.data();
-    t.v = d.in.v.data();
-    t.o = d.o.data();
-    if (!hp.alibi_slopes.empty()) t.alibi_slopes = hp.alibi_slopes.data();
-    if (!hp.sinks.empty()) t.sinks = hp.sinks.data();
+    const flashcore::Tensors t = host_tensors(d.data, d.o.data(), hp);
     auto it = g_host_checked.find(name);
     if (it == g_host_checked.end()) {
       CheckResult r;
       std::fill(d.o.begin(), d.o.end(), kPoisonByte);
       flashcore::run(p, t, opts);  // warm-up, and the output checked
-      if (cfg.check) r = check_output(p, d.in, d.o.data(), 16, hp);
+      if (cfg.check) r = check_case_output(c, d.data, d.o.data(), 16, hp);
       it = g_host_checked.emplace(name, r).first;
     }
     if (!it->second.ok) {
@@ -96,16 +106,17 @@ void host_benchmark(benchmark::State& st, const std::string& backend, const Case
     st.SkipWithError((std::string("run failed: ") + e.what()).c_str());
     return;
   }
-  st.counters["flop"] = benchmark::Counter(p.flops(), benchmark::Counter::kIsIterationInvariantRate);
-  st.counters["bytes"] = benchmark::Counter(problem_bytes(p), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["flop"] = benchmark::Counter(g.flops, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["bytes"] = benchmark::Counter(g.bytes, benchmark::Counter::kIsIterationInvariantRate);
+  if (c.layout.tagged) st.counters["bytes_per_call"] = g.bytes;
   st.SetLabel(label.c_str());
 }
 
 bool host_supports(const std::string& backend, const Case& c, std::string* why) {
-  const flashcore::Problem p = make_problem(c);
-  const std::size_t bytes = static_cast<std::size_t>(c.shape.b) * c.shape.l * c.shape.h * c.shape.d *
-                            flashcore::dtype_size(c.dtype);
-  std::vector<unsigned char> q(bytes, 0), k(bytes, 0), v(bytes, 0), o(bytes, 0);
+  const Geometry g = geometry(c);
+  const std::size_t es = flashcore::dtype_size(c.dtype);
+  std::vector<unsigned char> q(g.q_elems * es, 0), k(g.kv_elems * es, 0), v(g.kv_elems * es, 0), o(g.q_elems * es, 0);
+  const std::vector<int> arrays = g.arrays();
   const HeadParams hp = head_params(c);
   flashcore::Tensors t;
   t.q = q.data();
@@ -114,7 +125,8 @@ bool host_supports(const std::string& backend, const Case& c, std::string* why) 
   t.o = o.data();
   if (!hp.alibi_slopes.empty()) t.alibi_slopes = hp.alibi_slopes.data();
   if (!hp.sinks.empty()) t.sinks = hp.sinks.data();
-  return backend_accepts(backend, p, t, flashcore::MemoryLocation::Host, why);
+  g.set_arrays(&t, arrays.data());
+  return backend_accepts(backend, g.problem, t, flashcore::MemoryLocation::Host, why);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -122,18 +134,30 @@ bool host_supports(const std::string& backend, const Case& c, std::string* why) 
 // ---------------------------------------------------------------------------------------------
 
 std::vector<Case> cases_for(const Config& cfg, bool device) {
-  const std::vector<Shape> shapes = !cfg.shapes.empty() ? cfg.shapes : device ? gpu_shapes() : host_shapes();
+  const std::vector<Variant> variants = cfg.variants.empty() ? std::vector<Variant>{Variant{}} : cfg.variants;
   std::vector<Case> out;
-  for (const Shape& s : shapes) {
-    std::vector<DType> dts = cfg.dtypes;
-    if (dts.empty()) dts = device ? std::vector<DType>{DType::F16, DType::BF16} : host_dtypes(s);
-    const std::vector<Variant> variants = cfg.variants.empty() ? std::vector<Variant>{Variant{}} : cfg.variants;
-    for (DType dt : dts)
-      for (int causal = 0; causal < 2; ++causal) {
-        if (cfg.causal >= 0 && causal != cfg.causal) continue;
-        for (const Variant& v : variants) out.push_back({s, dt, causal == 1, v});
-      }
+  if (!has_sequence_cases(cfg) || !cfg.shapes.empty()) {
+    const std::vector<Shape> shapes = !cfg.shapes.empty() ? cfg.shapes : device ? gpu_shapes() : host_shapes();
+    for (const Shape& s : shapes) {
+      std::vector<DType> dts = cfg.dtypes;
+      if (dts.empty()) dts = device ? std::vector<DType>{DType::F16, DType::BF16} : host_dtypes(s);
+      for (DType dt : dts)
+        for (int causal = 0; causal < 2; ++causal) {
+          if (cfg.causal >= 0 && causal != cfg.causal) continue;
+          for (const Variant& v : variants) out.push_back({s, dt, causal == 1, v, Layout{}});
+        }
+    }
   }
+  // Sequence cases: once each, causal (bottom-right) unless --causal=0; fp16 unless --dtypes.
+  const std::vector<DType> seq_dts = cfg.dtypes.empty() ? std::vector<DType>{DType::F16} : cfg.dtypes;
+  for (Case c : sequence_cases(cfg))
+    for (DType dt : seq_dts)
+      for (const Variant& v : variants) {
+        c.dtype = dt;
+        c.causal = cfg.causal != 0;
+        c.variant = v;
+        out.push_back(c);
+      }
   return out;
 }
 
@@ -188,7 +212,7 @@ int register_all(const Config& cfg, const DeviceSummary& dev) {
         const std::string name = bench_name(b.name, c);
         benchmark::internal::Benchmark* bm = nullptr;
         if (device) {
-          const bool big_reference = b.name.find("reference") != std::string::npos && make_problem(c).flops() >= 1e11;
+          const bool big_reference = b.name.find("reference") != std::string::npos && geometry(c).flops >= 1e11;
           bm = benchmark::RegisterBenchmark(name.c_str(), [name = b.name, c, &cfg, &dev](benchmark::State& st) {
             device_benchmark(st, name, c, cfg, dev);
           });

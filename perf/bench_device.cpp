@@ -1,9 +1,13 @@
 // Device timing of flashcore_bench (compiled to stubs when the build has no CUDA runtime).
 //
 // Method, per benchmark (one backend, one case):
-//   inputs   Q, K normal(0,1), V uniform(-1,1) made on the host, uploaded once per (shape, dtype)
-//            and copied into `sets` buffer sets (Q, K, V, O each), sets = ceil(3 x L2 / set bytes),
-//            so that consecutive calls never find their inputs in L2 (one set when it is larger).
+//   inputs   Q, K normal(0,1), V uniform(-1,1) made on the host, uploaded once per case data
+//            (shape, dtype, layout) and copied into `sets` buffer sets (Q, K, V, O each; K and V as
+//            the layout stores them: contiguous, packed, or a pool of pages), sets = ceil(3 x L2 /
+//            set bytes) (sequence cases: / the bytes a call touches, K and V of the valid keys), so
+//            that consecutive calls never find their inputs in L2 (one set when it is larger). The
+//            sequence arrays (cu_seqlens, seqlens_k, block table) are one copy shared by the sets;
+//            the first call validates them (Options::check_sequences), the timed ones do not.
 //   warm-up  direct calls, then an estimate of the time of one call (CUDA events).
 //   graph    N back-to-back calls, call i on set i % sets, captured from flashcore::run with
 //            Options.stream = our stream (cudaStreamCaptureModeRelaxed), N a multiple of sets and
@@ -11,7 +15,8 @@
 //            be captured (it synchronizes, say) is timed by N back-to-back run() calls between the
 //            same events instead; counter graph = 0 and the label say so.
 //   check    O of every set poisoned (NaN bytes), one replay, O copied back: every element must be
-//            finite and 16 sampled rows must match an fp64 host computation (bench_support.cpp).
+//            finite and 16 sampled rows (sequence cases: and one per sequence) must match an fp64
+//            host computation (bench_support.cpp, check_case_output).
 //   timing   one repetition = M replays between two CUDA events (M x replay >= --rep-ms), time per
 //            call = elapsed / (M x N) given to SetIterationTime; Google Benchmark reports the
 //            median (and mean, stddev, cv) over the repetitions.
@@ -68,14 +73,17 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Inputs of one (shape, dtype) on the device, in `sets` rotated copies.
+// Inputs of one case on the device, in `sets` rotated copies (Q, K, V, O each; K and V as the
+// case stores them: contiguous, packed or a page pool), and one copy of its sequence arrays.
 struct DeviceData {
-  Shape shape;
-  DType dtype = DType::F16;
-  HostInputs host;
-  std::size_t tensor_bytes = 0, stride = 0;
+  std::string key;  // data_key() of the case
+  CaseData host;    // the storage uploaded, and the logical inputs of the check
+  std::size_t bytes[4] = {0, 0, 0, 0};  // q, k, v, o
+  std::size_t offset[4] = {0, 0, 0, 0};
+  std::size_t stride = 0;  // bytes per set
   int sets = 1;
   char* base = nullptr;
+  int* arrays = nullptr;  // host.arrays on the device (null when empty)
   // The variant's per-head parameters (heads_q floats each; null when off), set per case.
   float* heads = nullptr;  // [alibi slopes (H) | sinks (H)]
   Variant variant;
@@ -85,12 +93,24 @@ struct DeviceData {
 
   ~DeviceData() {
     if (base != nullptr) cudaFree(base);
+    if (arrays != nullptr) cudaFree(arrays);
     if (heads != nullptr) cudaFree(heads);
   }
   void* tensor(int set, int which) const {  // which: 0 q, 1 k, 2 v, 3 o
-    return base + (static_cast<std::size_t>(set) * 4 + which) * stride;
+    return base + static_cast<std::size_t>(set) * stride + offset[which];
   }
-  std::size_t set_bytes() const { return 4 * stride; }
+  std::size_t set_bytes() const { return stride; }
+  flashcore::Tensors tensors(int set) const {
+    flashcore::Tensors t;
+    t.q = tensor(set, 0);
+    t.k = tensor(set, 1);
+    t.v = tensor(set, 2);
+    t.o = tensor(set, 3);
+    t.alibi_slopes = alibi_slopes;
+    t.sinks = sinks;
+    host.g.set_arrays(&t, arrays);
+    return t;
+  }
 };
 
 std::unique_ptr<DeviceData> g_data;
@@ -117,20 +137,27 @@ void set_variant(DeviceData& d, const Case& c) {
 }
 
 DeviceData& device_data(const Case& c, const DeviceSummary& dev) {
-  if (g_data && g_data->shape.b == c.shape.b && g_data->shape.h == c.shape.h && g_data->shape.l == c.shape.l &&
-      g_data->shape.d == c.shape.d && g_data->dtype == c.dtype) {
+  const std::string key = data_key(c);
+  if (g_data && g_data->key == key) {
     if (g_data->variant.name() != c.variant.name()) set_variant(*g_data, c);
     return *g_data;
   }
   g_data.reset();  // free the previous case first
   auto d = std::make_unique<DeviceData>();
-  d->shape = c.shape;
-  d->dtype = c.dtype;
-  fill_inputs(&d->host, c.shape, c.dtype, case_seed(c.shape, c.dtype));
-  d->tensor_bytes = d->host.q.size();
-  d->stride = round_up(d->tensor_bytes, kAlign);
+  d->key = key;
+  d->host = make_case_data(c);
+  const CaseData& h = d->host;
+  d->bytes[0] = d->bytes[3] = h.q_bytes();
+  d->bytes[1] = d->bytes[2] = h.kv_bytes();
+  for (int w = 0; w < 4; ++w) {
+    d->offset[w] = d->stride;
+    d->stride += round_up(d->bytes[w], kAlign);
+  }
+  // Enough sets that what consecutive calls read and write (for the sequence cases: Q, O, and K
+  // and V of the valid keys) adds up to 3x the L2.
+  const double touched = c.layout.tagged ? h.g.bytes : double(d->set_bytes());
   const double l2 = dev.info.l2_bytes > 0 ? double(dev.info.l2_bytes) : 50e6;
-  d->sets = static_cast<int>(std::ceil(3.0 * l2 / double(d->set_bytes())));
+  d->sets = static_cast<int>(std::ceil(3.0 * l2 / std::max(touched, 1.0)));
   d->sets = std::max(1, std::min(d->sets, 256));
   std::size_t free_b = 0, total_b = 0;
   if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
@@ -140,13 +167,18 @@ DeviceData& device_data(const Case& c, const DeviceSummary& dev) {
   void* p = nullptr;
   FC_CK(cudaMalloc(&p, d->sets * d->set_bytes()));
   d->base = static_cast<char*>(p);
-  FC_CK(cudaMemcpy(d->tensor(0, 0), d->host.q.data(), d->tensor_bytes, cudaMemcpyHostToDevice));
-  FC_CK(cudaMemcpy(d->tensor(0, 1), d->host.k.data(), d->tensor_bytes, cudaMemcpyHostToDevice));
-  FC_CK(cudaMemcpy(d->tensor(0, 2), d->host.v.data(), d->tensor_bytes, cudaMemcpyHostToDevice));
+  const void* src[3] = {h.in->q.data(), h.k_storage(), h.v_storage()};
+  for (int w = 0; w < 3; ++w) FC_CK(cudaMemcpy(d->tensor(0, w), src[w], d->bytes[w], cudaMemcpyHostToDevice));
   for (int s = 1; s < d->sets; ++s)
     for (int w = 0; w < 3; ++w)
-      FC_CK(cudaMemcpy(d->tensor(s, w), d->tensor(0, w), d->tensor_bytes, cudaMemcpyDeviceToDevice));
-  for (int s = 0; s < d->sets; ++s) FC_CK(cudaMemset(d->tensor(s, 3), kPoisonByte, d->tensor_bytes));
+      FC_CK(cudaMemcpy(d->tensor(s, w), d->tensor(0, w), d->bytes[w], cudaMemcpyDeviceToDevice));
+  for (int s = 0; s < d->sets; ++s) FC_CK(cudaMemset(d->tensor(s, 3), kPoisonByte, d->bytes[3]));
+  if (!h.arrays.empty()) {
+    void* a = nullptr;
+    FC_CK(cudaMalloc(&a, h.arrays.size() * sizeof(int)));
+    d->arrays = static_cast<int*>(a);
+    FC_CK(cudaMemcpy(d->arrays, h.arrays.data(), h.arrays.size() * sizeof(int), cudaMemcpyHostToDevice));
+  }
   set_variant(*d, c);
   FC_CK(cudaDeviceSynchronize());
   g_data = std::move(d);
@@ -165,6 +197,7 @@ struct Prepared {
   int replays = 1;  // M per repetition
   double replay_s = 0;
   std::string label;
+  Geometry g;  // the case's problem (causal, variant: the data may have been made for another case) and work
 
   ~Prepared() {
     if (exec != nullptr) cudaGraphExecDestroy(exec);
@@ -182,22 +215,28 @@ std::unique_ptr<Prepared> g_prep;
 void* g_scratch = nullptr;  // buffers device_supports() asks explain() about
 std::size_t g_scratch_bytes = 0;
 
+// Calls with Options::check_sequences off (the arrays are checked once, by the first call of
+// prepare(), and then trusted, as a decode loop would).
 struct Caller {
   const DeviceData& data;
   const flashcore::Problem& p;
   flashcore::Options opts;
-  void call(int i) const {
-    const int s = i % data.sets;
-    flashcore::Tensors t;
-    t.q = data.tensor(s, 0);
-    t.k = data.tensor(s, 1);
-    t.v = data.tensor(s, 2);
-    t.o = data.tensor(s, 3);
-    t.alibi_slopes = data.alibi_slopes;
-    t.sinks = data.sinks;
-    flashcore::run(p, t, opts);
+  void call(int i) const { flashcore::run(p, data.tensors(i % data.sets), opts); }
+  void call_checked(int i) const {
+    flashcore::Options checked = opts;
+    checked.check_sequences = true;
+    flashcore::run(p, data.tensors(i % data.sets), checked);
   }
 };
+
+flashcore::Options timing_options(const std::string& backend, cudaStream_t stream) {
+  flashcore::Options opts;
+  opts.backend = backend;
+  opts.location = flashcore::MemoryLocation::Device;
+  opts.stream = stream;
+  opts.check_sequences = false;
+  return opts;
+}
 
 // Seconds between the events around fn(), fn enqueueing work on the stream.
 template <class F>
@@ -274,16 +313,13 @@ void prepare(Prepared& pr, const std::string& backend, const Case& c, const Conf
   FC_CK(cudaStreamCreateWithFlags(&pr.stream, cudaStreamNonBlocking));
   FC_CK(cudaEventCreate(&pr.e0));
   FC_CK(cudaEventCreate(&pr.e1));
-  const flashcore::Problem p = make_problem(c);
-  flashcore::Options opts;
-  opts.backend = backend;
-  opts.location = flashcore::MemoryLocation::Device;
-  opts.stream = pr.stream;
-  const Caller caller{data, p, opts};
+  pr.g = geometry(c);
+  const flashcore::Problem& p = pr.g.problem;
+  const Caller caller{data, p, timing_options(backend, pr.stream)};
 
-  // Warm-up and an estimate of one call.
+  // Warm-up (the first call validates the sequence arrays) and an estimate of one call.
   const auto t0 = std::chrono::steady_clock::now();
-  caller.call(0);
+  caller.call_checked(0);
   FC_CK(cudaStreamSynchronize(pr.stream));
   const double first = seconds_since(t0);
   const int k = first > 0.05 ? 1 : first > 0.005 ? 3 : 10;
@@ -334,18 +370,18 @@ void prepare(Prepared& pr, const std::string& backend, const Case& c, const Conf
 
   // Output check on what the timed path produces.
   if (cfg.check) {
-    for (int s = 0; s < data.sets; ++s)
-      FC_CK(cudaMemsetAsync(data.tensor(s, 3), kPoisonByte, data.tensor_bytes, pr.stream));
+    const std::size_t o_bytes = data.bytes[3];
+    for (int s = 0; s < data.sets; ++s) FC_CK(cudaMemsetAsync(data.tensor(s, 3), kPoisonByte, o_bytes, pr.stream));
     replay_once(pr, caller);
     FC_CK(cudaStreamSynchronize(pr.stream));
-    std::vector<unsigned char> o(data.tensor_bytes);
-    FC_CK(cudaMemcpy(o.data(), data.tensor(0, 3), data.tensor_bytes, cudaMemcpyDeviceToHost));
-    CheckResult r = check_output(p, data.host, o.data(), 16, data.head_host);
+    std::vector<unsigned char> o(o_bytes);
+    FC_CK(cudaMemcpy(o.data(), data.tensor(0, 3), o_bytes, cudaMemcpyDeviceToHost));
+    CheckResult r = check_case_output(c, data.host, o.data(), 16, data.head_host);
     const int used = std::min(pr.calls, data.sets);
     for (int s = 1; s < used && r.ok; ++s) {
-      FC_CK(cudaMemcpy(o.data(), data.tensor(s, 3), data.tensor_bytes, cudaMemcpyDeviceToHost));
-      const std::int64_t bad = count_nonfinite(c.dtype, o.data(), static_cast<std::int64_t>(data.tensor_bytes) /
-                                                                      flashcore::dtype_size(c.dtype));
+      FC_CK(cudaMemcpy(o.data(), data.tensor(s, 3), o_bytes, cudaMemcpyDeviceToHost));
+      const std::int64_t bad =
+          count_nonfinite(c.dtype, o.data(), static_cast<std::int64_t>(o_bytes) / flashcore::dtype_size(c.dtype));
       if (bad > 0) {
         r.ok = false;
         r.message = "output check: " + std::to_string(bad) + " non-finite elements in the output of buffer set " +
@@ -382,35 +418,50 @@ void prepare(Prepared& pr, const std::string& backend, const Case& c, const Conf
 bool device_timing_available() { return true; }
 
 bool device_supports(const std::string& backend, const Case& c, std::string* why) {
-  // Real, separately allocated, aligned device buffers of the case's size.
-  const flashcore::Problem p = make_problem(c);
-  const std::size_t bytes =
-      round_up(static_cast<std::size_t>(c.shape.b) * c.shape.l * c.shape.h * c.shape.d * flashcore::dtype_size(c.dtype),
-               kAlign);
+  // Real, separately allocated, aligned device buffers of the case's size, and its real sequence
+  // arrays (the library validates them).
+  const Geometry g = geometry(c);
+  const std::size_t es = flashcore::dtype_size(c.dtype);
+  const std::size_t qb = round_up(static_cast<std::size_t>(g.q_elems) * es, kAlign);
+  const std::size_t kvb = round_up(static_cast<std::size_t>(g.kv_elems) * es, kAlign);
+  const std::vector<int> arrays = g.arrays();
+  const std::size_t ab = round_up(arrays.size() * sizeof(int), kAlign);
+  const std::size_t heads_bytes = round_up(2 * c.shape.h * sizeof(float), kAlign);
+  const std::size_t need = 2 * qb + 2 * kvb + ab + heads_bytes;
   void*& scratch = g_scratch;
   std::size_t& scratch_bytes = g_scratch_bytes;
-  const std::size_t heads_bytes = round_up(2 * c.shape.h * sizeof(float), kAlign);
-  if (scratch_bytes < 4 * bytes + heads_bytes) {
+  if (scratch_bytes < need) {
     if (scratch != nullptr) cudaFree(scratch);
     scratch = nullptr;
     scratch_bytes = 0;
-    const cudaError_t e = cudaMalloc(&scratch, 4 * bytes + heads_bytes);
+    const cudaError_t e = cudaMalloc(&scratch, need);
     if (e != cudaSuccess) {
       cudaGetLastError();
       *why = std::string("cannot allocate the case's buffers: ") + cudaGetErrorString(e);
       return false;
     }
-    scratch_bytes = 4 * bytes + heads_bytes;
+    scratch_bytes = need;
   }
   char* b = static_cast<char*>(scratch);
   flashcore::Tensors t;
   t.q = b;
-  t.k = b + bytes;
-  t.v = b + 2 * bytes;
-  t.o = b + 3 * bytes;
-  if (c.variant.alibi) t.alibi_slopes = reinterpret_cast<const float*>(b + 4 * bytes);
-  if (c.variant.sinks) t.sinks = reinterpret_cast<const float*>(b + 4 * bytes) + c.shape.h;
-  return backend_accepts(backend, p, t, flashcore::MemoryLocation::Device, why);
+  t.k = b + qb;
+  t.v = b + qb + kvb;
+  t.o = b + qb + 2 * kvb;
+  int* arr = reinterpret_cast<int*>(b + 2 * qb + 2 * kvb);
+  if (!arrays.empty()) {
+    const cudaError_t e = cudaMemcpy(arr, arrays.data(), arrays.size() * sizeof(int), cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      *why = std::string("cannot upload the sequence arrays: ") + cudaGetErrorString(e);
+      return false;
+    }
+  }
+  g.set_arrays(&t, arr);
+  const float* heads = reinterpret_cast<const float*>(b + 2 * qb + 2 * kvb + ab);
+  if (c.variant.alibi) t.alibi_slopes = heads;
+  if (c.variant.sinks) t.sinks = heads + c.shape.h;
+  return backend_accepts(backend, g.problem, t, flashcore::MemoryLocation::Device, why);
 }
 
 void device_benchmark(benchmark::State& st, const std::string& backend, const Case& c, const Config& cfg,
@@ -440,13 +491,10 @@ void device_benchmark(benchmark::State& st, const std::string& backend, const Ca
     st.SkipWithError(pr.error.c_str());
     return;
   }
-  const flashcore::Problem p = make_problem(c);
-  flashcore::Options opts;
-  opts.backend = backend;
-  opts.location = flashcore::MemoryLocation::Device;
-  opts.stream = pr.stream;
+  const DeviceData* data = nullptr;
   try {
-    const Caller caller{device_data(c, dev), p, opts};
+    data = &device_data(c, dev);
+    const Caller caller{*data, pr.g.problem, timing_options(backend, pr.stream)};
     for (auto _ : st) {
       const double s = timed(pr, [&] {
         for (int m = 0; m < pr.replays; ++m) replay_once(pr, caller);
@@ -458,8 +506,10 @@ void device_benchmark(benchmark::State& st, const std::string& backend, const Ca
     st.SkipWithError(pr.error.c_str());
     return;
   }
-  st.counters["flop"] = benchmark::Counter(p.flops(), benchmark::Counter::kIsIterationInvariantRate);
-  st.counters["bytes"] = benchmark::Counter(problem_bytes(p), benchmark::Counter::kIsIterationInvariantRate);
+  const Geometry& g = pr.g;
+  st.counters["flop"] = benchmark::Counter(g.flops, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["bytes"] = benchmark::Counter(g.bytes, benchmark::Counter::kIsIterationInvariantRate);
+  if (c.layout.tagged) st.counters["bytes_per_call"] = g.bytes;
   st.counters["graph"] = pr.use_graph ? 1 : 0;
   st.counters["calls_per_replay"] = pr.calls;
   st.counters["sets"] = g_data ? g_data->sets : 0;
