@@ -229,13 +229,20 @@ int register_all(const Config& cfg, const DeviceSummary& dev) {
     }
   }
   release_device_state();  // the buffers the support questions used
+  std::string all_declined;  // for the JSON context: "<reason> [name name ...]" per reason, joined by " ;; "
   for (const auto& [key, d] : declined) {
-    std::string list;
+    std::string list, names;
     for (std::size_t i = 0; i < d.cases.size() && i < 4; ++i) list += (i ? ", " : "") + d.cases[i];
     if (d.cases.size() > 4) list += ", ...";
+    for (const std::string& n : d.cases) names += (names.empty() ? "" : " ") + n;
     std::fprintf(stderr, "flashcore_bench: declined: %s: %s (%zu case%s: %s)\n", key.first.c_str(),
                  key.second.c_str(), d.cases.size(), d.cases.size() == 1 ? "" : "s", list.c_str());
+    std::string reason = key.first + ": " + key.second;
+    for (char& ch : reason)
+      if (ch == '\n') ch = ' ';
+    all_declined += (all_declined.empty() ? "" : " ;; ") + reason + " [" + names + "]";
   }
+  if (!all_declined.empty()) benchmark::AddCustomContext("declined", all_declined);
   return registered;
 }
 

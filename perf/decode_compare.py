@@ -295,7 +295,7 @@ class Torch:
         (B, ., max L, D) with the lengths for a mask."""
         b, hq, hkv, lq, lk, d = r["shape"]
         nbytes = row_bytes(r)
-        nsets = self.sets_for(nbytes if per_sequence else 2.0 * (b * lq * hq * d + b * lk * hkv * d))
+        nsets = self.sets_for(nbytes if per_sequence else 4.0 * (b * lq * hq * d + b * lk * hkv * d))
         sets = []
         for _ in range(nsets):
             if per_sequence:
@@ -320,7 +320,7 @@ class Torch:
                 out[name] = self.with_gqa_fallback(
                     sets, be, lambda s, gqa: self.sdpa(s["q"][0], s["k"][0], s["v"][0], square_causal, gqa=gqa))
             out["method"] = "one SDPA call, (B,H,L,D) contiguous" + (
-                "" if square_causal or not causal else ", non-causal (torch's is_causal is top-left aligned)")
+                ", non-causal for Lq > 1 (torch's is_causal is top-left aligned)" if causal and 1 < lq < lk else "")
         elif r["kind"] in ("mixed", "varlen"):
             sets = self.batch_sets(r, per_sequence=True)
             seq_causal = causal and r["kind"] == "varlen"
@@ -332,7 +332,7 @@ class Torch:
             out["method"] = "one SDPA call per sequence (%d calls)" % len(sets[0]["q"]) + (
                 ", non-causal (Lq != Lk: torch's is_causal is top-left aligned)" if causal and r["kind"] == "mixed"
                 and lq > 1 else "")
-            del sets
+            sets = None
             torch.cuda.empty_cache()
             if r["kind"] == "mixed":  # padded to the longest cache, boolean mask: the efficient path
                 sets = self.batch_sets(r, per_sequence=False)
@@ -346,7 +346,7 @@ class Torch:
                     sets, self.efficient, lambda s, gqa: self.sdpa(s["q"][0], s["k"][0], s["v"][0], mask=visible,
                                                                     gqa=gqa))
                 out["other"]["what"] = "padded to Lk=%d, boolean mask, memory-efficient SDPA" % lk
-        del sets
+        sets = None
         torch.cuda.empty_cache()
         return out
 
@@ -359,12 +359,25 @@ def _us(e):
     return e.get("us") if isinstance(e, dict) else None
 
 
-def merge(rows, ours, torch_rows, backend, dtype, causal, peak):
+def declined_reasons(contexts):
+    """{benchmark name: "backend: reason"} from the 'declined' context flashcore_bench writes."""
+    out = {}
+    for c in contexts:
+        for part in (c.get("declined") or "").split(" ;; "):
+            reason, _, names = part.rpartition(" [")
+            for n in names.rstrip("]").split():
+                out[n] = reason
+    return out
+
+
+def merge(rows, ours, torch_rows, backend, dtype, causal, peak, declined=None):
     mode = "causal" if causal else "full"
     out = []
     for r in rows:
         name = "attn/%s/%s/%s/%s" % (backend, dtype, mode, r["key"])
-        e = ours.get(name, {"error": "not in the JSON (not run, declined, or filtered)"})
+        why = (declined or {}).get(name)
+        e = ours.get(name, {"error": ("declined by " + why) if why else
+                            "not in the JSON (not run, or filtered)"})
         us = _us(e)
         t = torch_rows.get(r["base"] if r["kind"] in ("paged", "mixed-paged") else r["key"], {})
         nbytes = e.get("bytes_per_call") or row_bytes(r)
@@ -515,7 +528,7 @@ def run(a, torch_results=None):
                 print("decode_compare: torch not timed: %s: %s" % (type(ex).__name__, ex), file=sys.stderr)
                 torch_info = {"error": "%s: %s" % (type(ex).__name__, ex)}
     peak, source = peak_for(device, a.peak_gbs)
-    merged = merge(rows, ours, torch_results, a.backend, a.dtype, causal, peak)
+    merged = merge(rows, ours, torch_results, a.backend, a.dtype, causal, peak, declined_reasons(contexts))
     tg = targets(merged)
     meta = {"device": device, "peak_gbs": peak, "peak_source": source, "backend": a.backend, "dtype": a.dtype,
             "causal": causal, "flags": {"decode": a.decode, "paged": a.paged, "mixed": a.mixed, "varlen": a.varlen},
@@ -565,9 +578,14 @@ def self_test(prefix):
     assert abs(row_bytes(rows[0]) - 2 * (2 * 8 * 32 * 128 + 2 * 8 * 8192 * 8 * 128)) < 1, row_bytes(rows[0])
     assert row_flops(rows[names.index("B8_H16_L2048_D128/varlen:T16384")], True) == \
         row_flops(rows[names.index("B8_H16_L2048_D128/contiguous")], True)
-    bench = {"context": {"device_name": "NVIDIA H100 80GB HBM3"}, "benchmarks": []}
+    declined_name = "attn/cuda-flash/fp16/causal/B8_H16_L4096_D128/varlen:T16384"
+    bench = {"context": {"device_name": "NVIDIA H100 80GB HBM3",
+                         "declined": "cuda-flash: no (x) [a/b] ;; cuda-flash: too long [x %s]" % declined_name},
+             "benchmarks": []}
     for i, r in enumerate(rows):
         name = "attn/cuda-flash/fp16/causal/%s" % r["key"]
+        if name == declined_name:
+            continue
         if i == 2:
             bench["benchmarks"].append({"name": name + "/iterations:1/repeats:10/manual_time", "run_name": name +
                                         "/iterations:1/repeats:10/manual_time", "run_type": "aggregate",
@@ -608,6 +626,7 @@ def self_test(prefix):
     assert all(x["vs"] == "B8_H16_L2048_D128/contiguous" for x in vf), vf
     pv = doc["targets"]["paged_vs_contiguous"][0]
     assert abs(pv["time_ratio"] - 101.0 / 100.0) < 1e-9 and pv["met"], pv
+    assert "%s: declined by cuda-flash: too long" % declined_name in text, text
     assert "output check failed" in text and "| 8,32,8,1,8192,128 | contiguous | 100.0 |" in text, text
     assert peak_for("NVIDIA H200")[0] == 4800.0 and peak_for("NVIDIA GH200 480GB")[0] == 4000.0
     assert peak_for("NVIDIA H100 PCIe")[0] == 2000.0 and peak_for("Foo")[0] is None

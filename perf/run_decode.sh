@@ -37,6 +37,8 @@ PAGED=${PAGED:-16,64,256}
 MIXED=${MIXED:-"32,8,1,128:1,7,33,100,250,511,777,1024,1500,2048,3000,4096,5000,6144,7000,8192"}
 VARLEN=${VARLEN:-"16,128:512,3072,1024,4096,256,2048,3584,1792;16,128:2048x8"}
 
+# Kokkos asks for explicit OpenMP thread binding (its host space); these are its recommended defaults.
+export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 mkdir -p "$OUTDIR" || exit 2
 GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
 SLUG=$(python3 -c 'import sys; sys.path.insert(0, "perf"); from sdpa_compare import device_slug; print(device_slug(sys.argv[1]))' "${GPU_NAME:-unknown}" 2>/dev/null || echo unknown)
