@@ -290,6 +290,17 @@ class Torch:
         self.torch.cuda.empty_cache()
         return r
 
+    def first_refused(self, s, backend, causal):
+        """' (first sequence refused: Lq a, Lk b)' for a per-sequence set a path failed on, else ''."""
+        for q, k, v in zip(s["q"], s["k"], s["v"]):
+            try:
+                with self.sdpa_kernel(backend):
+                    g = q.shape[1] // k.shape[1]
+                    self.sdpa(q, k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1), causal, gqa=False)
+            except Exception:  # this one
+                return " (first sequence refused, with K/V repeated: Lq %d, Lk %d)" % (q.shape[2], k.shape[2])
+        return ""
+
     def batch_sets(self, r, per_sequence):
         """Input sets of a row: per sequence (q (1,Hq,Lq_b,D), k/v (1,Hkv,Lk_b,D)) or batched
         (B, ., max L, D) with the lengths for a mask."""
@@ -329,6 +340,8 @@ class Torch:
                 return [self.sdpa(q, k, v, seq_causal, gqa=gqa) for q, k, v in zip(s["q"], s["k"], s["v"])]
             for name, be in self.paths:
                 out[name] = self.with_gqa_fallback(sets, be, per_seq)
+                if "error" in out[name]:
+                    out[name]["error"] += self.first_refused(sets[0], be, seq_causal)
             out["method"] = "one SDPA call per sequence (%d calls)" % len(sets[0]["q"]) + (
                 ", non-causal (Lq != Lk: torch's is_causal is top-left aligned)" if causal and r["kind"] == "mixed"
                 and lq > 1 else "")
