@@ -1,9 +1,14 @@
 // The dispatch interface (registry, forcing, explain), the C API and the Kokkos View entry point.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
+#include <numeric>
+#include <random>
 #include <thread>
 #include <tuple>
 
@@ -365,4 +370,239 @@ TEST(Registry, SupportsMayCallTheRegistry) {
       EXPECT_EQ(dec.code, flashcore::DecisionCode::Unsupported);
     }
   EXPECT_TRUE(found);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sequences of different lengths (flashcore.hpp, "Sequences") through the C API:
+// the same data as a C++ call gives the same bits; invalid input is an error naming the field.
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+enum class KvLayout { Dense, Packed, Paged };
+
+// fp32 host data of a batch of sequences: Q packed by cu_seqlens_q (or dense with dense_q rows per
+// sequence), K/V dense with cache lengths, packed by cu_seqlens_k, or in pools of 16-row pages
+// reached through a shuffled block table with cache lengths.
+struct SeqData {
+  flashcore::Problem p;
+  std::vector<float> q, k, v, o, lse;
+  std::vector<int> cu_q, cu_k, lens_k, table;
+
+  flashcore::Tensors tensors() {
+    flashcore::Tensors t{q.data(), k.data(), v.data(), o.data(), lse.data()};
+    if (!cu_q.empty()) t.cu_seqlens_q = cu_q.data();
+    if (!cu_k.empty()) t.cu_seqlens_k = cu_k.data();
+    if (!lens_k.empty()) t.seqlens_k = lens_k.data();
+    if (!table.empty()) t.block_table = table.data();
+    return t;
+  }
+  void poison() {
+    std::fill(o.begin(), o.end(), std::nanf(""));
+    std::fill(lse.begin(), lse.end(), std::nanf(""));
+  }
+  bool untouched() const {
+    for (float x : o)
+      if (!std::isnan(x)) return false;
+    for (float x : lse)
+      if (!std::isnan(x)) return false;
+    return true;
+  }
+};
+
+SeqData make_seq_data(const std::vector<int>& lq, const std::vector<int>& lk, KvLayout kv, int dense_q, bool causal,
+                      std::uint64_t seed) {
+  const int B = static_cast<int>(lk.size()), Hq = 4, Hkv = 2, D = 16, page = 16;
+  SeqData d;
+  flashcore::Problem& p = d.p;
+  p = flashcore::Problem::make(B, Hq, Hkv, 1, 1, D, DType::F32, causal);
+  const int max_k = std::max(1, *std::max_element(lk.begin(), lk.end()));
+  int q_rows = B * dense_q;
+  if (!lq.empty()) {
+    d.cu_q.assign(1, 0);
+    for (int n : lq) d.cu_q.push_back(d.cu_q.back() + n);
+    p.total_q = q_rows = d.cu_q.back();
+    p.seqlen_q = std::max(1, *std::max_element(lq.begin(), lq.end()));
+    p.q = p.o = {0, Hq * D, D};  // packed (total_q, Hq, D); the batch stride is unused
+  } else {
+    p.seqlen_q = dense_q;
+    p.q = p.o = {static_cast<std::int64_t>(dense_q) * Hq * D, Hq * D, D};
+  }
+  int k_rows = 0;
+  if (kv == KvLayout::Packed) {
+    d.cu_k.assign(1, 0);
+    for (int n : lk) d.cu_k.push_back(d.cu_k.back() + n);
+    p.total_k = k_rows = d.cu_k.back();
+    p.seqlen_k = max_k;
+    p.k = p.v = {0, Hkv * D, D};
+  } else if (kv == KvLayout::Paged) {
+    d.lens_k = lk;
+    p.page_size = page;
+    p.pages_per_seq = (max_k + page - 1) / page;
+    p.num_pages = B * p.pages_per_seq + 1;  // one spare page
+    d.table.resize(static_cast<std::size_t>(B) * p.pages_per_seq);
+    std::iota(d.table.begin(), d.table.end(), 1);
+    std::shuffle(d.table.begin(), d.table.end(), std::mt19937_64(seed));
+    k_rows = p.num_pages * page;
+    p.seqlen_k = max_k;
+    p.k = p.v = {static_cast<std::int64_t>(page) * Hkv * D, Hkv * D, D};
+  } else {
+    d.lens_k = lk;
+    p.seqlen_k = max_k + 3;  // cache rows beyond the longest sequence
+    k_rows = B * p.seqlen_k;
+    p.k = p.v = {static_cast<std::int64_t>(p.seqlen_k) * Hkv * D, Hkv * D, D};
+  }
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto fill = [&](std::vector<float>& x, std::size_t n) {
+    x.resize(n);
+    for (float& e : x) e = normal(rng);
+  };
+  fill(d.q, static_cast<std::size_t>(q_rows) * Hq * D);
+  fill(d.k, static_cast<std::size_t>(k_rows) * Hkv * D);
+  fill(d.v, static_cast<std::size_t>(k_rows) * Hkv * D);
+  d.o.resize(d.q.size());
+  d.lse.resize(static_cast<std::size_t>(q_rows) * Hq);
+  d.poison();
+  return d;
+}
+
+// The C descriptor of a SeqData's problem and arrays.
+fc_problem c_problem(SeqData& d) {
+  const flashcore::Problem& p = d.p;
+  fc_problem c;
+  fc_problem_init(&c, p.batch, p.heads_q, p.heads_kv, p.seqlen_q, p.seqlen_k, p.head_dim, FC_F32, p.causal ? 1 : 0);
+  auto strides = [](const flashcore::Strides& s) { return fc_strides{s.batch, s.seq, s.head}; };
+  c.q = strides(p.q), c.k = strides(p.k), c.v = strides(p.v), c.o = strides(p.o);
+  c.total_q = p.total_q, c.total_k = p.total_k;
+  c.page_size = p.page_size, c.num_pages = p.num_pages, c.pages_per_seq = p.pages_per_seq;
+  const flashcore::Tensors t = d.tensors();
+  c.cu_seqlens_q = t.cu_seqlens_q, c.cu_seqlens_k = t.cu_seqlens_k, c.seqlens_k = t.seqlens_k;
+  c.block_table = t.block_table;
+  return c;
+}
+
+// Bitwise equality of the outputs of two calls on the same data (-inf == -inf; no NaN expected).
+void expect_same_outputs(const SeqData& a, const SeqData& b) {
+  ASSERT_EQ(a.o.size(), b.o.size());
+  for (std::size_t i = 0; i < a.o.size(); ++i) ASSERT_EQ(a.o[i], b.o[i]) << "o at " << i;
+  ASSERT_EQ(a.lse.size(), b.lse.size());
+  for (std::size_t i = 0; i < a.lse.size(); ++i) ASSERT_EQ(a.lse[i], b.lse[i]) << "lse at " << i;
+}
+
+// Every output element written (no NaN left of the poison), and the rows that see no key are 0 / -inf.
+void expect_written(const SeqData& d) {
+  for (std::size_t i = 0; i < d.o.size(); ++i) ASSERT_FALSE(std::isnan(d.o[i])) << "o not written at " << i;
+  for (std::size_t i = 0; i < d.lse.size(); ++i) ASSERT_FALSE(std::isnan(d.lse[i])) << "lse not written at " << i;
+}
+
+void expect_c_error(fc_status status, const std::string& text, const SeqData& d) {
+  EXPECT_EQ(status, FC_ERROR_INVALID) << text;
+  EXPECT_NE(std::string(fc_last_error()).find(text), std::string::npos) << fc_last_error();
+  EXPECT_TRUE(d.untouched()) << "outputs written by a failed call (" << text << ")";
+}
+
+}  // namespace
+
+TEST(CApi, ProblemInitTurnsTheSequenceLayoutsOff) {
+  fc_problem c;
+  std::memset(&c, 0xff, sizeof c);
+  fc_problem_init(&c, 2, 4, 2, 9, 11, 16, FC_F16, 1);
+  EXPECT_EQ(c.total_q, 0);
+  EXPECT_EQ(c.total_k, 0);
+  EXPECT_EQ(c.page_size, 0);
+  EXPECT_EQ(c.num_pages, 0);
+  EXPECT_EQ(c.pages_per_seq, 0);
+  EXPECT_EQ(c.trust_sequences, 0);
+  EXPECT_EQ(c.cu_seqlens_q, nullptr);
+  EXPECT_EQ(c.cu_seqlens_k, nullptr);
+  EXPECT_EQ(c.seqlens_k, nullptr);
+  EXPECT_EQ(c.block_table, nullptr);
+  // The new fields are the tail of the struct, after every field of the earlier ABI.
+  EXPECT_GT(offsetof(fc_problem, total_q), offsetof(fc_problem, sinks));
+  EXPECT_EQ(offsetof(fc_problem, block_table) + sizeof(c.block_table), sizeof(fc_problem));
+}
+
+TEST(CApi, SequenceLayoutsGiveTheBitsOfTheCppApi) {
+  struct Shape {
+    const char* name;
+    std::vector<int> lq, lk;
+    KvLayout kv;
+    int dense_q;
+    bool causal;
+  };
+  const Shape shapes[] = {
+      {"varlen Q, paged K/V with cache lengths", {3, 0, 5, 2}, {20, 7, 33, 0}, KvLayout::Paged, 0, true},
+      {"varlen Q and K/V", {4, 1, 6}, {9, 1, 17}, KvLayout::Packed, 0, true},
+      {"decode: dense Q, dense K/V with cache lengths", {}, {5, 0, 12}, KvLayout::Dense, 1, false},
+  };
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(s.name);
+    SeqData cpp = make_seq_data(s.lq, s.lk, s.kv, s.dense_q, s.causal, fctest::run_seed() + 40);
+    SeqData c = make_seq_data(s.lq, s.lk, s.kv, s.dense_q, s.causal, fctest::run_seed() + 40);
+    ASSERT_EQ(flashcore::run(cpp.p, cpp.tensors()).chosen, "reference-host");
+    expect_written(cpp);
+    const fc_problem cp = c_problem(c);
+    ASSERT_EQ(fc_attention(&cp, c.q.data(), c.k.data(), c.v.data(), c.o.data(), c.lse.data(), FC_LOC_HOST, nullptr,
+                           nullptr),
+              FC_OK)
+        << fc_last_error();
+    expect_same_outputs(cpp, c);
+    // The sized form, with the buffers' lengths: the same.
+    c.poison();
+    ASSERT_EQ(fc_attention_sized(&cp, 4, c.q.data(), c.q.size(), c.k.data(), c.k.size(), c.v.data(), c.v.size(),
+                                 c.o.data(), c.o.size(), c.lse.data(), c.lse.size(), FC_LOC_HOST, nullptr, nullptr),
+              FC_OK)
+        << fc_last_error();
+    expect_same_outputs(cpp, c);
+  }
+}
+
+TEST(CApi, BadSequenceFieldsAreErrorsNamingTheField) {
+  SeqData d = make_seq_data({3, 0, 5, 2}, {20, 7, 33, 0}, KvLayout::Paged, 0, true, fctest::run_seed() + 41);
+  const fc_problem good = c_problem(d);
+  auto sized = [&](const fc_problem& c, std::int64_t q_elems, std::int64_t k_elems, std::int64_t o_elems,
+                   std::int64_t lse_elems) {
+    return fc_attention_sized(&c, 4, d.q.data(), q_elems, d.k.data(), k_elems, d.v.data(), d.v.size(), d.o.data(),
+                              o_elems, d.lse.data(), lse_elems, FC_LOC_HOST, nullptr, nullptr);
+  };
+  const std::int64_t nq = d.q.size(), nk = d.k.size(), no = d.o.size(), nl = d.lse.size();
+  // Buffer lengths against the packed and paged spans: each one element short.
+  expect_c_error(sized(good, nq - 1, nk, no, nl), "q: the problem's layout (packed: total_q 10 rows)", d);
+  expect_c_error(sized(good, nq, nk - 1, no, nl), "k: the problem's layout (paged: num_pages 13 x page_size 16 rows)",
+                 d);
+  expect_c_error(sized(good, nq, nk, no - 1, nl), "o: the problem's layout", d);
+  expect_c_error(sized(good, nq, nk, no, nl - 1), "lse: the problem's layout (packed: total_q 10 rows) reaches element 40",
+                 d);
+  // Fields.
+  fc_problem c = good;
+  c.trust_sequences = 2;
+  expect_c_error(sized(c, nq, nk, no, nl), "trust_sequences: value 2 is not 0 or 1", d);
+  c = good;
+  c.page_size = 24;
+  expect_c_error(sized(c, nq, nk, no, nl), "page_size", d);
+  c = good;
+  c.block_table = nullptr;
+  expect_c_error(fc_attention(&c, d.q.data(), d.k.data(), d.v.data(), d.o.data(), d.lse.data(), FC_LOC_HOST, nullptr,
+                              nullptr),
+                 "block_table", d);
+  // Arrays (host arrays are checked even when trusted).
+  std::vector<int> cu = d.cu_q;
+  cu[2] = 2;  // decreasing: 3 -> 2
+  c = good;
+  c.cu_seqlens_q = cu.data();
+  c.trust_sequences = 1;
+  expect_c_error(sized(c, nq, nk, no, nl), "cu_seqlens_q", d);
+  std::vector<int> lens = d.lens_k;
+  lens[1] = -1;
+  c = good;
+  c.seqlens_k = lens.data();
+  expect_c_error(sized(c, nq, nk, no, nl), "seqlens_k", d);
+  std::vector<int> table = d.table;
+  table[0] = good.num_pages;
+  c = good;
+  c.block_table = table.data();
+  expect_c_error(sized(c, nq, nk, no, nl), "block_table", d);
+  // The good call still works afterwards.
+  ASSERT_EQ(sized(good, nq, nk, no, nl), FC_OK) << fc_last_error();
+  expect_written(d);
 }

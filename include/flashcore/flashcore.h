@@ -2,9 +2,11 @@
  *
  * Same semantics as the C++ API (flashcore.hpp): Q (B,Lq,Hq,D), K/V (B,Lk,Hkv,D), O (B,Lq,Hq,D)
  * through element strides; bottom-right aligned causal mask; rows that see no key give O = 0 and
- * LSE = -inf. The variants (sliding window, soft-capping, ALiBi, attention sinks) are the last
- * fields of fc_problem; a zeroed tail (as fc_problem_init leaves it) means none of them. Every function returns FC_OK or an error code; fc_last_error() gives the message
- * (naming the offending field) of the last failure on the calling thread. */
+ * LSE = -inf. The variants (sliding window, soft-capping, ALiBi, attention sinks) and the sequence
+ * layouts (varlen Q, varlen K/V, KV-cache lengths, paged K/V) are the last fields of fc_problem; a
+ * zeroed tail (as fc_problem_init leaves it) means none of them. Every function returns FC_OK or an
+ * error code; fc_last_error() gives the message (naming the offending field) of the last failure on
+ * the calling thread. */
 #ifndef FLASHCORE_FLASHCORE_H
 #define FLASHCORE_FLASHCORE_H
 
@@ -34,9 +36,29 @@ typedef struct {
   float softcap;                 /* 0: none; else logits x -> softcap * tanh(x / softcap) */
   const float* alibi_slopes;     /* NULL, or heads_q ALiBi slopes in the memory of q */
   const float* sinks;            /* NULL, or heads_q attention-sink logits in the memory of q */
+  /* Sequences of different lengths, as Problem and Tensors in flashcore.hpp ("Sequences"); 0 / NULL:
+   * off. seqlen_q and seqlen_k are then bounds: every sequence's length is <= them.
+   *   varlen Q:   total_q > 0, cu_seqlens_q (batch+1 offsets): Q and O packed (total_q, heads_q,
+   *               head_dim) with strides q.seq, q.head (q.batch, o.batch unused); LSE (heads_q, total_q).
+   *   varlen K/V: total_k > 0, cu_seqlens_k (batch+1 offsets): K and V packed (total_k, heads_kv, head_dim).
+   *   KV cache:   seqlens_k (batch lengths): sequence b uses its first seqlens_k[b] keys.
+   *   paged K/V:  page_size > 0 (a multiple of 16), num_pages, pages_per_seq, block_table (batch x
+   *               pages_per_seq page indices): K and V are pools (num_pages, page_size, heads_kv,
+   *               head_dim) whose k.batch / v.batch strides step between pages (page_size * heads_kv *
+   *               head_dim for contiguous pools; fc_problem_init sets seqlen_k * heads_kv * head_dim). */
+  int total_q, total_k;
+  int page_size, num_pages, pages_per_seq;
+  int trust_sequences;          /* 0: arrays in device memory are copied to the host and checked before
+                                 * any work (Options::check_sequences); 1: trusted (a decode loop that
+                                 * knows they are valid: invalid ones then read outside the tensors).
+                                 * Host arrays are always checked. */
+  const int32_t* cu_seqlens_q;  /* NULL, or batch+1 int32 offsets in the memory of q */
+  const int32_t* cu_seqlens_k;  /* NULL, or batch+1 int32 offsets in the memory of q */
+  const int32_t* seqlens_k;     /* NULL, or batch int32 cache lengths in the memory of q */
+  const int32_t* block_table;   /* NULL, or batch x pages_per_seq int32 page indices in the memory of q */
 } fc_problem;
 
-/* Fills a descriptor for contiguous (B,S,H,D) tensors, with no variant. */
+/* Fills a descriptor for contiguous (B,S,H,D) tensors, with no variant and no sequence layout. */
 void fc_problem_init(fc_problem* p, int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k, int head_dim,
                      fc_dtype dtype, int causal);
 
@@ -49,7 +71,10 @@ fc_status fc_attention(const fc_problem* p, const void* q, const void* k, const 
  * element_bytes is the size of one element of the buffers (4 for fp32; 2 for fp16 or bf16 bits),
  * and each *_elems the number of elements its buffer holds (lse_elems is ignored when lse is NULL).
  * A dtype whose element size differs, or a problem whose layout reaches past a buffer, is
- * FC_ERROR_INVALID naming the tensor, before any work. */
+ * FC_ERROR_INVALID naming the tensor, before any work. The lengths are those of the problem's layout:
+ * packed Q and O total_q rows, packed K and V total_k rows, paged K and V num_pages x page_size rows,
+ * the LSE heads_q x total_q with packed Q (batch x heads_q x seqlen_q otherwise). (The sequence arrays'
+ * lengths follow from batch and pages_per_seq.) */
 fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void* q, int64_t q_elems, const void* k,
                              int64_t k_elems, const void* v, int64_t v_elems, void* o, int64_t o_elems, float* lse,
                              int64_t lse_elems, fc_location location, const char* backend, void* stream);

@@ -1,7 +1,13 @@
 // The C API over the C++ one.
 #include "flashcore/flashcore.h"
 
+#include <type_traits>
+
+#include "core/internal.hpp"
 #include "flashcore/flashcore.hpp"
+
+// The sequence arrays are int32 in C and int in C++: the same type on every platform FlashCore builds on.
+static_assert(std::is_same<std::int32_t, int>::value, "fc_problem's int32_t arrays are Tensors' int arrays");
 
 namespace {
 
@@ -43,14 +49,22 @@ flashcore::Problem to_cpp(const fc_problem* p) {
     cp.window_right = p->window_right;
   }
   cp.softcap = p->softcap;
+  cp.total_q = p->total_q;
+  cp.total_k = p->total_k;
+  cp.page_size = p->page_size;
+  cp.num_pages = p->num_pages;
+  cp.pages_per_seq = p->pages_per_seq;
+  if (p->trust_sequences != 0 && p->trust_sequences != 1)
+    throw flashcore::Error("trust_sequences",
+                           "trust_sequences: value " + std::to_string(p->trust_sequences) + " is not 0 or 1");
   return cp;
 }
 
 // Runs a converted problem; the shared tail of fc_attention and fc_attention_sized.
-// `heads` is the C descriptor, for its per-head parameter pointers (Tensors in C++).
-fc_status run_c(const flashcore::Problem& cp, const fc_problem& heads, const void* q, const void* k, const void* v,
-                void* o, float* lse,
-              fc_location location, const char* backend, void* stream) {
+// `c` is the C descriptor, for its pointers (Tensors in C++: per-head parameters, sequence arrays)
+// and trust_sequences (Options::check_sequences).
+fc_status run_c(const flashcore::Problem& cp, const fc_problem& c, const void* q, const void* k, const void* v,
+                void* o, float* lse, fc_location location, const char* backend, void* stream) {
   flashcore::Options opts;
   if (backend != nullptr) opts.backend = backend;
   switch (location) {
@@ -61,7 +75,12 @@ fc_status run_c(const flashcore::Problem& cp, const fc_problem& heads, const voi
                                                     " is not FC_LOC_AUTO, FC_LOC_HOST or FC_LOC_DEVICE");
   }
   opts.stream = stream;
-  flashcore::Tensors t{q, k, v, o, lse, heads.alibi_slopes, heads.sinks};
+  opts.check_sequences = c.trust_sequences == 0;
+  flashcore::Tensors t{q, k, v, o, lse, c.alibi_slopes, c.sinks};
+  t.cu_seqlens_q = c.cu_seqlens_q;
+  t.cu_seqlens_k = c.cu_seqlens_k;
+  t.seqlens_k = c.seqlens_k;
+  t.block_table = c.block_table;
   t_backend = flashcore::run(cp, t, opts).chosen;
   return FC_OK;
 }
@@ -111,6 +130,10 @@ void fc_problem_init(fc_problem* p, int batch, int heads_q, int heads_kv, int se
   p->softcap = 0.0f;
   p->alibi_slopes = nullptr;
   p->sinks = nullptr;
+  p->total_q = p->total_k = 0;
+  p->page_size = p->num_pages = p->pages_per_seq = 0;
+  p->trust_sequences = 0;
+  p->cu_seqlens_q = p->cu_seqlens_k = p->seqlens_k = p->block_table = nullptr;
 }
 
 fc_status fc_attention(const fc_problem* p, const void* q, const void* k, const void* v, void* o, float* lse,
@@ -132,17 +155,26 @@ fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void*
       throw flashcore::Error("dtype", std::string("dtype: ") + flashcore::to_string(cp.dtype) + " takes " +
                                           std::to_string(want) + "-byte elements; the buffers hold " +
                                           std::to_string(element_bytes) + "-byte elements");
-    auto fits = [](const char* name, std::int64_t need, std::int64_t have) {
+    // Each tensor's extent in the problem's layout: batch x seqlen rows, or total_q / total_k packed
+    // rows, or num_pages x page_size paged rows.
+    const flashcore::detail::TensorExtents qx = flashcore::detail::q_extents(cp), kx = flashcore::detail::kv_extents(cp);
+    const std::string q_layout = cp.total_q > 0 ? " (packed: total_q " + std::to_string(cp.total_q) + " rows)" : "";
+    const std::string kv_layout =
+        cp.page_size > 0 ? " (paged: num_pages " + std::to_string(cp.num_pages) + " x page_size " +
+                               std::to_string(cp.page_size) + " rows)"
+        : cp.total_k > 0 ? " (packed: total_k " + std::to_string(cp.total_k) + " rows)"
+                         : "";
+    auto fits = [](const char* name, const std::string& layout, std::int64_t need, std::int64_t have) {
       if (need > have)
-        throw flashcore::Error(name, std::string(name) + ": the problem's layout reaches element " +
+        throw flashcore::Error(name, std::string(name) + ": the problem's layout" + layout + " reaches element " +
                                          std::to_string(need) + " but the buffer holds " + std::to_string(have));
     };
-    fits("q", flashcore::span_elements(cp.q, cp.batch, cp.seqlen_q, cp.heads_q, cp.head_dim), q_elems);
-    fits("k", flashcore::span_elements(cp.k, cp.batch, cp.seqlen_k, cp.heads_kv, cp.head_dim), k_elems);
-    fits("v", flashcore::span_elements(cp.v, cp.batch, cp.seqlen_k, cp.heads_kv, cp.head_dim), v_elems);
-    fits("o", flashcore::span_elements(cp.o, cp.batch, cp.seqlen_q, cp.heads_q, cp.head_dim), o_elems);
+    fits("q", q_layout, flashcore::span_elements(cp.q, qx.outer, qx.rows, cp.heads_q, cp.head_dim), q_elems);
+    fits("k", kv_layout, flashcore::span_elements(cp.k, kx.outer, kx.rows, cp.heads_kv, cp.head_dim), k_elems);
+    fits("v", kv_layout, flashcore::span_elements(cp.v, kx.outer, kx.rows, cp.heads_kv, cp.head_dim), v_elems);
+    fits("o", q_layout, flashcore::span_elements(cp.o, qx.outer, qx.rows, cp.heads_q, cp.head_dim), o_elems);
     if (lse != nullptr)
-      fits("lse", static_cast<std::int64_t>(cp.batch) * cp.heads_q * cp.seqlen_q, lse_elems);
+      fits("lse", q_layout, static_cast<std::int64_t>(qx.outer) * cp.heads_q * qx.rows, lse_elems);
     return run_c(cp, *p, q, k, v, o, lse, location, backend, stream);
   });
 }

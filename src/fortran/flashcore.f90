@@ -16,6 +16,13 @@
 ! fc_attention_ptr, which also takes device pointers (e.g. from CUDA Fortran or OpenACC's
 ! host_data use_device). Every call checks the arrays' element kind and size against the problem
 ! and fails with FC_ERROR_INVALID and a message naming the array, before any work.
+!
+! Sequences of different lengths (varlen, KV cache, paged; flashcore.h): set the fields of p after
+! fc_problem_init and point cu_seqlens_q, seqlens_k, block_table, ... at integer(c_int32_t) arrays
+! (c_loc; offsets and page indices 0-based, as in C; block_table declared (pages_per_seq, batch)).
+! Packed Q and O are (head_dim, heads_q, total_q, 1) arrays, their LSE (total_q, heads_q, 1); paged K
+! and V are pools (head_dim, heads_kv, page_size, num_pages) with p%k%batch = p%v%batch =
+! page_size * heads_kv * head_dim (the element stride between pages).
 module flashcore
   use, intrinsic :: iso_c_binding, only: c_int, c_int16_t, c_int64_t, c_float, c_char, c_ptr, c_null_ptr, &
                                          c_null_char, c_loc, c_associated, c_f_pointer
@@ -44,6 +51,14 @@ module flashcore
     integer(c_int) :: window_left, window_right  ! keys left/right of the diagonal, -1 = unbounded
     real(c_float) :: softcap                     ! 0: none
     type(c_ptr) :: alibi_slopes, sinks           ! c_null_ptr, or heads_q c_float values (c_loc)
+    ! Sequences of different lengths (see flashcore.h); fc_problem_init sets none. seqlen_q and
+    ! seqlen_k are then bounds of every sequence's length.
+    integer(c_int) :: total_q, total_k           ! > 0: Q/O (K/V) packed, split by cu_seqlens_q (_k)
+    integer(c_int) :: page_size, num_pages, pages_per_seq  ! page_size > 0: paged K/V pools, block_table
+    integer(c_int) :: trust_sequences            ! 0: device arrays are checked before any work; 1: trusted
+    type(c_ptr) :: cu_seqlens_q, cu_seqlens_k    ! c_null_ptr, or c_loc of batch+1 integer(c_int32_t) offsets
+    type(c_ptr) :: seqlens_k                     ! c_null_ptr, or c_loc of batch integer(c_int32_t) cache lengths
+    type(c_ptr) :: block_table                   ! c_null_ptr, or c_loc of integer(c_int32_t) (pages_per_seq, batch)
   end type
 
   public :: fc_problem_init, fc_attention, fc_attention_ptr, fc_last_error, fc_last_backend, &

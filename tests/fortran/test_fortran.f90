@@ -1,9 +1,10 @@
 ! The flashcore Fortran module on host data: fp32 attention (GQA, causal with Lq /= Lk, LSE)
 ! against a plain-loop fp64 computation in this program, fp16 through integer(c_int16_t) bit
-! patterns, and invalid input (wrong element kind, arrays too small, a bad field): an error
-! naming the array or field, with the output untouched.
+! patterns, a batch of sequences of different lengths (packed Q, cache lengths, paged K/V) against
+! plain loops too, and invalid input (wrong element kind, arrays too small, a bad field or sequence
+! array): an error naming the array or field, with the output untouched.
 program test_fortran
-  use, intrinsic :: iso_c_binding, only: c_float, c_int16_t, c_int64_t, c_loc
+  use, intrinsic :: iso_c_binding, only: c_float, c_int16_t, c_int32_t, c_int64_t, c_loc
   use, intrinsic :: ieee_arithmetic, only: ieee_value, ieee_quiet_nan, ieee_is_nan
   use flashcore
   implicit none
@@ -82,11 +83,115 @@ program test_fortran
   call check(status == FC_OK, 'fc_attention_ptr returns FC_OK: ' // fc_last_error())
   call check(all(abs(o - ref_o) <= 2e-5 + 1e-5 * abs(ref_o)), 'fc_attention_ptr O matches the fp64 loops')
 
+  call test_paged_varlen()
+
   call fc_finalize()
   print '(i0, a, i0, a)', passed, ' passed, ', failed, ' failed'
   if (failed > 0) stop 1
 
 contains
+
+  ! A decode-like batch: four sequences with 3, 0, 5 and 2 queries packed into Q and O (varlen Q),
+  ! 20, 7, 33 and 0 cached keys (seqlens_k) in pools of 16-row pages reached through a shuffled block
+  ! table (paged K/V); causal (each sequence's own bottom-right diagonal), GQA 4:2, fp32, with LSE.
+  subroutine test_paged_varlen()
+    integer, parameter :: NB = 4, PS = 16, NP = 12, PPS = 3, TQ = 10, MAXQ = 5, MAXK = PPS * PS
+    integer(c_int32_t), target :: cuq(NB + 1), lens(NB), table(PPS, NB), bad_table(PPS, NB)
+    real(c_float), allocatable, target :: pq(:,:,:,:), pk(:,:,:,:), pv(:,:,:,:), po(:,:,:,:), plse(:,:,:)
+    real(8), allocatable :: want_o(:,:,:,:), want_lse(:,:,:)
+    type(fc_problem) :: s, bad
+    cuq = [0, 3, 3, 8, 10]
+    lens = [20, 7, 33, 0]
+    table = reshape([7, 2, 11, 0, 9, 4, 5, 10, 1, 3, 8, 6], [PPS, NB])  ! every page once, 0-based
+    allocate(pq(D, HQ, TQ, 1), po(D, HQ, TQ, 1), plse(TQ, HQ, 1), pk(D, HKV, PS, NP), pv(D, HKV, PS, NP))
+    call fill(pq, 4)
+    call fill(pk, 5)
+    call fill(pv, 6)
+    po = nan
+    plse = nan
+    call fc_problem_init(s, NB, HQ, HKV, MAXQ, MAXK, D, FC_F32, causal=.true.)
+    s%total_q = TQ
+    s%page_size = PS
+    s%num_pages = NP
+    s%pages_per_seq = PPS
+    s%k%batch = PS * HKV * D  ! element stride between pages of the pools
+    s%v%batch = PS * HKV * D
+    s%cu_seqlens_q = c_loc(cuq)
+    s%seqlens_k = c_loc(lens)
+    s%block_table = c_loc(table)
+
+    ! Invalid sequence input first: an error naming the array; the outputs keep their poison.
+    bad = s
+    bad_table = table
+    bad_table(2, 3) = NP  ! a page of sequence 2 in use (33 keys: 3 pages) outside the pool
+    bad%block_table = c_loc(bad_table)
+    status = fc_attention(bad, pq, pk, pv, po, plse)
+    call expect_error(status, 'block_table', 'a block-table entry outside the pool')
+    bad = s
+    bad%total_q = TQ + 1  ! cu_seqlens_q ends at 10, and the arrays hold 10 rows
+    status = fc_attention(bad, pq, pk, pv, po, plse)
+    call check(status == FC_ERROR_INVALID, 'total_q one beyond Q is FC_ERROR_INVALID')
+    call check(index(fc_last_error(), 'q:') > 0 .or. index(fc_last_error(), 'cu_seqlens_q') > 0, &
+               'total_q one beyond Q: the message names q or cu_seqlens_q: ' // fc_last_error())
+    bad = s
+    bad%num_pages = NP + 1  ! the pools hold NP pages
+    status = fc_attention(bad, pq, pk, pv, po, plse)
+    call expect_error(status, 'k:', 'num_pages one beyond the K pool')
+    bad = s
+    bad%trust_sequences = 2
+    status = fc_attention(bad, pq, pk, pv, po, plse)
+    call expect_error(status, 'trust_sequences', 'trust_sequences = 2')
+    call check(all(ieee_is_nan(po)) .and. all(ieee_is_nan(plse)), 'packed o and lse untouched by the failed calls')
+
+    status = fc_attention(s, pq, pk, pv, po, plse)
+    call check(status == FC_OK, 'paged varlen attention returns FC_OK: ' // fc_last_error())
+    call naive_paged(pq, pk, pv, cuq, lens, table, PS, want_o, want_lse)
+    call check(all(abs(po - want_o) <= 2e-5 + 1e-5 * abs(want_o)), 'paged varlen O matches the fp64 loops')
+    ! Rows of sequence 3 see no key (0 cached): O = 0 and LSE = -inf.
+    call check(all(po(:, :, 9:10, 1) == 0), 'rows that see no key give O = 0')
+    call check(all(plse(9:10, :, 1) < -huge(1.0_c_float)), 'rows that see no key give LSE = -inf')
+    call check(all(abs(plse(1:8, :, 1) - want_lse(1:8, :, 1)) <= 2e-5 + 1e-5 * abs(want_lse(1:8, :, 1))), &
+               'paged varlen LSE matches the fp64 loops')
+    print '(a, es10.3)', 'test_fortran: paged varlen max |O - fp64| = ', maxval(abs(po - want_o))
+  end subroutine
+
+  ! The same in fp64 loops: sequence b's query i (packed row cuq(b) + i) sees its keys
+  ! j <= i + lens(b) - Lq_b; key j is row mod(j, ps) of page table(j / ps + 1, b) (0-based pages).
+  subroutine naive_paged(q, k, v, cuq, lens, table, ps, o, lse)
+    real(c_float), intent(in) :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:)
+    integer(c_int32_t), intent(in) :: cuq(:), lens(:), table(:,:)
+    integer, intent(in) :: ps
+    real(8), allocatable, intent(out) :: o(:,:,:,:), lse(:,:,:)
+    real(8), allocatable :: s(:)
+    real(8) :: m, l, scale
+    integer :: ib, ih, i, j, hk, last, row, nq, page
+    allocate(o(size(q, 1), size(q, 2), size(q, 3), 1), lse(size(q, 3), size(q, 2), 1), s(size(table, 1) * ps))
+    scale = 1d0 / sqrt(real(D, 8))
+    o = 0
+    lse = -huge(1d0)
+    do ib = 1, size(lens)
+      nq = cuq(ib + 1) - cuq(ib)
+      do i = 0, nq - 1
+        row = cuq(ib) + i + 1
+        last = min(lens(ib) - 1, i + lens(ib) - nq)  ! 0-based last visible key
+        if (last < 0) cycle
+        do ih = 1, HQ
+          hk = (ih - 1) / (HQ / HKV) + 1
+          do j = 0, last
+            page = table(j / ps + 1, ib) + 1
+            s(j + 1) = scale * sum(real(q(:, ih, row, 1), 8) * real(k(:, hk, mod(j, ps) + 1, page), 8))
+          end do
+          m = maxval(s(1:last + 1))
+          l = sum(exp(s(1:last + 1) - m))
+          do j = 0, last
+            page = table(j / ps + 1, ib) + 1
+            o(:, ih, row, 1) = o(:, ih, row, 1) + exp(s(j + 1) - m) / l * real(v(:, hk, mod(j, ps) + 1, page), 8)
+          end do
+          lse(row, ih, 1) = m + log(l)
+        end do
+      end do
+    end do
+  end subroutine
 
   subroutine check(ok, what)
     logical, intent(in) :: ok
