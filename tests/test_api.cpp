@@ -373,7 +373,7 @@ TEST(Registry, SupportsMayCallTheRegistry) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Sequences of different lengths (flashcore.hpp, "Sequences") through the C API:
+// Sequences of different lengths (flashcore.hpp, "Sequences") through the C API and the Views:
 // the same data as a C++ call gives the same bits; invalid input is an error naming the field.
 // ---------------------------------------------------------------------------------------------
 namespace {
@@ -501,6 +501,10 @@ void expect_c_error(fc_status status, const std::string& text, const SeqData& d)
   EXPECT_TRUE(d.untouched()) << "outputs written by a failed call (" << text << ")";
 }
 
+// Unmanaged host Views over a SeqData.
+template <class DataType, class Layout = Kokkos::LayoutRight>
+using HostU = Kokkos::View<DataType, Layout, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+
 }  // namespace
 
 TEST(CApi, ProblemInitTurnsTheSequenceLayoutsOff) {
@@ -604,5 +608,141 @@ TEST(CApi, BadSequenceFieldsAreErrorsNamingTheField) {
   expect_c_error(sized(c, nq, nk, no, nl), "block_table", d);
   // The good call still works afterwards.
   ASSERT_EQ(sized(good, nq, nk, no, nl), FC_OK) << fc_last_error();
+  expect_written(d);
+}
+
+TEST(KokkosViews, SequenceLayoutsGiveTheBitsOfTheCppApi) {
+  const int Hq = 4, Hkv = 2, D = 16;
+  {
+    SCOPED_TRACE("varlen Q (rank 3), paged K/V (rank-4 pools), cache lengths");
+    SeqData cpp = make_seq_data({3, 0, 5, 2}, {20, 7, 33, 0}, KvLayout::Paged, 0, true, fctest::run_seed() + 42);
+    SeqData vd = make_seq_data({3, 0, 5, 2}, {20, 7, 33, 0}, KvLayout::Paged, 0, true, fctest::run_seed() + 42);
+    flashcore::run(cpp.p, cpp.tensors());
+    const flashcore::Problem& p = vd.p;
+    HostU<float***> q(vd.q.data(), p.total_q, Hq, D), o(vd.o.data(), p.total_q, Hq, D);
+    HostU<float****> k(vd.k.data(), p.num_pages, p.page_size, Hkv, D), v(vd.v.data(), p.num_pages, p.page_size, Hkv, D);
+    HostU<float**> lse(vd.lse.data(), Hq, p.total_q);
+    flashcore::ViewOptions opts;
+    opts.causal = true;
+    opts.sequences.cu_seqlens_q = HostU<int*>(vd.cu_q.data(), vd.cu_q.size());
+    opts.sequences.seqlens_k = HostU<int*>(vd.lens_k.data(), vd.lens_k.size());
+    opts.sequences.block_table = HostU<int**>(vd.table.data(), p.batch, p.pages_per_seq);
+    EXPECT_EQ(flashcore::run(q, k, v, o, lse, opts).chosen, "reference-host");
+    expect_same_outputs(cpp, vd);
+  }
+  {
+    SCOPED_TRACE("varlen Q and K/V (rank 3), const int Views, no LSE");
+    SeqData cpp = make_seq_data({4, 1, 6}, {9, 1, 17}, KvLayout::Packed, 0, false, fctest::run_seed() + 43);
+    SeqData vd = make_seq_data({4, 1, 6}, {9, 1, 17}, KvLayout::Packed, 0, false, fctest::run_seed() + 43);
+    cpp.lse.clear(), vd.lse.clear();
+    flashcore::Tensors t = cpp.tensors();
+    t.lse = nullptr;
+    flashcore::run(cpp.p, t);
+    const flashcore::Problem& p = vd.p;
+    HostU<const float***> q(vd.q.data(), p.total_q, Hq, D), k(vd.k.data(), p.total_k, Hkv, D),
+        v(vd.v.data(), p.total_k, Hkv, D);
+    HostU<float***> o(vd.o.data(), p.total_q, Hq, D);
+    flashcore::ViewOptions opts;
+    opts.sequences.cu_seqlens_q = HostU<const int*>(vd.cu_q.data(), vd.cu_q.size());
+    opts.sequences.cu_seqlens_k = HostU<const int*>(vd.cu_k.data(), vd.cu_k.size());
+    flashcore::run(q, k, v, o, opts);
+    expect_same_outputs(cpp, vd);
+  }
+  {
+    SCOPED_TRACE("decode: dense Q (B, 1, Hq, D), dense K/V cache with seqlens_k and a given bound");
+    SeqData cpp = make_seq_data({}, {5, 0, 12}, KvLayout::Dense, 1, false, fctest::run_seed() + 44);
+    SeqData vd = make_seq_data({}, {5, 0, 12}, KvLayout::Dense, 1, false, fctest::run_seed() + 44);
+    flashcore::run(cpp.p, cpp.tensors());
+    const flashcore::Problem& p = vd.p;
+    HostU<float****> q(vd.q.data(), p.batch, 1, Hq, D), o(vd.o.data(), p.batch, 1, Hq, D);
+    HostU<float****> k(vd.k.data(), p.batch, p.seqlen_k, Hkv, D), v(vd.v.data(), p.batch, p.seqlen_k, Hkv, D);
+    HostU<float***> lse(vd.lse.data(), p.batch, Hq, 1);
+    flashcore::ViewOptions opts;
+    opts.sequences.seqlens_k = HostU<int*>(vd.lens_k.data(), vd.lens_k.size());
+    opts.sequences.max_seqlen_k = 12;
+    flashcore::run(q, k, v, o, lse, opts);
+    expect_same_outputs(cpp, vd);
+  }
+}
+
+TEST(KokkosViews, BadSequenceViewsAreErrorsNamingTheField) {
+  const int Hq = 4, Hkv = 2, D = 16;
+  SeqData d = make_seq_data({3, 0, 5, 2}, {20, 7, 33, 0}, KvLayout::Paged, 0, true, fctest::run_seed() + 45);
+  const flashcore::Problem& p = d.p;
+  const int B = p.batch;
+  HostU<float***> q(d.q.data(), p.total_q, Hq, D), o(d.o.data(), p.total_q, Hq, D);
+  HostU<float****> k(d.k.data(), p.num_pages, p.page_size, Hkv, D), v(d.v.data(), p.num_pages, p.page_size, Hkv, D);
+  HostU<float**> lse(d.lse.data(), Hq, p.total_q);
+  HostU<int*> cu_q(d.cu_q.data(), B + 1), lens(d.lens_k.data(), B);
+  HostU<int**> table(d.table.data(), B, p.pages_per_seq);
+  flashcore::ViewOptions good;
+  good.causal = true;
+  good.sequences.cu_seqlens_q = cu_q;
+  good.sequences.seqlens_k = lens;
+  good.sequences.block_table = table;
+
+  auto expect_error = [&](const std::function<void()>& call, const std::string& field, const std::string& text) {
+    try {
+      call();
+      ADD_FAILURE() << "no error for " << field << " (" << text << ")";
+    } catch (const flashcore::Error& e) {
+      EXPECT_EQ(e.field(), field) << e.what();
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(d.untouched()) << "outputs written by a failed call (" << text << ")";
+  };
+  // Ranks the layout does not have.
+  HostU<float****> q4(d.q.data(), 1, p.total_q, Hq, D);
+  expect_error([&] { flashcore::run(q4, k, v, o, lse, good); }, "q", "rank 4, expected 3: with sequences.cu_seqlens_q");
+  HostU<float***> k3(d.k.data(), p.num_pages * p.page_size, Hkv, D);
+  expect_error([&] { flashcore::run(q, k3, k3, o, lse, good); }, "k", "rank 3, expected 4: with sequences.block_table");
+  flashcore::ViewOptions no_cu = good;
+  no_cu.sequences.cu_seqlens_q = {};
+  expect_error([&] { flashcore::run(q, k, v, o, lse, no_cu); }, "q",
+               "rank 3, expected 4 (a rank-3 packed Q needs ViewOptions::sequences.cu_seqlens_q)");
+  HostU<float***> lse3(d.lse.data(), 1, Hq, p.total_q);
+  expect_error([&] { flashcore::run(q, k, v, o, lse3, good); }, "lse", "rank 3, expected 2 (heads_q, total_q)");
+  // Sequence arrays: rank, extents, layout.
+  flashcore::ViewOptions bad = good;
+  bad.sequences.block_table = lens;
+  expect_error([&] { flashcore::run(q, k, v, o, lse, bad); }, "block_table", "rank 1, expected 2");
+  bad = good;
+  bad.sequences.seqlens_k = HostU<int*>(d.lens_k.data(), B - 1);
+  expect_error([&] { flashcore::run(q, k, v, o, lse, bad); }, "seqlens_k", "extent 0 is 3, expected 4 (batch)");
+  bad = good;
+  bad.sequences.block_table = HostU<int**>(d.table.data(), B - 1, p.pages_per_seq);
+  expect_error([&] { flashcore::run(q, k, v, o, lse, bad); }, "block_table", "extent 0 is 3, expected 4 (batch)");
+  bad = good;
+  bad.sequences.block_table = HostU<int**, Kokkos::LayoutLeft>(d.table.data(), B, p.pages_per_seq);
+  expect_error([&] { flashcore::run(q, k, v, o, lse, bad); }, "block_table", "must be contiguous");
+  bad = good;
+  bad.sequences.cu_seqlens_k = cu_q;
+  expect_error([&] { flashcore::run(q, k, v, o, lse, bad); }, "cu_seqlens_k", "exclude each other");
+  bad = good;
+  bad.sequences.max_seqlen_q = -1;
+  expect_error([&] { flashcore::run(q, k, v, o, lse, bad); }, "max_seqlen_q", "must be >= 0");
+  // Extents of the tensors.
+  HostU<float***> o_short(d.o.data(), p.total_q - 1, Hq, D);
+  expect_error([&] { flashcore::run(q, k, v, o_short, lse, good); }, "o", "extent 0 is 9, expected 10");
+  HostU<float****> v_short(d.v.data(), p.num_pages - 1, p.page_size, Hkv, D);
+  expect_error([&] { flashcore::run(q, k, v_short, o, lse, good); }, "v", "extent 0 is 12, expected 13");
+  HostU<float**> lse_t(d.lse.data(), p.total_q, Hq);
+  expect_error([&] { flashcore::run(q, k, v, o, lse_t, good); }, "lse", "extent 0 (heads_q) is 10, expected 4");
+  // The arrays' values: checked by the core, named the same way.
+  std::vector<int> bad_table = d.table;
+  bad_table[0] = -1;
+  bad = good;
+  bad.sequences.block_table = HostU<int**>(bad_table.data(), B, p.pages_per_seq);
+  expect_error([&] { flashcore::run(q, k, v, o, lse, bad); }, "block_table", "block_table[0] = -1");
+  // A dense Q or K with a bound that is not its extent.
+  HostU<float****> qd(d.q.data(), 2, 5, Hq, D), od(d.o.data(), 2, 5, Hq, D), kd(d.k.data(), 2, 5, Hkv, D);
+  flashcore::ViewOptions dense;
+  dense.sequences.max_seqlen_q = 4;
+  expect_error([&] { flashcore::run(qd, kd, kd, od, dense); }, "max_seqlen_q", "differs from the 5 query rows");
+  dense = {};
+  dense.sequences.max_seqlen_k = 6;
+  expect_error([&] { flashcore::run(qd, kd, kd, od, dense); }, "max_seqlen_k", "differs from the 5 keys");
+  // The good call works afterwards.
+  EXPECT_EQ(flashcore::run(q, k, v, o, lse, good).chosen, "reference-host");
   expect_written(d);
 }
