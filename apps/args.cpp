@@ -49,6 +49,15 @@ const char* kRunHelp =
     "  --alibi                  ALiBi with the slopes 2^(-8 (h+1) / heads) of query head h\n"
     "  --sinks X                attention sinks: logit X joins every row's softmax denominator\n"
     "  --layout L               bshd: tensors (B,S,H,D) | bhsd: (B,H,S,D) (default bshd)\n"
+    "sequences of different lengths (each sequence its own causal diagonal; seqlen_q and\n"
+    "seqlen_k become the bounds, by default the longest sequence):\n"
+    "  --seqlens-q N,N,...      varlen Q: one query length per sequence (0 allowed), packed\n"
+    "                           (total_q, Hq, D); the list gives the batch; LSE (Hq, total_q)\n"
+    "  --seqlens-k N,N,...      keys of each sequence: KV-cache lengths (seqlens_k) of a K/V cache\n"
+    "                           of --seqlen-k rows per sequence (default the longest)\n"
+    "  --varlen-k               K/V packed (total_k, Hkv, D) by the key lengths (cu_seqlens_k)\n"
+    "  --page-size N            paged K/V: pools of N-row pages (a multiple of 16) reached through\n"
+    "                           a block table holding a random permutation of the pages (--seed)\n"
     "inputs:\n"
     "  --seed N                 seed of the random inputs (default 0): Q, K ~ normal(0,1),\n"
     "                           V ~ uniform(-1,1), rounded to the dtype, never zero\n"
@@ -72,6 +81,7 @@ const char* kRunHelp =
     "                           2 x the error of a naive same-precision computation + a floor)\n"
     "  --no-validate            skip validation (the main job validates by default)\n"
     "  --json                   print one JSON object on stdout instead of the report\n"
+    "                           (timing: TFLOP/s and GB/s of Q, O and the K/V rows the queries see)\n"
     "  -h, --help               this text\n"
     "\n"
     "Memory: a forced backend gets the memory it reads (GPU memory for CUDA backends). Otherwise\n"
@@ -104,6 +114,21 @@ std::uint64_t parse_seed(const std::string& flag, const std::string& text) {
   if (*end != '\0') throw UsageError(flag + ": '" + text + "' is not a non-negative integer");
   if (errno == ERANGE) throw UsageError(flag + ": " + text + " is out of range [0, 2^64-1]");
   return v;
+}
+
+// A comma-separated list of lengths, each in [0, 2^30].
+std::vector<int> parse_lengths(const std::string& flag, const std::string& text) {
+  std::vector<int> out;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', at);
+    const std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (item.empty())
+      throw UsageError(flag + ": '" + text + "' is not a comma-separated list of lengths (an empty entry)");
+    out.push_back(static_cast<int>(parse_integer(flag, item, 0, 1 << 30)));
+    if (comma == std::string::npos) return out;
+    at = comma + 1;
+  }
 }
 
 double parse_real(const std::string& flag, const std::string& text) {
@@ -195,6 +220,15 @@ RunArgs parse_run_args(const std::vector<std::string>& args, bool main_job) {
       if (v == "bshd" || v == "BSHD") a.layout = Layout::BSHD;
       else if (v == "bhsd" || v == "BHSD") a.layout = Layout::BHSD;
       else throw UsageError("--layout: '" + v + "' is not bshd or bhsd");
+    } else if (flag == "--seqlens-q") {
+      a.seqlens_q = parse_lengths(flag, take());
+    } else if (flag == "--seqlens-k") {
+      a.seqlens_k = parse_lengths(flag, take());
+    } else if (flag == "--varlen-k") {
+      no_value();
+      a.varlen_k = true;
+    } else if (flag == "--page-size") {
+      a.page_size = static_cast<int>(parse_integer(flag, take(), 1, 1 << 16));
     } else if (flag == "--seed") {
       a.seed = parse_seed(flag, take());
     } else if (flag == "--q") {
@@ -242,6 +276,14 @@ RunArgs parse_run_args(const std::vector<std::string>& args, bool main_job) {
   const int files = !a.q_file.empty() + !a.k_file.empty() + !a.v_file.empty();
   if (files != 0 && files != 3) throw UsageError("--q, --k and --v must be given together");
   if (!a.lse && !a.out_lse.empty()) throw UsageError("--out-lse cannot be used with --no-lse");
+  if (files != 0 && a.has_sequences())
+    throw UsageError("--q, --k and --v: .npy inputs take no --seqlens-q, --seqlens-k, --varlen-k or --page-size "
+                     "(random inputs only)");
+  if (a.varlen_k && a.page_size > 0)
+    throw UsageError("--varlen-k and --page-size exclude each other (paged K/V take their lengths from --seqlens-k)");
+  if (!a.seqlens_q.empty() && !a.seqlens_k.empty() && a.seqlens_q.size() != a.seqlens_k.size())
+    throw UsageError("--seqlens-k: " + std::to_string(a.seqlens_k.size()) + " lengths, but --seqlens-q has " +
+                     std::to_string(a.seqlens_q.size()) + " (one of each per sequence)");
   return a;
 }
 

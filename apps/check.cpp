@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include "backends/reference/reference_api.hpp"
 #include "verify/oracle.hpp"
@@ -30,40 +31,58 @@ std::string fmt(double v) {
 }  // namespace
 
 Oracle compute_oracle(const Problem& p, const void* q, const void* k, const void* v,
-                      const verify::HeadParams& heads, bool naive) {
+                      const verify::HeadParams& heads, const SequenceArrays& seqs, bool naive) {
   Oracle r;
-  // The exact answer written contiguously (B, Lq, Hq, D), the layout of verify::o_index.
-  Problem contiguous_o = p;
-  contiguous_o.o = {static_cast<std::int64_t>(p.seqlen_q) * p.heads_q * p.head_dim,
-                    static_cast<std::int64_t>(p.heads_q) * p.head_dim, p.head_dim};
-  r.o.assign(static_cast<std::size_t>(p.batch) * p.seqlen_q * p.heads_q * p.head_dim, 0.0);
-  r.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0);
-  flashcore::reference::run_host_fp64(contiguous_o, flashcore::Tensors{q, k, v, nullptr, nullptr, heads.alibi_slopes, heads.sinks},
-                                      r.o.data(), r.lse.data());
+  flashcore::Tensors t{q, k, v, nullptr, nullptr, heads.alibi_slopes, heads.sinks};
+  seqs.set(t);
+  const verify::Sequences vs = verify::Sequences::of(t);
+  const bool sequences = t.cu_seqlens_q || t.cu_seqlens_k || t.seqlens_k || t.block_table;
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (sequences) {
+    r.source = "the fp64 oracle of src/verify (verify::attention: plain loops)";
+    verify::Result exact = verify::attention(p, q, k, v, verify::Precision::Exact, 1, threads, heads, vs);
+    r.o = std::move(exact.o);
+    r.lse = std::move(exact.lse);
+  } else {
+    r.source = "the fp64 reference (reference::run_host_fp64)";
+    // The exact answer written contiguously (B, Lq, Hq, D), the layout of verify::o_index.
+    Problem contiguous_o = p;
+    contiguous_o.o = {static_cast<std::int64_t>(p.seqlen_q) * p.heads_q * p.head_dim,
+                      static_cast<std::int64_t>(p.heads_q) * p.head_dim, p.head_dim};
+    r.o.assign(static_cast<std::size_t>(p.batch) * p.seqlen_q * p.heads_q * p.head_dim, 0.0);
+    r.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0);
+    flashcore::reference::run_host_fp64(contiguous_o, t, r.o.data(), r.lse.data());
+  }
   if (naive) {
     // A naive computation in the input precision: scores and softmax in fp64, the probabilities
     // rounded to the dtype before P·V, the output rounded to the dtype (plain loops independent
     // of the library's kernels).
-    r.naive_err = verify::max_abs_difference(verify::attention(p, q, k, v, verify::Precision::Same, 1, 1, heads).o, r.o);
+    r.naive_err = verify::max_abs_difference(
+        verify::attention(p, q, k, v, verify::Precision::Same, 1, sequences ? threads : 1, heads, vs).o, r.o);
   }
   return r;
 }
 
-Validation compare(const Problem& p, const Oracle& ref, const unsigned char* o, const float* lse,
-                   flashcore::BackendKind backend) {
+Validation compare(const Problem& p, const SequenceArrays& seqs, const Oracle& ref, const unsigned char* o,
+                   const float* lse, flashcore::BackendKind backend) {
   Validation val;
   val.done = true;
+  val.oracle = ref.source;
   const bool reference = backend == flashcore::BackendKind::Reference;
   const flashcore::tolerance::Bound bound = flashcore::tolerance::reference_bound(p.dtype);
   val.bound = reference ? "reference" : "kernel";
   const double inf = std::numeric_limits<double>::infinity();
+  flashcore::Tensors t;
+  seqs.set(t);
+  const verify::Sequences vs = verify::Sequences::of(t);
   double num2 = 0, den2 = 0;
   for (int b = 0; b < p.batch; ++b)
-    for (int i = 0; i < p.seqlen_q; ++i)
-      for (int h = 0; h < p.heads_q; ++h)
+    for (int i = 0; i < vs.len_q(p, b); ++i)
+      for (int h = 0; h < p.heads_q; ++h) {
+        const long long row = vs.q_offset(p, p.o, b, i, h);
         for (int d = 0; d < p.head_dim; ++d) {
           const double r = ref.o[verify::o_index(p, b, i, h, d)];
-          const double g = load_element(p.dtype, o, flashcore::element_offset(p.o, b, i, h, d));
+          const double g = load_element(p.dtype, o, row + d);
           double err = std::fabs(g - r);
           if (!std::isfinite(g)) {
             err = inf;
@@ -79,26 +98,30 @@ Validation compare(const Problem& p, const Oracle& ref, const unsigned char* o, 
             val.first_bad = os.str();
           }
         }
+      }
   val.rel_l2_err = den2 > 0 ? std::sqrt(num2 / den2) : std::sqrt(num2);
   if (lse != nullptr) {
     val.have_lse = true;
-    for (std::size_t idx = 0; idx < ref.lse.size(); ++idx) {
-      const double r = ref.lse[idx], g = lse[idx];
-      double err;
-      if (std::isinf(r) && r < 0)
-        err = (std::isinf(g) && g < 0) ? 0.0 : inf;
-      else
-        err = std::isfinite(g) ? std::fabs(g - r) : inf;
-      val.lse_max_abs_err = std::max(val.lse_max_abs_err, err);
-      const bool ok = reference ? flashcore::tolerance::lse_ok(g, r) : flashcore::tolerance::kernel_lse_ok(g, r);
-      if (!ok && val.lse_bad++ == 0 && val.first_bad.empty()) {
-        std::ostringstream os;
-        os << "LSE(b=" << idx / (static_cast<std::size_t>(p.heads_q) * p.seqlen_q)
-           << ", h=" << (idx / p.seqlen_q) % p.heads_q << ", s=" << idx % p.seqlen_q << ") = " << g << ", expected "
-           << r;
-        val.first_bad = os.str();
-      }
-    }
+    for (int b = 0; b < p.batch; ++b)
+      for (int h = 0; h < p.heads_q; ++h)
+        for (int i = 0; i < vs.len_q(p, b); ++i) {
+          // The LSE's layout: (B, Hq, Lq), or (Hq, total_q) with packed Q.
+          const std::size_t at = p.total_q > 0 ? static_cast<std::size_t>(h) * p.total_q + t.cu_seqlens_q[b] + i
+                                               : verify::lse_index(p, b, h, i);
+          const double r = ref.lse[verify::lse_index(p, b, h, i)], g = lse[at];
+          double err;
+          if (std::isinf(r) && r < 0)
+            err = (std::isinf(g) && g < 0) ? 0.0 : inf;
+          else
+            err = std::isfinite(g) ? std::fabs(g - r) : inf;
+          val.lse_max_abs_err = std::max(val.lse_max_abs_err, err);
+          const bool ok = reference ? flashcore::tolerance::lse_ok(g, r) : flashcore::tolerance::kernel_lse_ok(g, r);
+          if (!ok && val.lse_bad++ == 0 && val.first_bad.empty()) {
+            std::ostringstream os;
+            os << "LSE(b=" << b << ", h=" << h << ", s=" << i << ") = " << g << ", expected " << r;
+            val.first_bad = os.str();
+          }
+        }
   }
   const std::string lse_text =
       !val.have_lse ? ""

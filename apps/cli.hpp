@@ -56,6 +56,12 @@ struct RunArgs {
   bool sinks = false;
   double sink_value = 0;                    // --sinks X: every head's sink logit
   Layout layout = Layout::BSHD;
+  // Sequences of different lengths (flashcore.hpp, "Sequences"); empty / false / 0: off.
+  std::vector<int> seqlens_q;  // --seqlens-q: varlen Q, packed; one length per sequence (gives the batch)
+  std::vector<int> seqlens_k;  // --seqlens-k: keys of each sequence (cache lengths, or packed with --varlen-k)
+  bool varlen_k = false;       // --varlen-k: K/V packed by the key lengths
+  int page_size = 0;           // --page-size: paged K/V, a shuffled block table
+  bool has_sequences() const { return !seqlens_q.empty() || !seqlens_k.empty() || varlen_k || page_size > 0; }
   std::uint64_t seed = 0;
   std::string q_file, k_file, v_file;
   std::string out_q, out_k, out_v, out_o, out_lse;
@@ -79,12 +85,25 @@ RunArgs parse_run_args(const std::vector<std::string>& args, bool main_job);
 // Problem and inputs (inputs.cpp)
 // ---------------------------------------------------------------------------------------------
 
+/// The extents of a tensor in the problem's layout: `outer` blocks (batch entries, or pages) of
+/// `rows` rows. Packed Q/O are 1 x total_q, packed K/V 1 x total_k, paged K/V num_pages x page_size.
+struct Extents {
+  int outer = 1, rows = 1;
+};
+inline Extents q_extents(const Problem& p) { return p.total_q > 0 ? Extents{1, p.total_q} : Extents{p.batch, p.seqlen_q}; }
+inline Extents kv_extents(const Problem& p) {
+  if (p.page_size > 0) return {p.num_pages, p.page_size};
+  return p.total_k > 0 ? Extents{1, p.total_k} : Extents{p.batch, p.seqlen_k};
+}
+
 struct HostData {
   Problem p;
   Layout layout = Layout::BSHD;
   std::vector<unsigned char> q, k, v, o;
   std::vector<float> lse;  // empty: no LSE
   std::vector<float> alibi_slopes, sinks;  // heads_q values each, or empty (variant off)
+  SequenceArrays seqs;  // the sequence arrays (empty ones off)
+  std::vector<int> lq, lk;  // queries and keys of every sequence (with or without sequence arrays)
   bool from_files = false;
 
   /// The variants' per-head parameters as the oracle takes them (host pointers, null when off).
@@ -93,13 +112,23 @@ struct HostData {
   }
 
   void poison() {
-    flashcore::verify::poison(p.dtype, o.data(), p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
+    const Extents x = q_extents(p);
+    flashcore::verify::poison(p.dtype, o.data(), p.o, x.outer, x.rows, p.heads_q, p.head_dim);
     std::fill(lse.begin(), lse.end(), std::numeric_limits<float>::quiet_NaN());
   }
 };
 
-/// Bytes of a tensor with these strides.
-std::size_t tensor_bytes(const Problem& p, const Strides& s, int seq, int heads);
+/// Bytes of a tensor with these strides and extents.
+std::size_t tensor_bytes(const Problem& p, const Strides& s, Extents x, int heads);
+
+/// What one call does by the sequences' own lengths (not the bounds seqlen_q, seqlen_k): FLOPs
+/// (Problem::flops() of each sequence) and bytes moved at least once: Q and O, and the K and V rows
+/// that some query row of their sequence sees.
+struct Work {
+  double flops = 0;
+  double bytes = 0;
+};
+Work work_of(const HostData& d);
 /// The problem and its inputs (from .npy files or random), validated: usage errors before any work.
 HostData make_data(const RunArgs& a);
 /// Writes the .npy outputs the flags ask for.

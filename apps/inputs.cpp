@@ -1,4 +1,5 @@
 // The flashcore tool: the problem and its inputs (.npy files or random values), and the .npy outputs.
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "core/numeric.hpp"
 #include "npy.hpp"
 
 namespace fcapp {
@@ -17,15 +19,20 @@ namespace fcapp {
 // Problem and inputs
 // ---------------------------------------------------------------------------------------------
 
-std::size_t tensor_bytes(const Problem& p, const Strides& s, int seq, int heads) {
-  return static_cast<std::size_t>(flashcore::span_elements(s, p.batch, seq, heads, p.head_dim)) *
+std::size_t tensor_bytes(const Problem& p, const Strides& s, Extents x, int heads) {
+  return static_cast<std::size_t>(flashcore::span_elements(s, x.outer, x.rows, heads, p.head_dim)) *
          flashcore::dtype_size(p.dtype);
 }
 
-/// Shape of a tensor as stored, per layout.
-std::vector<std::int64_t> stored_shape(const Problem& p, Layout l, int seq, int heads) {
-  if (l == Layout::BSHD) return {p.batch, seq, heads, p.head_dim};
-  return {p.batch, heads, seq, p.head_dim};
+/// Shape of a tensor as stored, per layout: (B,S,H,D) / (B,H,S,D); packed (rows,H,D) / (H,rows,D);
+/// paged pools (pages,page_size,H,D) / (pages,H,page_size,D).
+std::vector<std::int64_t> stored_shape(const Problem& p, Layout l, Extents x, int heads, bool packed) {
+  if (packed) {
+    if (l == Layout::BSHD) return {x.rows, heads, p.head_dim};
+    return {heads, x.rows, p.head_dim};
+  }
+  if (l == Layout::BSHD) return {x.outer, x.rows, heads, p.head_dim};
+  return {x.outer, heads, x.rows, p.head_dim};
 }
 
 std::string npy_descr(DType dt) {
@@ -37,9 +44,125 @@ std::string npy_descr(DType dt) {
   return "";
 }
 
+// Contiguous strides of a tensor of x.outer blocks of x.rows rows (batch entries, pages, or one
+// block of packed rows): (outer, rows, heads, dim) for bshd, (outer, heads, rows, dim) for bhsd.
+Strides contiguous(Layout l, Extents x, int heads, int head_dim) {
+  const std::int64_t block = static_cast<std::int64_t>(x.rows) * heads * head_dim;
+  if (l == Layout::BSHD) return {block, static_cast<std::int64_t>(heads) * head_dim, head_dim};
+  return {block, head_dim, static_cast<std::int64_t>(x.rows) * head_dim};
+}
+
+// The strides of every tensor for the layout (Problem::set_contiguous_bshd / _bhsd for dense
+// tensors; packed and paged ones contiguous in their extents).
 void set_layout(Problem& p, Layout l) {
-  if (l == Layout::BSHD) p.set_contiguous_bshd();
-  else p.set_contiguous_bhsd();
+  p.q = p.o = contiguous(l, q_extents(p), p.heads_q, p.head_dim);
+  p.k = p.v = contiguous(l, kv_extents(p), p.heads_kv, p.head_dim);
+}
+
+// The logical rows (b, j < seqlen_k) of a paged pool with strides s, reached through the block
+// table, filled in (b, j, h, d) order as verify::fill_random fills a dense tensor.
+template <class Draw>
+void fill_paged(const Problem& p, const std::vector<int>& table, unsigned char* buf, const Strides& s, Draw&& draw) {
+  using flashcore::verify::round_to;
+  for (int b = 0; b < p.batch; ++b)
+    for (int j = 0; j < p.seqlen_k; ++j) {
+      const std::int64_t page = table[static_cast<std::size_t>(b) * p.pages_per_seq + j / p.page_size];
+      const std::int64_t row = page * s.batch + static_cast<std::int64_t>(j % p.page_size) * s.seq;
+      for (int h = 0; h < p.heads_kv; ++h)
+        for (int x = 0; x < p.head_dim; ++x) {
+          double v = draw();
+          while (round_to(p.dtype, v) == 0.0) v = draw();
+          flashcore::verify::store_element(p.dtype, buf, row + h * s.head + x, v);
+        }
+    }
+}
+
+// Whether a shape flag (e.g. "--seqlen-k") was given on the command line.
+bool given(const RunArgs& a, std::initializer_list<const char*> flags) {
+  for (const std::string& f : a.shape_flags_given)
+    for (const char* g : flags)
+      if (f == g) return true;
+  return false;
+}
+
+// Offsets of packed rows: 0, l0, l0+l1, ...; the total must fit the descriptor (2^30 rows).
+std::vector<int> offsets_of(const std::vector<int>& lengths, const char* flag) {
+  std::vector<int> cu(1, 0);
+  long long total = 0;
+  for (int n : lengths) {
+    total += n;
+    if (total > (1 << 30)) throw UsageError(std::string(flag) + ": the lengths add up to more than 2^30 rows");
+    cu.push_back(static_cast<int>(total));
+  }
+  if (total == 0)
+    throw UsageError(std::string(flag) + ": the lengths add up to 0; packed tensors need at least one row");
+  return cu;
+}
+
+// The sequence layout the flags ask for (--seqlens-q, --seqlens-k, --varlen-k, --page-size): the
+// problem's fields and bounds, the arrays, and every sequence's lengths (d.lq, d.lk; also without
+// sequences). Inconsistent flags are usage errors naming the flag.
+void set_sequences(const RunArgs& a, HostData& d, std::mt19937_64& rng) {
+  Problem& p = d.p;
+  const std::vector<int>* list = !a.seqlens_q.empty() ? &a.seqlens_q : !a.seqlens_k.empty() ? &a.seqlens_k : nullptr;
+  if (list != nullptr) {
+    const char* flag = list == &a.seqlens_q ? "--seqlens-q" : "--seqlens-k";
+    if (list->size() > (1u << 24)) throw UsageError(std::string(flag) + ": more than 2^24 sequences");
+    const int batch = static_cast<int>(list->size());
+    if (given(a, {"-b", "--batch"}) && a.batch != batch)
+      throw UsageError("--batch (-b) " + std::to_string(a.batch) + " contradicts " + flag + " (" + std::to_string(batch) +
+                       " lengths: one per sequence; leave --batch out)");
+    p.batch = batch;
+  }
+  if (p.batch < 1 || p.seqlen_q < 1 || p.seqlen_k < 1) return;  // invalid: validate() names the field
+  // Queries: packed by --seqlens-q, else seqlen_q each.
+  if (!a.seqlens_q.empty()) {
+    const int longest = *std::max_element(a.seqlens_q.begin(), a.seqlens_q.end());
+    if (given(a, {"-l", "--seqlen", "--seqlen-q"})) {
+      if (longest > p.seqlen_q)
+        throw UsageError("--seqlens-q: length " + std::to_string(longest) + " exceeds the bound --seqlen-q " +
+                         std::to_string(p.seqlen_q));
+    } else {
+      p.seqlen_q = std::max(1, longest);
+    }
+    d.seqs.cu_seqlens_q = offsets_of(a.seqlens_q, "--seqlens-q");
+    p.total_q = d.seqs.cu_seqlens_q.back();
+    d.lq = a.seqlens_q;
+  } else {
+    d.lq.assign(p.batch, p.seqlen_q);
+  }
+  // Keys: --seqlens-k, else seqlen_k each.
+  if (!a.seqlens_k.empty()) {
+    const int longest = *std::max_element(a.seqlens_k.begin(), a.seqlens_k.end());
+    if (given(a, {"-l", "--seqlen", "--seqlen-k"})) {
+      if (longest > p.seqlen_k)
+        throw UsageError("--seqlens-k: length " + std::to_string(longest) + " exceeds --seqlen-k " +
+                         std::to_string(p.seqlen_k) + " (the bound, and the rows of each sequence's cache)");
+    } else {
+      p.seqlen_k = std::max(1, longest);
+    }
+    d.lk = a.seqlens_k;
+  } else {
+    d.lk.assign(p.batch, p.seqlen_k);
+  }
+  if (a.varlen_k) {
+    d.seqs.cu_seqlens_k = offsets_of(d.lk, "--seqlens-k");
+    p.total_k = d.seqs.cu_seqlens_k.back();
+  } else {
+    if (!a.seqlens_k.empty()) d.seqs.seqlens_k = a.seqlens_k;
+    if (a.page_size > 0) {
+      // Pools of page_size-row pages, every sequence's pages_per_seq entries of the block table a
+      // distinct page: a random permutation of the pool, so that no sequence's pages are in order.
+      p.page_size = a.page_size;
+      p.pages_per_seq = (p.seqlen_k + a.page_size - 1) / a.page_size;
+      const long long pages = static_cast<long long>(p.batch) * p.pages_per_seq;
+      if (pages > (1 << 30)) throw UsageError("--page-size: batch x pages per sequence exceeds 2^30 pages");
+      p.num_pages = static_cast<int>(pages);
+      d.seqs.block_table.resize(static_cast<std::size_t>(pages));
+      for (int i = 0; i < p.num_pages; ++i) d.seqs.block_table[i] = i;
+      std::shuffle(d.seqs.block_table.begin(), d.seqs.block_table.end(), rng);
+    }
+  }
 }
 
 // The descriptors accepted for a dtype, with '=' / '|' read as little-endian.
@@ -176,6 +299,10 @@ HostData make_data(const RunArgs& a) {
     throw UsageError("--scale: " + std::to_string(a.scale) + " underflows to 0 in fp32");
   if (std::isfinite(a.scale) && std::fabs(a.scale) > std::numeric_limits<float>::max())
     throw UsageError("--scale: " + std::to_string(a.scale) + " is beyond the fp32 range");
+  // The block table's permutation draws from its own generator, so that a seed gives the same
+  // Q, K and V with and without --page-size.
+  std::mt19937_64 table_rng(a.seed ^ 0x9e3779b97f4a7c15ull);
+  set_sequences(a, d, table_rng);
   set_layout(p, a.layout);
   try {
     flashcore::validate(p);
@@ -188,23 +315,58 @@ HostData make_data(const RunArgs& a) {
       d.alibi_slopes[h] = static_cast<float>(std::exp2(-8.0 * (h + 1) / p.heads_q));
   }
   if (a.sinks) d.sinks.assign(p.heads_q, static_cast<float>(a.sink_value));
+  const Extents qx = q_extents(p), kx = kv_extents(p);
   if (!d.from_files) {
-    d.q.assign(tensor_bytes(p, p.q, p.seqlen_q, p.heads_q), 0);
-    d.k.assign(tensor_bytes(p, p.k, p.seqlen_k, p.heads_kv), 0);
-    d.v.assign(tensor_bytes(p, p.v, p.seqlen_k, p.heads_kv), 0);
+    d.q.assign(tensor_bytes(p, p.q, qx, p.heads_q), 0);
+    d.k.assign(tensor_bytes(p, p.k, kx, p.heads_kv), 0);
+    d.v.assign(tensor_bytes(p, p.v, kx, p.heads_kv), 0);
     std::mt19937_64 rng(a.seed);
     std::normal_distribution<double> normal(0.0, 1.0);
     std::uniform_real_distribution<double> uniform(-1.0, 1.0);
     // In logical (b, s, h, d) order, so that a seed gives the same values in both layouts;
-    // rounded to the dtype and never zero.
+    // rounded to the dtype and never zero. Packed rows are in that order already.
     using flashcore::verify::fill_random;
-    fill_random(p.dtype, d.q.data(), p.q, p.batch, p.seqlen_q, p.heads_q, p.head_dim, [&] { return normal(rng); });
-    fill_random(p.dtype, d.k.data(), p.k, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, [&] { return normal(rng); });
-    fill_random(p.dtype, d.v.data(), p.v, p.batch, p.seqlen_k, p.heads_kv, p.head_dim, [&] { return uniform(rng); });
+    fill_random(p.dtype, d.q.data(), p.q, qx.outer, qx.rows, p.heads_q, p.head_dim, [&] { return normal(rng); });
+    if (p.page_size > 0) {
+      // Paged pools: the rows of each sequence's keys (b, j < seqlen_k) through the block table, in
+      // that logical order, so that a seed gives the keys and values of the dense cache; the pool's
+      // other rows (unused pages, a last page's tail) from a generator of their own.
+      std::mt19937_64 pad_rng(a.seed + 1);
+      fill_random(p.dtype, d.k.data(), p.k, kx.outer, kx.rows, p.heads_kv, p.head_dim, [&] { return normal(pad_rng); });
+      fill_random(p.dtype, d.v.data(), p.v, kx.outer, kx.rows, p.heads_kv, p.head_dim, [&] { return normal(pad_rng); });
+      fill_paged(p, d.seqs.block_table, d.k.data(), p.k, [&] { return normal(rng); });
+      fill_paged(p, d.seqs.block_table, d.v.data(), p.v, [&] { return uniform(rng); });
+    } else {
+      fill_random(p.dtype, d.k.data(), p.k, kx.outer, kx.rows, p.heads_kv, p.head_dim, [&] { return normal(rng); });
+      fill_random(p.dtype, d.v.data(), p.v, kx.outer, kx.rows, p.heads_kv, p.head_dim, [&] { return uniform(rng); });
+    }
   }
-  d.o.assign(tensor_bytes(p, p.o, p.seqlen_q, p.heads_q), 0);
-  if (a.lse) d.lse.assign(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q, 0.0f);
+  d.o.assign(tensor_bytes(p, p.o, qx, p.heads_q), 0);
+  if (a.lse) d.lse.assign(static_cast<std::size_t>(qx.outer) * p.heads_q * qx.rows, 0.0f);
   return d;
+}
+
+Work work_of(const HostData& d) {
+  const Problem& p = d.p;
+  const double es = flashcore::dtype_size(p.dtype);
+  Work w;
+  for (std::size_t b = 0; b < d.lq.size(); ++b) {
+    const int lq = d.lq[b], lk = d.lk[b];
+    w.bytes += 2.0 * lq * p.heads_q * p.head_dim * es;  // Q read, O written
+    if (lq == 0 || lk == 0) continue;
+    Problem one = p;  // this sequence alone, for its FLOPs by the library's convention
+    one.batch = 1, one.seqlen_q = lq, one.seqlen_k = lk;
+    one.total_q = one.total_k = one.page_size = one.num_pages = one.pages_per_seq = 0;
+    w.flops += one.flops();
+    // The keys some query row sees: one contiguous range (each row's range moves by one key per row).
+    int lo = lk, hi = 0;
+    for (int i = 0; i < lq; ++i) {
+      const auto r = flashcore::numeric::visible_keys(i, lq, lk, p.causal, p.window_left, p.window_right);
+      if (r.end > r.begin) lo = std::min(lo, r.begin), hi = std::max(hi, r.end);
+    }
+    if (hi > lo) w.bytes += 2.0 * (hi - lo) * p.heads_kv * p.head_dim * es;  // K and V read
+  }
+  return w;
 }
 
 void write_outputs(const RunArgs& a, const HostData& d) {
@@ -219,11 +381,15 @@ void write_outputs(const RunArgs& a, const HostData& d) {
     }
   };
   const std::string descr = npy_descr(p.dtype);
-  write(a.out_q, descr, stored_shape(p, d.layout, p.seqlen_q, p.heads_q), d.q.data(), d.q.size());
-  write(a.out_k, descr, stored_shape(p, d.layout, p.seqlen_k, p.heads_kv), d.k.data(), d.k.size());
-  write(a.out_v, descr, stored_shape(p, d.layout, p.seqlen_k, p.heads_kv), d.v.data(), d.v.size());
-  write(a.out_o, descr, stored_shape(p, d.layout, p.seqlen_q, p.heads_q), d.o.data(), d.o.size());
-  write(a.out_lse, "<f4", {p.batch, p.heads_q, p.seqlen_q}, d.lse.data(), d.lse.size() * sizeof(float));
+  const Extents qx = q_extents(p), kx = kv_extents(p);
+  const bool packed_q = p.total_q > 0, packed_k = p.total_k > 0;
+  write(a.out_q, descr, stored_shape(p, d.layout, qx, p.heads_q, packed_q), d.q.data(), d.q.size());
+  write(a.out_k, descr, stored_shape(p, d.layout, kx, p.heads_kv, packed_k), d.k.data(), d.k.size());
+  write(a.out_v, descr, stored_shape(p, d.layout, kx, p.heads_kv, packed_k), d.v.data(), d.v.size());
+  write(a.out_o, descr, stored_shape(p, d.layout, qx, p.heads_q, packed_q), d.o.data(), d.o.size());
+  const std::vector<std::int64_t> lse_shape =
+      packed_q ? std::vector<std::int64_t>{p.heads_q, p.total_q} : std::vector<std::int64_t>{p.batch, p.heads_q, p.seqlen_q};
+  write(a.out_lse, "<f4", lse_shape, d.lse.data(), d.lse.size() * sizeof(float));
 }
 
 }  // namespace fcapp

@@ -1,4 +1,5 @@
 // The flashcore tool: the report of a run, as text or JSON.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -18,6 +19,48 @@ std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
+}
+
+// A list of lengths, the first 16 and a count beyond that.
+std::string lengths_text(const std::vector<int>& v) {
+  std::string s;
+  const std::size_t shown = std::min<std::size_t>(v.size(), 16);
+  for (std::size_t i = 0; i < shown; ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  if (shown < v.size()) s += ",... (" + std::to_string(v.size()) + " sequences)";
+  return s;
+}
+
+std::string json_ints(const std::vector<int>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+const char* q_layout(const Problem& p) { return p.total_q > 0 ? "packed" : "dense"; }
+const char* kv_layout(const Problem& p) { return p.page_size > 0 ? "paged" : p.total_k > 0 ? "packed" : "dense"; }
+
+/// The sequence layout in words (one line), or "" without one.
+std::string sequences_text(const HostData& d) {
+  const Problem& p = d.p;
+  if (!p.has_sequence_layout() && d.seqs.seqlens_k.empty()) return "";
+  std::ostringstream os;
+  if (p.total_q > 0)
+    os << "varlen Q packed (cu_seqlens_q), query lengths " << lengths_text(d.lq) << ", total_q " << p.total_q;
+  else
+    os << "Q dense (" << p.seqlen_q << " query rows per sequence)";
+  os << "; ";
+  if (p.page_size > 0)
+    os << "K/V paged: page_size " << p.page_size << ", " << p.pages_per_seq << " pages per sequence, " << p.num_pages
+       << " pages, block table a random permutation";
+  else if (p.total_k > 0)
+    os << "K/V packed (cu_seqlens_k), total_k " << p.total_k;
+  else
+    os << "K/V dense (" << p.seqlen_k << " rows per sequence)";
+  if (!d.seqs.seqlens_k.empty()) os << ", cache lengths (seqlens_k) " << lengths_text(d.seqs.seqlens_k);
+  else if (p.total_k > 0) os << ", key lengths " << lengths_text(d.lk);
+  else if (p.page_size > 0) os << ", " << p.seqlen_k << " keys per sequence";
+  os << " (Lq, Lk above: the bounds)";
+  return os.str();
 }
 
 std::string description_of(const std::string& backend) {
@@ -42,6 +85,7 @@ void print_text(const RunArgs& a, const HostData& d, const Outcome& out, const V
     if (!d.sinks.empty()) os << " sinks=" << fmt("%.6g", d.sinks[0]);
     os << "\n";
   }
+  if (const std::string seq = sequences_text(d); !seq.empty()) os << "sequences : " << seq << "\n";
   if (d.from_files)
     os << "inputs    : --q " << a.q_file << ", --k " << a.k_file << ", --v " << a.v_file << "\n";
   else
@@ -55,17 +99,19 @@ void print_text(const RunArgs& a, const HostData& d, const Outcome& out, const V
       if (dec.code != flashcore::DecisionCode::OtherMemory) os << "\n             " << dec.backend << ": " << dec.reason;
     os << ")\n";
   }
+  const Work w = work_of(d);
   if (out.repeat > 0) {
     os << "timing    : " << out.warmup << " warm-up + " << out.repeat << " timed calls (" << out.timing_method
        << ")\n";
     os << "            median " << fmt("%.1f", out.median_us) << " us, min " << fmt("%.1f", out.min_us) << " us, mean "
-       << fmt("%.1f", out.mean_us) << " us; " << fmt("%.4g", p.flops() / (out.median_us * 1e-6) / 1e12)
-       << " TFLOP/s at the median (" << fmt("%.4g", p.flops()) << " FLOP)\n";
+       << fmt("%.1f", out.mean_us) << " us; " << fmt("%.4g", w.flops / (out.median_us * 1e-6) / 1e12)
+       << " TFLOP/s at the median (" << fmt("%.4g", w.flops) << " FLOP), " << fmt("%.4g", w.bytes / (out.median_us * 1e-6) / 1e9)
+       << " GB/s (" << fmt("%.4g", w.bytes) << " bytes: Q, O and the K/V rows the queries see)\n";
   } else {
     os << "timing    : none (--repeat 0)\n";
   }
   if (val.done) {
-    os << "validation: against the fp64 reference (reference::run_host_fp64), " << (out.have_final ? "first and last" : "first")
+    os << "validation: against " << val.oracle << ", " << (out.have_final ? "first and last" : "first")
        << " call on NaN-poisoned outputs\n";
     os << "            max abs err " << fmt("%.3e", val.max_abs_err) << ", rel L2 err " << fmt("%.3e", val.rel_l2_err);
     if (val.have_lse) os << ", LSE max abs err " << fmt("%.3e", val.lse_max_abs_err);
@@ -104,6 +150,11 @@ void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const V
   j.boolean("causal", p.causal).str("layout", to_string(d.layout)).num("scale", p.effective_scale());
   j.boolean("lse", !d.lse.empty());
   j.integer("window_left", p.window_left).integer("window_right", p.window_right).num("softcap", p.softcap);
+  j.str("q_layout", q_layout(p)).str("kv_layout", kv_layout(p));
+  j.raw("seqlens_q", p.total_q > 0 ? json_ints(d.lq) : "null");
+  j.raw("seqlens_k", !d.seqs.seqlens_k.empty() || p.total_k > 0 ? json_ints(d.lk) : "null");
+  j.integer("total_q", p.total_q).integer("total_k", p.total_k).integer("page_size", p.page_size);
+  j.integer("num_pages", p.num_pages).integer("pages_per_seq", p.pages_per_seq);
   j.boolean("alibi", !d.alibi_slopes.empty());
   if (d.sinks.empty()) j.null("sinks");
   else j.num("sinks", d.sinks[0]);
@@ -112,11 +163,13 @@ void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const V
   else j.raw("seed", std::to_string(a.seed));
   j.integer("repeat", out.repeat).integer("warmup", out.warmup).str("timing", out.timing_method);
   j.num("median_us", out.median_us).num("mean_us", out.mean_us).num("min_us", out.min_us);
-  j.num("flops", p.flops());
-  j.num("tflops", out.repeat > 0 ? p.flops() / (out.median_us * 1e-6) / 1e12 : std::nan(""));
+  const Work work = work_of(d);
+  j.num("flops", work.flops).num("bytes", work.bytes);
+  j.num("tflops", out.repeat > 0 ? work.flops / (out.median_us * 1e-6) / 1e12 : std::nan(""));
+  j.num("gbps", out.repeat > 0 ? work.bytes / (out.median_us * 1e-6) / 1e9 : std::nan(""));
   j.boolean("validated", val.done);
   if (val.done) {
-    j.num("max_abs_err", val.max_abs_err).num("rel_l2_err", val.rel_l2_err);
+    j.str("oracle", val.oracle).num("max_abs_err", val.max_abs_err).num("rel_l2_err", val.rel_l2_err);
     if (val.have_lse) j.num("lse_max_abs_err", val.lse_max_abs_err);
     else j.null("lse_max_abs_err");
     j.str("bound", val.bound).str("bound_text", val.bound_text);

@@ -55,15 +55,26 @@ flashcore::Report device_explain(const HostData& d, bool want_lse, const flashco
     next += (bytes + 511) / 256 * 256;
     return reinterpret_cast<void*>(at);
   };
+  const Extents qx = q_extents(p), kx = kv_extents(p);
   flashcore::Tensors t;
-  t.q = place(tensor_bytes(p, p.q, p.seqlen_q, p.heads_q));
-  t.k = place(tensor_bytes(p, p.k, p.seqlen_k, p.heads_kv));
-  t.v = place(tensor_bytes(p, p.v, p.seqlen_k, p.heads_kv));
-  t.o = place(tensor_bytes(p, p.o, p.seqlen_q, p.heads_q));
-  if (want_lse) t.lse = static_cast<float*>(place(static_cast<std::size_t>(p.batch) * p.heads_q * p.seqlen_q * 4));
+  t.q = place(tensor_bytes(p, p.q, qx, p.heads_q));
+  t.k = place(tensor_bytes(p, p.k, kx, p.heads_kv));
+  t.v = place(tensor_bytes(p, p.v, kx, p.heads_kv));
+  t.o = place(tensor_bytes(p, p.o, qx, p.heads_q));
+  if (want_lse) t.lse = static_cast<float*>(place(static_cast<std::size_t>(qx.outer) * p.heads_q * qx.rows * 4));
   if (!d.alibi_slopes.empty()) t.alibi_slopes = static_cast<const float*>(place(p.heads_q * sizeof(float)));
   if (!d.sinks.empty()) t.sinks = static_cast<const float*>(place(p.heads_q * sizeof(float)));
-  return explain_at(p, t, opts, flashcore::MemoryLocation::Device);
+  auto place_ints = [&](const std::vector<int>& a) {
+    return a.empty() ? nullptr : static_cast<const int*>(place(a.size() * sizeof(int)));
+  };
+  t.cu_seqlens_q = place_ints(d.seqs.cu_seqlens_q);
+  t.cu_seqlens_k = place_ints(d.seqs.cu_seqlens_k);
+  t.seqlens_k = place_ints(d.seqs.seqlens_k);
+  t.block_table = place_ints(d.seqs.block_table);
+  // The placeholders hold no arrays to check (the real call checks the real ones).
+  flashcore::Options no_copy = opts;
+  no_copy.check_sequences = false;
+  return explain_at(p, t, no_copy, flashcore::MemoryLocation::Device);
 }
 #endif
 
@@ -120,6 +131,7 @@ void run_host(const RunArgs& a, HostData& d, flashcore::Options opts, Outcome& o
   const flashcore::verify::HeadParams hp = d.head_params();
   flashcore::Tensors t{d.q.data(), d.k.data(), d.v.data(), d.o.data(), d.lse.empty() ? nullptr : d.lse.data(),
                        hp.alibi_slopes, hp.sinks};
+  d.seqs.set(t);
   opts.location = flashcore::MemoryLocation::Host;
   out.report = explain_at(p, t, opts, flashcore::MemoryLocation::Host);
   if (out.report.chosen.empty())
@@ -167,6 +179,18 @@ void run_device(const RunArgs& a, HostData& d, flashcore::Options opts, Outcome&
   };
   flashcore::Tensors t{q.get(), k.get(), v.get(), o.get(), lse_buf ? static_cast<float*>(lse_buf->get()) : nullptr,
                        upload_floats(d.alibi_slopes, slopes_buf, "alibi_slopes"), upload_floats(d.sinks, sinks_buf, "sinks")};
+  // The sequence arrays too (checked by the library before the first call: Options::check_sequences).
+  std::unique_ptr<DeviceBuffer> seq_bufs[4];
+  auto upload_ints = [](const std::vector<int>& h, std::unique_ptr<DeviceBuffer>& buf, const char* name) {
+    if (h.empty()) return static_cast<const int*>(nullptr);
+    buf = std::make_unique<DeviceBuffer>(h.size() * sizeof(int), name);
+    buf->upload(h.data(), h.size() * sizeof(int));
+    return static_cast<const int*>(buf->get());
+  };
+  t.cu_seqlens_q = upload_ints(d.seqs.cu_seqlens_q, seq_bufs[0], "cu_seqlens_q");
+  t.cu_seqlens_k = upload_ints(d.seqs.cu_seqlens_k, seq_bufs[1], "cu_seqlens_k");
+  t.seqlens_k = upload_ints(d.seqs.seqlens_k, seq_bufs[2], "seqlens_k");
+  t.block_table = upload_ints(d.seqs.block_table, seq_bufs[3], "block_table");
   opts.location = flashcore::MemoryLocation::Device;
   out.report = explain_at(p, t, opts, flashcore::MemoryLocation::Device);
   if (out.report.chosen.empty())
@@ -176,6 +200,8 @@ void run_device(const RunArgs& a, HostData& d, flashcore::Options opts, Outcome&
   out.warmup = a.warmup > 0 ? a.warmup : 3;
   out.repeat = a.repeat;
   out.timing_method = "CUDA events: median of per-call times; mean over back-to-back calls";
+  if (d.p.has_sequence_layout() || !d.seqs.seqlens_k.empty())
+    out.timing_method += "; sequence arrays checked on the first call, trusted (Options::check_sequences) in the timed ones";
   auto poison = [&] {
     d.poison();
     o.upload(d.o.data(), d.o.size());
@@ -191,10 +217,14 @@ void run_device(const RunArgs& a, HostData& d, flashcore::Options opts, Outcome&
   fetch();
   out.o_first = d.o;
   out.lse_first = d.lse;
-  for (int i = 1; i < out.warmup; ++i) flashcore::run(p, t, opts);
+  // The first call checked the sequence arrays (a copy to the host and a wait); the warm-up and
+  // timed calls trust them, as a decode loop whose arrays do not change would.
+  flashcore::Options trusted = opts;
+  trusted.check_sequences = false;
+  for (int i = 1; i < out.warmup; ++i) flashcore::run(p, t, trusted);
   device_synchronize("the warm-up calls");
   double total_us = 0;
-  const std::vector<double> samples = time_device_calls([&] { flashcore::run(p, t, opts); }, a.repeat, &total_us);
+  const std::vector<double> samples = time_device_calls([&] { flashcore::run(p, t, trusted); }, a.repeat, &total_us);
   if (a.repeat > 0) out.mean_us = total_us / a.repeat;
   fill_timing(out, samples);
   if (a.validate && a.repeat + out.warmup > 1) {

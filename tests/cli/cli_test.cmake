@@ -115,6 +115,75 @@ elseif(CASE STREQUAL "variants")
   fc_expect("${OUT}" "variants  : window=\\(3,5\\)" "the variants line")
   fc_expect("${OUT}" "result: PASS" "the validation result")
 
+elseif(CASE STREQUAL "varlen")
+  # Varlen Q and K/V (packed by the lengths), causal per sequence, validated against the fp64
+  # oracle of src/verify; the JSON says the layout, GB/s is reported.
+  fc_run(0 run --json --hq 4 --hkv 2 -d 16 --seqlens-q 1,3,0,7 --seqlens-k 9,17,0,33 --varlen-k --causal --validate
+         --repeat 2 --out-o o.npy --out-lse lse.npy)
+  file(WRITE "${WORK}/varlen.json" "${OUT}")
+  fc_check(json varlen.json passed=true validated=true B=4 Lq=7 Lk=33 q_layout=packed kv_layout=packed total_q=11
+           total_k=59 page_size=0 seqlens_q:array seqlens_k:array bytes:number gbps:number tflops:number
+           oracle:string)
+  fc_expect("${OUT}" "\"seqlens_q\": \\[1, 3, 0, 7\\]" "the JSON's query lengths")
+  fc_check(npy-header o.npy <f2 11,4,16)
+  fc_check(npy-header lse.npy <f4 4,11)
+  # The text report: the layout line, GB/s, the oracle.
+  fc_run(0 run --hq 2 -d 16 --seqlens-q 2,5 --seqlens-k 4,6 --varlen-k --validate --repeat 1)
+  fc_expect("${OUT}" "sequences : varlen Q packed \\(cu_seqlens_q\\), query lengths 2,5, total_q 7; K/V packed \\(cu_seqlens_k\\), total_k 10"
+            "the sequences line")
+  fc_expect("${OUT}" "GB/s \\([0-9.e+]+ bytes: Q, O and the K/V rows the queries see\\)" "the timing line")
+  fc_expect("${OUT}" "validation: against the fp64 oracle of src/verify" "the validation line")
+  fc_expect("${OUT}" "result: PASS" "the validation result")
+  # Decode on a dense K/V cache with cache lengths (one of them 0: its row gives O = 0, LSE = -inf),
+  # bf16, (B,H,S,D): K/V dense, seqlens_k.
+  fc_run(0 run --json --seqlen-q 1 --hq 4 --hkv 1 -d 32 --seqlens-k 5,0,12 --dtype bf16 --layout bhsd --validate
+         --repeat 1)
+  file(WRITE "${WORK}/decode.json" "${OUT}")
+  fc_check(json decode.json passed=true B=3 Lq=1 Lk=12 q_layout=dense kv_layout=dense total_q=0 seqlens_q=null
+           seqlens_k:array)
+
+elseif(CASE STREQUAL "paged")
+  # Paged K/V (pools of 16-row pages, a shuffled block table) with cache lengths and varlen Q,
+  # bf16, (B,H,S,D): validated; the JSON says the layout.
+  fc_run(0 run --json --hq 4 --hkv 2 -d 16 --seqlens-q 2,1,3 --seqlens-k 37,0,80 --page-size 16 --causal
+         --dtype bf16 --layout bhsd --validate --repeat 1 --out-k k.npy --out-q q.npy)
+  file(WRITE "${WORK}/paged.json" "${OUT}")
+  fc_check(json paged.json passed=true validated=true B=3 Lq=3 Lk=80 q_layout=packed kv_layout=paged page_size=16
+           pages_per_seq=5 num_pages=15 total_q=6 total_k=0 seqlens_k:array gbps:number)
+  fc_check(npy-header k.npy <u2 15,2,16,16)   # (num_pages, Hkv, page_size, D) for bhsd
+  fc_check(npy-header q.npy <u2 4,6,16)       # (Hq, total_q, D) for bhsd
+  fc_run(0 run --hq 2 -d 16 --seqlens-k 20,3 --page-size 16 --validate --repeat 1)
+  fc_expect("${OUT}" "K/V paged: page_size 16, 2 pages per sequence, 4 pages, block table a random permutation, cache lengths \\(seqlens_k\\) 20,3"
+            "the sequences line")
+  fc_expect("${OUT}" "result: PASS" "the validation result")
+  # The same seed gives the same keys and values through the block table as in the dense cache:
+  # paged and dense runs write the same O and LSE, with cache lengths and without.
+  set(decode --seqlen-q 3 --hq 4 --hkv 2 -d 16 --causal --repeat 1 --seed 5)
+  fc_run(0 run ${decode} --seqlens-k 37,0,80 --out-o dense.npy --out-lse dense_lse.npy)
+  fc_run(0 run ${decode} --seqlens-k 37,0,80 --page-size 32 --out-o paged.npy --out-lse paged_lse.npy)
+  fc_same(dense.npy paged.npy)
+  fc_same(dense_lse.npy paged_lse.npy)
+  fc_run(0 run ${decode} -b 2 --seqlen-k 40 --out-o dense2.npy)
+  fc_run(0 run ${decode} -b 2 --seqlen-k 40 --page-size 16 --out-o paged2.npy)
+  fc_same(dense2.npy paged2.npy)
+  fc_differ(dense.npy dense2.npy)
+
+elseif(CASE STREQUAL "bad_sequences")
+  fc_error(2 "--seqlens-q: 'x' is not an integer" run --seqlens-q 1,x)
+  fc_error(2 "--seqlens-q: '1,,2' is not a comma-separated list of lengths" run --seqlens-q 1,,2)
+  fc_error(2 "--seqlens-k: -3 is out of range" run --seqlens-k 4,-3)
+  fc_error(2 "--seqlens-q: the lengths add up to 0" run --seqlens-q 0,0)
+  fc_error(2 "--batch \\(-b\\) 3 contradicts --seqlens-q \\(2 lengths" run -b 3 --seqlens-q 1,2)
+  fc_error(2 "--seqlens-k: 3 lengths, but --seqlens-q has 2" run --seqlens-q 1,2 --seqlens-k 1,2,3)
+  fc_error(2 "--seqlens-k: length 100 exceeds --seqlen-k 50" run --seqlens-k 100,3 --seqlen-k 50)
+  fc_error(2 "--seqlens-q: length 9 exceeds the bound --seqlen-q 5" run --seqlens-q 9,1 --seqlen-q 5)
+  fc_error(2 "--varlen-k and --page-size exclude each other" run --varlen-k --page-size 16)
+  fc_error(2 "--page-size: 0 is out of range" run --page-size 0)
+  fc_error(2 "page_size 24 must be 0 \\(not paged\\) or a multiple of 16" run --seqlens-k 3,4 --page-size 24)
+  fc_error(2 "--varlen-k: takes no value" run --varlen-k=1)
+  fc_good_inputs()
+  fc_error(2 "\\.npy inputs take no --seqlens-q, --seqlens-k, --varlen-k or --page-size" run ${QKV} --page-size 16)
+
 elseif(CASE STREQUAL "npy_roundtrip")
   # fp16, (B,S,H,D), GQA, Lq != Lk, causal: write the inputs and O, read the inputs back, same O.
   set(shape -b 2 --hq 4 --hkv 2 --seqlen-q 24 --seqlen-k 40 -d 16 --causal --repeat 1)
