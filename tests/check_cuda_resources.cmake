@@ -13,9 +13,9 @@ set(allowed_kernel "flash_fwd_hopper_kernelILi128E")
 set(allowed_bytes 8)
 set(allowed_variant_kernel "flash_fwd_hopper_kernelILi128E.*VariantMask")
 set(allowed_variant_bytes 140)
-# The mma.sync kernels (sm80/instances/: one file per head dim) for ARCH; for ARCH 90 also the Hopper
-# kernel (sm90/, sm_90a).
-file(GLOB instances ${SRC}/src/backends/cuda/sm80/instances/*.cu)
+# The mma.sync kernels (sm80/instances/: one file per head dim) and the decode kernel
+# (decode/instances/) for ARCH; for ARCH 90 also the Hopper kernel (sm90/, sm_90a).
+file(GLOB instances ${SRC}/src/backends/cuda/sm80/instances/*.cu ${SRC}/src/backends/cuda/decode/instances/*.cu)
 set(units "")
 foreach(source IN LISTS instances)
   get_filename_component(name ${source} NAME_WE)
@@ -31,7 +31,7 @@ foreach(unit IN LISTS units)
   list(GET parts 1 source)
   list(GET parts 2 gencode)
   execute_process(
-    COMMAND ${NVCC} -std=c++17 -O3 --expt-relaxed-constexpr -I${SRC}/src
+    COMMAND ${NVCC} -std=c++17 -O3 --expt-relaxed-constexpr -I${SRC}/src -I${SRC}/include
             -gencode ${gencode} -Xptxas -v -c ${source}
             -o ${CMAKE_CURRENT_BINARY_DIR}/${name}_sm${ARCH}_check.o
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

@@ -100,8 +100,9 @@ TEST(CudaConfig, PlanFollowsTheDevice) {
   EXPECT_LE(plan.smem, kL4SmemOptin);
   EXPECT_NE(plan.describe().find("sm80-wide"), std::string::npos) << plan.describe();
   // One head, one short query block against many keys: too few blocks for the GPU, so the key range
-  // is split, with a workspace for the partials and tickets.
-  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 1, 1, 16, 8192, 128, true, false), l4, FlashVariant::Auto, &plan), "");
+  // is split, with a workspace for the partials and tickets (the 16-row kernel, forced: Auto runs such
+  // problems on the decode kernel, tested below).
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 1, 1, 16, 8192, 128, true, false), l4, FlashVariant::AllWarps, &plan), "");
   EXPECT_GT(plan.max_splits, 1);
   EXPECT_LE(plan.max_splits, 8);
   EXPECT_GT(plan.split_partial_bytes, 0u);
@@ -208,4 +209,168 @@ TEST(CudaConfig, HopperDeclinesLayoutsTmaCannotRead) {
   FlashFwdParams moved = negative_head;
   moved.v_head_stride = 64;  // the same problem made valid: no longer declined for the stride
   EXPECT_FALSE(has(hopper_unsupported_reason(moved), "head_stride"));
+}
+
+// ------------------------------------------------------------------------------------------------
+// The decode kernel (src/backends/cuda/decode/): few query rows against long keys, and every problem
+// with sequence arrays.
+// ------------------------------------------------------------------------------------------------
+namespace {
+
+flashcore::cuda::DeviceLimits h100_limits() {
+  flashcore::cuda::DeviceLimits d;
+  d.cc_major = 9, d.cc_minor = 0, d.sm_count = 132, d.smem_optin_per_block = 227 * 1024;
+  return d;
+}
+flashcore::cuda::DeviceLimits l4_limits() {
+  flashcore::cuda::DeviceLimits d;
+  d.cc_major = 8, d.cc_minor = 9, d.sm_count = 58, d.smem_optin_per_block = kL4SmemOptin;
+  return d;
+}
+
+// Sequence arrays only need to be non-null for the plan (it never reads them).
+alignas(16) int g_seq_dummy[16];
+
+}  // namespace
+
+// The decode shapes (fp16, GQA, D=128) run on the decode kernel, with the split counts of the
+// rule (one wave: 2 blocks per SM of an H100 at D=128, splits = 264 / (batch · heads_kv · row blocks)).
+TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
+  using flashcore::cuda::FlashFwdPlan;
+  using flashcore::cuda::FlashKernel;
+  using flashcore::cuda::FlashVariant;
+  const auto h100 = h100_limits();
+  struct Shape { int b, hq, hkv, lq, lk, splits; };
+  const Shape shapes[] = {{8, 32, 8, 1, 8192, 4}, {1, 32, 8, 1, 32768, 33}, {64, 32, 8, 1, 2048, 1},
+                          {16, 64, 8, 1, 4096, 2}, {8, 32, 8, 4, 8192, 4}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(std::to_string(s.b) + "," + std::to_string(s.hq) + "," + std::to_string(s.hkv) + "," +
+                 std::to_string(s.lq) + "," + std::to_string(s.lk));
+    FlashFwdPlan plan, again;
+    const auto p = params(s.b, s.hq, s.hkv, s.lq, s.lk, 128, false, s.lq > 1);
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(p, h100, FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.kernel, FlashKernel::Decode);
+    EXPECT_NE(plan.describe().find("decode-splitkv"), std::string::npos) << plan.describe();
+    EXPECT_EQ(plan.block_m, 16);  // group x Lq = 4 or 8 or 16 packed rows: one row tile
+    EXPECT_EQ(plan.n_mblocks, 1);
+    EXPECT_EQ(plan.threads, 128);
+    EXPECT_EQ(plan.max_splits, s.splits);
+    EXPECT_LE(plan.smem, 113u * 1024);  // two blocks per SM
+    EXPECT_EQ(plan.split_partial_bytes > 0, s.splits > 1);
+    // Deterministic: the same problem gets the same plan (split count, workspace).
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(p, h100, FlashVariant::Auto, &again), "");
+    EXPECT_EQ(again.describe(), plan.describe());
+    EXPECT_EQ(again.split_partial_bytes, plan.split_partial_bytes);
+  }
+  // More packed rows than one block holds: row blocks of 64 rows (group 8 x 64 queries = 8 blocks).
+  FlashFwdPlan plan;
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(2, 64, 8, 64, 4096, 128, false, true), h100, FlashVariant::Decode, &plan), "");
+  EXPECT_EQ(plan.kernel, FlashKernel::Decode);
+  EXPECT_EQ(plan.block_m, 64);
+  EXPECT_EQ(plan.key_split_warps, 1);
+  EXPECT_EQ(plan.n_mblocks, 8);
+  // Auto's rule (plan.cu, kDecodeTable): GQA and long keys on the decode kernel; short keys, and many
+  // rows without GQA, on the others (measured there).
+  struct Rule { int b, hq, hkv, lq, lk, d; bool decode; };
+  const Rule rules[] = {{4, 32, 8, 1, 512, 128, true},   {4, 32, 8, 1, 128, 128, false}, {4, 32, 8, 16, 2048, 128, true},
+                        {4, 8, 8, 1, 8192, 128, true},   {4, 8, 8, 64, 8192, 128, false}, {4, 8, 8, 1, 2048, 64, false},
+                        {4, 64, 8, 1, 512, 64, true},    {4, 32, 8, 1, 512, 64, false},   {4, 64, 8, 16, 2048, 64, true},
+                        {4, 64, 8, 32, 8192, 128, false}};
+  for (const Rule& r : rules) {
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(r.b, r.hq, r.hkv, r.lq, r.lk, r.d, false, r.lq > 1), h100,
+                                              FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.kernel == FlashKernel::Decode, r.decode)
+        << r.b << "," << r.hq << "," << r.hkv << "," << r.lq << "," << r.lk << "," << r.d << ": " << plan.describe();
+  }
+  // Pieces of at least 4 key tiles: 128 keys are not split, even on an empty GPU.
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 8, 8, 1, 128, 128, false, false), h100, FlashVariant::Decode, &plan), "");
+  EXPECT_EQ(plan.max_splits, 1);
+  EXPECT_EQ(plan.split_partial_bytes, 0u);
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 8, 8, 1, 512, 128, false, false), h100, FlashVariant::Decode, &plan), "");
+  EXPECT_EQ(plan.max_splits, 2);
+  // Prefill stays on the other kernels.
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(2, 16, 4, 512, 4096, 128, false, true), h100, FlashVariant::Auto, &plan), "");
+  EXPECT_NE(plan.kernel, FlashKernel::Decode);
+  EXPECT_NE(flashcore::cuda::flash_fwd_plan(params(2, 16, 4, 65, 4096, 128, false, true), h100, FlashVariant::Decode, &plan)
+                .find("seqlen_q <= 64"),
+            std::string::npos);
+}
+
+// Every head dim runs on the decode kernel of the next built size (64, 128, 256), within the device's
+// shared memory; above 128 it does not fit an sm_89 (99 KB), and is declined naming shared memory.
+TEST(CudaConfig, DecodeHeadDimsAndDevices) {
+  using flashcore::cuda::FlashFwdPlan;
+  using flashcore::cuda::FlashKernel;
+  using flashcore::cuda::FlashVariant;
+  for (int d = 8; d <= 256; d += 8) {
+    FlashFwdPlan plan;
+    const auto p = params(4, 16, 4, 1, 4096, d, true, false);
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(p, h100_limits(), FlashVariant::Decode, &plan), "") << d;
+    EXPECT_EQ(plan.kernel, FlashKernel::Decode);
+    EXPECT_LE(plan.smem, 227u * 1024);
+    const std::string l4 = flashcore::cuda::flash_fwd_plan(p, l4_limits(), FlashVariant::Decode, &plan);
+    if (d <= 128) {
+      EXPECT_EQ(l4, "") << d;
+      EXPECT_LE(plan.smem, kL4SmemOptin);
+    } else {
+      EXPECT_NE(l4.find("shared memory"), std::string::npos) << l4;
+    }
+  }
+  // Head dims that round up to the same kernel plan the same workspace.
+  FlashFwdPlan p40, p64;
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 8, 1, 1, 8192, 40, false, false), h100_limits(), FlashVariant::Decode, &p40), "");
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 8, 1, 1, 8192, 64, false, false), h100_limits(), FlashVariant::Decode, &p64), "");
+  EXPECT_EQ(p40.describe(), p64.describe());
+  EXPECT_EQ(p40.split_partial_bytes, p64.split_partial_bytes);
+}
+
+// Sequence arrays (varlen Q/K, cache lengths, paged K/V): only the decode kernel reads them. cuda-flash
+// plans it for seqlen_q <= 64 (variants included); above, and for the kernels forced by name, the plan
+// declines, naming why.
+TEST(CudaConfig, SequenceArraysRunOnTheDecodeKernelOnly) {
+  using flashcore::cuda::FlashFwdParams;
+  using flashcore::cuda::FlashFwdPlan;
+  using flashcore::cuda::FlashKernel;
+  using flashcore::cuda::FlashVariant;
+  const auto h100 = h100_limits();
+  auto paged = [](FlashFwdParams p, int page) {
+    p.block_table = g_seq_dummy, p.seqlens_k = g_seq_dummy;
+    p.page_size = page, p.num_pages = 1000, p.pages_per_seq = (p.seqlen_k + page - 1) / page;
+    p.k_batch_stride = p.v_batch_stride = p.k_seq_stride * page;
+    return p;
+  };
+  auto varlen = [](FlashFwdParams p) {
+    p.cu_seqlens_q = p.cu_seqlens_k = g_seq_dummy;
+    p.total_q = p.batch * p.seqlen_q, p.total_k = p.batch * p.seqlen_k;
+    return p;
+  };
+  const FlashFwdParams layouts[] = {paged(params(8, 32, 8, 1, 8192, 128, false, false), 16),
+                                    paged(params(8, 32, 8, 4, 8192, 64, true, true), 256),
+                                    varlen(params(8, 32, 8, 64, 2048, 128, true, false)),
+                                    varlen(params(3, 8, 8, 1, 100, 96, false, false))};
+  for (const FlashFwdParams& p : layouts) {
+    for (const auto& dev : {h100, l4_limits()}) {
+      FlashFwdPlan plan;
+      ASSERT_EQ(flashcore::cuda::flash_fwd_plan(p, dev, FlashVariant::Auto, &plan), "");
+      EXPECT_EQ(plan.kernel, FlashKernel::Decode);
+      ASSERT_EQ(flashcore::cuda::flash_fwd_plan(p, dev, FlashVariant::Decode, &plan), "");
+    }
+    for (FlashVariant v : {FlashVariant::AllWarps, FlashVariant::WarpSpecialized, FlashVariant::Hopper}) {
+      const std::string why = flashcore::cuda::flash_fwd_plan(p, h100, v, nullptr);
+      EXPECT_NE(why.find("only the decode kernel reads sequence arrays"), std::string::npos) << why;
+    }
+  }
+  // With the variants (window, softcap, ALiBi, sinks): the decode kernel too.
+  FlashFwdParams variants = paged(params(4, 16, 4, 2, 4096, 128, true, false), 64);
+  variants.window_left = 100, variants.softcap = 30.f;
+  variants.alibi_slopes = variants.sinks = reinterpret_cast<const float*>(g_seq_dummy);
+  FlashFwdPlan plan;
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(variants, h100, FlashVariant::Auto, &plan), "");
+  EXPECT_EQ(plan.kernel, FlashKernel::Decode);
+  // Prefill with sequence arrays: declined (the reference runs it), saying why.
+  const std::string why = flashcore::cuda::flash_fwd_plan(varlen(params(2, 8, 8, 200, 200, 64, true, false)), h100,
+                                                          FlashVariant::Auto, nullptr);
+  EXPECT_NE(why.find("varlen/paged"), std::string::npos) << why;
+  EXPECT_NE(why.find("seqlen_q > 64"), std::string::npos) << why;
+  EXPECT_NE(why.find("200"), std::string::npos) << why;
 }

@@ -20,11 +20,12 @@ struct FlashFwdLaunchOverride {
   int key_split_warps = 0;     // compute warps per row warp, each on every key_split_warps-th key tile (1..8)
   int stages = 0;              // K/V shared-memory ring depth, 2..4
   int kv_tiles_per_split = 0;  // split-KV: 64-key tiles per split; -1 = never split
+  int splits = 0;              // decode kernel: key splits per (batch, kv head, row block), 1..kMaxDecodeSplits
 };
 
 struct FlashFwdParams {
   const void* q; const void* k; const void* v; void* o;
-  float* lse;                 // nullable; fp32, contiguous [batch][heads_q][seqlen_q]
+  float* lse;                 // nullable; fp32, contiguous [batch][heads_q][seqlen_q] ([heads_q][total_q] with cu_seqlens_q)
   int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
   long long q_batch_stride, q_seq_stride, q_head_stride;   // element strides; dim stride is 1
   long long k_batch_stride, k_seq_stride, k_head_stride;
@@ -39,6 +40,18 @@ struct FlashFwdParams {
   float softcap = 0.f;
   const float* alibi_slopes = nullptr;
   const float* sinks = nullptr;
+  // Sequences (flashcore.hpp, "Sequences"): device int32 arrays or nullptr; with any of them seqlen_q
+  // and seqlen_k are upper bounds of the per-sequence lengths. cu_seqlens_q: Q and O packed (rows
+  // cu[b] .., batch strides unused), LSE (heads_q, total_q). cu_seqlens_k: K and V packed.
+  // seqlens_k: keys per sequence (cache lengths). block_table (batch x pages_per_seq): K and V are
+  // pools of num_pages pages of page_size rows, the batch strides step between pages.
+  // core/sequences.hpp (numeric::Sequences) says where each row is.
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  const int* seqlens_k = nullptr;
+  const int* block_table = nullptr;
+  int total_q = 0, total_k = 0;
+  int page_size = 0, num_pages = 0, pages_per_seq = 0;
   // Optional: nullptr = launch table. For development and tuning only. With an override, Auto never
   // picks the Hopper kernel; the Hopper kernel itself has a fixed shape and ignores it.
   const FlashFwdLaunchOverride* launch_override = nullptr;
@@ -48,8 +61,10 @@ struct FlashFwdParams {
 // WarpSpecialized: one producer warp fills the K/V ring, the consumer warps only compute.
 // Hopper: the TMA + wgmma kernel (sm90/), compute capability 9.0 only, built when sm_90 is among the
 // CUDA architectures; Q, K, V strides must be positive multiples of 16 bytes (TMA).
-// Auto: the launch table's choice (measured, see perf/dev/NOTES.md), the Hopper kernel included.
-enum class FlashVariant { Auto, AllWarps, WarpSpecialized, Hopper };
+// Decode: the split-KV decode kernel (decode/): all query heads of a KV head packed into the MMA rows,
+// seqlen_q <= 64; the one kernel that reads the sequence arrays (varlen, cache lengths, paged K/V).
+// Auto: the launch table's choice (measured, see perf/dev/NOTES.md), the Hopper and decode kernels included.
+enum class FlashVariant { Auto, AllWarps, WarpSpecialized, Hopper, Decode };
 
 // The kernels a plan can launch (folders: sm80/ for the mma.sync family, sm90/ for Hopper).
 enum class FlashKernel {
@@ -57,8 +72,10 @@ enum class FlashKernel {
   Rows16WarpSpecialized,  // the same kernel with a producer warp
   Wide,                   // sm80/flash_fwd_wide.cuh, 32 rows per warp
   Hopper,                 // sm90/flash_fwd_sm90.cu, TMA + wgmma
+  Decode,                 // decode/flash_decode.cuh, GQA-packed rows, split-KV over the keys
 };
-const char* to_string(FlashKernel kernel);  // "sm80-rows16", "sm80-rows16-warpspec", "sm80-wide", "sm90-tma-wgmma"
+// "sm80-rows16", "sm80-rows16-warpspec", "sm80-wide", "sm90-tma-wgmma", "decode-splitkv"
+const char* to_string(FlashKernel kernel);
 
 // What the kernels need to know of a device. device_limits() fills it from the library's device
 // cache (src/platform); tests make one up to ask about devices they do not have.
@@ -78,12 +95,12 @@ bool device_limits(DeviceLimits* out, std::string* why);
 struct FlashFwdPlan {
   FlashKernel kernel = FlashKernel::Rows16;
   int device = -1;
-  int block_m = 64;            // query rows per block
-  int key_split_warps = 1;     // Rows16*: warps sharing a row block's key tiles
+  int block_m = 64;            // query rows per block (Decode: packed (query, head) rows of one KV head)
+  int key_split_warps = 1;     // Rows16*, Decode: warps sharing a row block's key tiles
   int stages = 2;              // K/V ring depth
-  int n_mblocks = 1;           // query blocks per (batch, head)
-  int tiles_per_split = 1 << 30;  // split-KV piece size in 64-key tiles; 1 << 30 = no split
-  int max_splits = 1;          // pieces of the longest query block
+  int n_mblocks = 1;           // query blocks per (batch, head) (Decode: row blocks per (batch, kv head))
+  int tiles_per_split = 1 << 30;  // split-KV piece size in 64-key tiles; 1 << 30 = no split (not Decode)
+  int max_splits = 1;          // pieces of the longest query block (Decode: of every (batch, kv head, row block))
   int threads = 0;             // per block
   size_t smem = 0;             // dynamic shared memory per block
   size_t split_counter_bytes = 0, split_partial_bytes = 0;  // split-KV workspace (0 without): tickets, partials

@@ -16,6 +16,9 @@ namespace flashcore::cuda::detail {
 // sm80/launch_sm80.cu: plan.kernel is Rows16, Rows16WarpSpecialized or Wide.
 cudaError_t launch_sm80(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream);
 
+// decode/launch_decode.cu: plan.kernel is Decode.
+cudaError_t launch_decode(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream);
+
 // sm90/flash_fwd_sm90.cu (built when sm_90 is among the CUDA architectures: FLASHCORE_HAVE_HOPPER_KERNELS).
 cudaError_t launch_sm90(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream);
 // True when the kernel's sm_90a image loads on `device` (cached per device).

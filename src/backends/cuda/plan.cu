@@ -13,6 +13,7 @@
 
 #include "backends/cuda/common/mask.cuh"
 #include "backends/cuda/common/variant_mask.cuh"
+#include "backends/cuda/decode/config.cuh"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/sm80/config.cuh"
 #include "backends/cuda/sm90/config.h"
@@ -124,7 +125,9 @@ std::string common_limits(const FlashFwdParams& p, const DeviceLimits& dev) {
   if (const FlashFwdLaunchOverride* ov = p.launch_override) {
     if (ov->block_m && (ov->block_m % 16 || ov->block_m < 16 || ov->block_m > 128))
       return "launch_override.block_m not in {16,32,...,128}";
-    if (ov->stages && (ov->stages < 2 || ov->stages > detail::kMaxStages)) return "launch_override.stages not in [2, 4]";
+    if (ov->stages && (ov->stages < 2 || ov->stages > detail::kMaxDecodeStages))
+      return "launch_override.stages not in [2, 8]";
+    if (ov->splits < 0 || ov->splits > detail::kMaxDecodeSplits) return "launch_override.splits not in [0, 64]";
     if (ov->key_split_warps && (ov->key_split_warps < 1 || ov->key_split_warps > 8))
       return "launch_override.key_split_warps not in [1, 8]";
   }
@@ -165,7 +168,7 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
   const FlashFwdLaunchOverride* ov = p.launch_override;
   if (ov && ov->block_m) plan->block_m = ov->block_m;
   if (ov && ov->key_split_warps) plan->key_split_warps = ov->key_split_warps;
-  if (ov && ov->stages) plan->stages = ov->stages;
+  if (ov && ov->stages) plan->stages = std::min(ov->stages, detail::kMaxStages);
   if (ov && ov->kv_tiles_per_split < 0) split = false;
   const FlashVariant v = variant == FlashVariant::Auto ? row.variant : variant;
   // The variants run on the 16-row all-warps kernel only (sm80_kernel_built); with sinks, no split-KV
@@ -238,6 +241,137 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
 }
 
 // ------------------------------------------------------------------------------------------------
+// The decode kernel (decode/): GQA-packed rows, split-KV over the keys, every sequence layout.
+// ------------------------------------------------------------------------------------------------
+using detail::DecodeConfig;
+
+// Whether any sequence array is set (varlen Q or K/V, cache lengths, paged K/V): only the decode kernel
+// reads them.
+bool has_sequences(const FlashFwdParams& p) {
+  return p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr || p.block_table != nullptr;
+}
+
+// Decode launch table: which problems without sequence arrays Auto runs on the decode kernel (with them
+// it is the only kernel), and its ring depth. First matching row wins; rows = (heads_q / heads_kv) ·
+// seqlen_q, the packed rows of one KV head; group = heads_q / heads_kv. Measurements: perf/dev/NOTES.md
+// (decode), NVIDIA H100 80GB HBM3, fp16, `decode_dev cross` / `cross64` / `sweep`: (B,Hq,Hkv,Lq,Lk)
+// decode us vs the best of the Hopper and 16-row kernels (causal when Lq > 1), D=128 unless named.
+// The decode kernel wins by reading K/V once per KV head (group >= 4) and by split-KV for few blocks;
+// it loses to the other kernels on short keys (its split merge and pipeline fill) and on many rows
+// without GQA (its 64-row blocks are slower at compute than the Hopper kernel's 128-row tiles).
+struct DecodeLaunchRow {
+  int head_dim;      // the decode kernel's head dim (decode_head_dim)
+  int max_rows;      // row applies if rows <= this ...
+  int min_group;     // ... and group >= this ...
+  int min_seqlen_k;  // ... and seqlen_k >= this
+  int stages;        // K/V ring depth (reduced if the device's shared memory is short)
+};
+constexpr DecodeLaunchRow kDecodeTable[] = {
+    // D  rows<= group>= Lk>=  stages
+    {64, 32, 8, 512, 3},     // (4,64,8,1,512,64) 10.7 us vs 16.9 (16-row); (4,32,8,1,512,64) 10.7 vs 9.0: not G=4
+    {64, 128, 4, 2048, 3},   // (4,32,8,1,2048,64) 11.5 vs 23.7; (4,64,8,16,2048,64) 29.9 vs 46.3; (8,32,8,1,8192,64) s3 x4 51.8, s4 53.6
+    {64, 16, 1, 8192, 3},    // (4,8,8,1,8192,64) 28.8 vs 31.9; (4,8,8,16,8192,64) 30.6 vs 34.0; at Lk 2048 11.4 vs 10.7
+    {128, 32, 4, 512, 3},    // (4,64,8,1,512) 10.8 vs 22.5 (Hopper); (4,32,8,4,512) 12.5 vs 12.4; Lk 128: 8.0 vs 6.5
+    {128, 128, 4, 2048, 3},  // (4,64,8,4,2048) 23.1 vs 61.9; (4,64,8,16,2048) 52.7 vs 62.2; (8,32,8,1,8192) s3 x4 97.0, s2 101.0
+    {128, 16, 1, 8192, 3},   // (4,8,8,1,8192) 52.1 vs 53.6; (4,8,8,16,8192) 55.8 vs 56.0; (4,8,8,64,8192) 74.6 vs 62.8: not
+    {256, 32, 4, 512, 3},    // as D=128 (not measured against the other kernels); (8,32,8,1,8192,256) s3 194.4 us, s2 221.6
+    {256, 128, 4, 2048, 3},
+    {256, 16, 1, 8192, 3},
+};
+// Splits: one wave of blocks, at most this many per SM (measured: (8,32,8,1,8192,64) 51.4 us with 2 per SM
+// (4 splits), 55.1 with 3 (6 splits); D=128 takes 2 by its registers), and pieces of at least
+// kDecodeMinTilesPerSplit 64-key tiles (each piece costs its pipeline fill and a share of the merge).
+constexpr int kDecodeWaveBlocksPerSm = 2;
+constexpr int kDecodeMinTilesPerSplit = 4;
+
+size_t decode_smem(int head_dim, int block_m, int stages) {
+  switch (detail::decode_head_dim(head_dim)) {
+    case 64: return DecodeConfig<64>::smem_bytes(block_m, stages);
+    case 128: return DecodeConfig<128>::smem_bytes(block_m, stages);
+    default: return DecodeConfig<256>::smem_bytes(block_m, stages);
+  }
+}
+int decode_blocks_per_sm_regs(int head_dim) {
+  switch (detail::decode_head_dim(head_dim)) {
+    case 64: return DecodeConfig<64>::kBlocksPerSm;
+    case 128: return DecodeConfig<128>::kBlocksPerSm;
+    default: return DecodeConfig<256>::kBlocksPerSm;
+  }
+}
+
+// The decode kernel's own conditions: "" or why not.
+std::string decode_limits(const FlashFwdParams& p, const DeviceLimits& dev) {
+  if (p.seqlen_q > detail::kMaxDecodeSeqlenQ)
+    return "the decode kernel takes seqlen_q <= " + std::to_string(detail::kMaxDecodeSeqlenQ) + ", not " +
+           std::to_string(p.seqlen_q);
+  const FlashFwdLaunchOverride* ov = p.launch_override;
+  if (ov && ov->block_m && ov->block_m > 16 * detail::kMaxDecodeRowTiles)
+    return "launch_override.block_m: the decode kernel takes 16, 32 or 64 rows per block";
+  if (ov && ov->block_m == 48) return "launch_override.block_m: the decode kernel takes 16, 32 or 64 rows per block";
+  const size_t need = decode_smem(p.head_dim, 16, 2);
+  if (need > dev.smem_optin_per_block)
+    return "the decode kernel needs " + std::to_string(need) + " bytes of shared memory per block at head_dim " +
+           std::to_string(p.head_dim) + ", device allows " + std::to_string(dev.smem_optin_per_block);
+  return {};
+}
+
+// Launch shape of the decode kernel: rows per block, ring depth, key splits and their workspace.
+void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeLaunchRow& row, FlashFwdPlan* plan) {
+  const FlashFwdLaunchOverride* ov = p.launch_override;
+  const long long rows = (long long)(p.heads_q / p.heads_kv) * p.seqlen_q;  // packed rows of a KV head
+  int row_tiles = (int)std::min<long long>(detail::kMaxDecodeRowTiles, (rows + 15) / 16);
+  if (row_tiles == 3) row_tiles = 4;  // 1, 2 or 4 row tiles: the 4 warps split into row tiles x key groups
+  if (ov && ov->block_m) row_tiles = ov->block_m / 16;
+  plan->kernel = FlashKernel::Decode;
+  plan->block_m = 16 * row_tiles;
+  plan->key_split_warps = detail::kDecodeWarps / row_tiles;
+  plan->threads = detail::kDecodeThreads;
+  plan->n_mblocks = (int)((rows + plan->block_m - 1) / plan->block_m);
+  plan->stages = ov && ov->stages ? ov->stages : row.stages;
+  while (plan->stages > 2 && decode_smem(p.head_dim, plan->block_m, plan->stages) > dev.smem_optin_per_block)
+    --plan->stages;
+  plan->smem = decode_smem(p.head_dim, plan->block_m, plan->stages);
+  // Splits: fill one wave. Blocks resident per SM: what the registers (__launch_bounds__) and shared
+  // memory allow (an SM has the opt-in per-block size plus 1 KB, and every block reserves 1 KB).
+  const int per_sm = std::max<int>(1, std::min<long long>({(long long)kDecodeWaveBlocksPerSm,
+                                                           (long long)decode_blocks_per_sm_regs(p.head_dim),
+                                                           (long long)((dev.smem_optin_per_block + 1024) / (plan->smem + 1024))}));
+  const long long slots = (long long)per_sm * dev.sm_count;
+  const long long base = (long long)p.batch * p.heads_kv * plan->n_mblocks;
+  const int tiles = (p.seqlen_k + detail::kDecodeBlockN - 1) / detail::kDecodeBlockN;
+  long long splits = std::max<long long>(1, slots / base);
+  splits = std::min<long long>({splits, std::max(1, tiles / kDecodeMinTilesPerSplit), (long long)detail::kMaxDecodeSplits});
+  if (ov && ov->splits) splits = std::min(ov->splits, std::max(1, tiles));
+  plan->max_splits = (int)splits;
+  plan->tiles_per_split = 1 << 30;
+  if (plan->max_splits > 1) {
+    const size_t ws_rows = (size_t)base / plan->n_mblocks * plan->max_splits * rows;  // (b, hk, split, row)
+    const int d = detail::decode_head_dim(p.head_dim);
+    plan->split_lse_offset = align_up(ws_rows * d * sizeof(float));
+    plan->split_partial_bytes = plan->split_lse_offset + align_up(ws_rows * sizeof(float));
+    plan->split_counter_bytes = align_up((size_t)base * sizeof(int));
+  }
+}
+
+// The decode table's row for p, or nullptr when Auto keeps it on the other kernels.
+const DecodeLaunchRow* decode_row(const FlashFwdParams& p) {
+  const int d = detail::decode_head_dim(p.head_dim);
+  const int group = p.heads_q / p.heads_kv;
+  const long long rows = (long long)group * p.seqlen_q;
+  if (p.seqlen_q > detail::kMaxDecodeSeqlenQ) return nullptr;
+  for (const DecodeLaunchRow& r : kDecodeTable)
+    if (r.head_dim == d && rows <= r.max_rows && group >= r.min_group && p.seqlen_k >= r.min_seqlen_k) return &r;
+  return nullptr;
+}
+// The row a problem that must run on the decode kernel uses (forced, or sequence arrays): its head dim's.
+const DecodeLaunchRow& decode_row_any(const FlashFwdParams& p) {
+  const int d = detail::decode_head_dim(p.head_dim);
+  for (const DecodeLaunchRow& r : kDecodeTable)
+    if (r.head_dim == d) return r;
+  return kDecodeTable[0];
+}
+
+// ------------------------------------------------------------------------------------------------
 // Split-KV scratch, cached per (device, stream): calls on one stream are ordered, so they can share
 // it. Two buffers: the tickets (zeroed once; every launch leaves them zero) and the fp32 partials.
 // ------------------------------------------------------------------------------------------------
@@ -282,13 +416,14 @@ const char* to_string(FlashKernel kernel) {
     case FlashKernel::Rows16WarpSpecialized: return "sm80-rows16-warpspec";
     case FlashKernel::Wide: return "sm80-wide";
     case FlashKernel::Hopper: return "sm90-tma-wgmma";
+    case FlashKernel::Decode: return "decode-splitkv";
   }
   return "invalid";
 }
 
 std::string FlashFwdPlan::describe() const {
   std::string s = std::string(to_string(kernel)) + " block_m=" + std::to_string(block_m);
-  if (kernel == FlashKernel::Rows16 || kernel == FlashKernel::Rows16WarpSpecialized)
+  if (kernel == FlashKernel::Rows16 || kernel == FlashKernel::Rows16WarpSpecialized || kernel == FlashKernel::Decode)
     s += " key_split_warps=" + std::to_string(key_split_warps);
   if (kernel != FlashKernel::Hopper) s += " stages=" + std::to_string(stages);
   s += " splits=" + std::to_string(max_splits);
@@ -316,6 +451,30 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
   out.device = dev.index;
   std::string why = common_limits(p, dev);
   if (!why.empty()) return why;
+  // The decode kernel: forced, the only kernel that reads sequence arrays, or Auto's choice for few query
+  // rows against many keys (kDecodeTable).
+  const bool sequences = has_sequences(p);
+  if (sequences && variant != FlashVariant::Auto && variant != FlashVariant::Decode)
+    return "only the decode kernel reads sequence arrays (varlen, cache lengths, paged K/V); cuda-flash runs "
+           "them there";
+  if (variant == FlashVariant::Decode || sequences) {
+    why = decode_limits(p, dev);
+    if (!why.empty())
+      return sequences ? "varlen/paged problems run on the decode kernel only (prefill, seqlen_q > " +
+                             std::to_string(detail::kMaxDecodeSeqlenQ) + ", runs on the reference for now): " + why
+                       : why;
+    plan_decode(p, dev, decode_row_any(p), &out);
+    if (plan != nullptr) *plan = out;
+    return {};
+  }
+  if (variant == FlashVariant::Auto && p.launch_override == nullptr) {
+    const DecodeLaunchRow* drow = decode_row(p);
+    if (drow != nullptr && decode_limits(p, dev).empty()) {
+      plan_decode(p, dev, *drow, &out);
+      if (plan != nullptr) *plan = out;
+      return {};
+    }
+  }
   if (variant == FlashVariant::Hopper) {
     why = hopper_limits(p, dev, &out);
     if (!why.empty()) return why;
@@ -359,7 +518,12 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   args.n_mblocks = plan.n_mblocks;
   args.stages = plan.stages;
   args.tiles_per_split = plan.tiles_per_split;
+  args.max_splits = plan.max_splits;
   if (plan.kernel == FlashKernel::Hopper) return detail::launch_sm90(plan, args, stream);
+  auto launch = [&](const FlashFwdPlan& pl) {
+    return pl.kernel == FlashKernel::Decode ? detail::launch_decode(pl, args, stream)
+                                            : detail::launch_sm80(pl, args, stream);
+  };
   if (plan.max_splits > 1) {
     int* counters = nullptr;
     char* partial = nullptr;
@@ -369,12 +533,12 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
       args.part_lse = reinterpret_cast<float*>(partial + plan.split_lse_offset);
     } else {  // no scratch (graph capture): run un-split
       FlashFwdPlan unsplit = plan;
-      unsplit.max_splits = 1;
+      unsplit.max_splits = args.max_splits = 1;
       unsplit.tiles_per_split = args.tiles_per_split = 1 << 30;
-      return detail::launch_sm80(unsplit, args, stream);
+      return launch(unsplit);
     }
   }
-  return detail::launch_sm80(plan, args, stream);
+  return launch(plan);
 }
 
 cudaError_t flash_fwd(const FlashFwdParams& p, cudaStream_t stream, FlashVariant variant) {

@@ -18,9 +18,10 @@ struct KernelArgs {
   int n_mblocks;        // ceil(seqlen_q / block_m)
   int stages;           // K/V ring depth
   int tiles_per_split;  // split-KV piece size in tiles (huge = no split)
-  float* part_o;        // [split][batch][heads_q][seqlen_q][D] fp32 (split-KV scratch)
+  int max_splits;       // decode kernel: key splits of a (batch, kv head, row block) (1 = no split)
+  float* part_o;        // [split][batch][heads_q][seqlen_q][D] fp32 (split-KV scratch; decode: decode/config.cuh)
   float* part_lse;      // [split][batch][heads_q][seqlen_q]   log2 domain
-  int* counters;        // [batch][heads_q][n_mblocks] tickets, zero between launches
+  int* counters;        // [batch][heads_q][n_mblocks] tickets, zero between launches (decode: [batch][heads_kv][n_mblocks])
 };
 
 }  // namespace flashcore::cuda::detail

@@ -1,0 +1,673 @@
+// Development harness of the decode kernel (src/backends/cuda/decode/), through the plan's C++ interface
+// (flash_fwd_plan / flash_fwd_run) of libflashcore.a:
+//
+//   decode_dev check     decode cases (GQA, Lq 1..64, causal, variants, every sequence layout: varlen Q/K,
+//                        cache lengths, paged K/V with page sizes 16..256, empty sequences, odd head dims)
+//                        against an fp64 loop written here from flashcore.hpp's definitions (not from
+//                        core/sequences.hpp); outputs poisoned first; every case run twice, bitwise equal
+//   decode_dev sanitize  a few small cases once each (for compute-sanitizer)
+//   decode_dev time      the issue's decode shapes: decode kernel vs the other kernels; CUDA graph of 20
+//                        calls, median of 15 replays; us and GB/s of the bytes read and written
+//   decode_dev sweep     splits x stages x rows per block on the issue's shapes
+//   decode_dev cross     Auto's decode rule: decode vs the other kernels over Lq x Lk x GQA
+//   decode_dev cross64   the same at D=64
+//   decode_dev paged     paged K/V (page 16..256) and varlen timing against the fixed layout
+//   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be)
+//
+// Build (CPU machine, after `cmake --build build/cuda-sm90 --target flashcore`): perf/dev/build_decode_dev.sh
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/flash_fwd.h"
+#include "core/numeric.hpp"
+
+using namespace flashcore::cuda;
+namespace num = flashcore::numeric;
+
+#define CK(x)                                                                                            \
+  do {                                                                                                   \
+    cudaError_t e_ = (x);                                                                                \
+    if (e_ != cudaSuccess) {                                                                             \
+      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x);   \
+      exit(2);                                                                                           \
+    }                                                                                                    \
+  } while (0)
+
+static float to_f(uint16_t b, bool bf16) { return bf16 ? num::bf16_to_float(b) : num::half_to_float(b); }
+static uint16_t from_f(float f, bool bf16) { return bf16 ? num::float_to_bf16(f) : num::float_to_half(f); }
+
+// One decode case. Layout flags: varlen_q (packed Q/O), varlen_k (packed K/V), cache (seqlens_k),
+// page (paged K/V with this page size; 0 = not paged). lq/lk: per-sequence lengths (bounds: seqlen_q/k).
+struct Case {
+  std::string name;
+  int B, Hq, Hkv, D;
+  std::vector<int> lq, lk;  // per sequence
+  bool causal = false, bf16 = false;
+  bool varlen_q = false, varlen_k = false, cache = false;
+  int page = 0;
+  int wl = -1, wr = -1;
+  float softcap = 0.f;
+  bool alibi = false, sinks = false;
+  bool lse = true;
+  FlashVariant variant = FlashVariant::Auto;
+};
+
+struct Dev {
+  std::vector<void*> ptrs;
+  template <class T>
+  T* put(const std::vector<T>& h) {
+    void* d = nullptr;
+    CK(cudaMalloc(&d, std::max<size_t>(16, h.size() * sizeof(T))));
+    if (!h.empty()) CK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+    ptrs.push_back(d);
+    return static_cast<T*>(d);
+  }
+  ~Dev() {
+    for (void* p : ptrs) cudaFree(p);
+  }
+};
+
+// Host data of a case: canonical element access by (sequence, position, head, dim).
+struct Data {
+  Case c;
+  int seqlen_q, seqlen_k, total_q = 0, total_k = 0, num_pages = 0, pages_per_seq = 0;
+  std::vector<int> cu_q, cu_k, seqlens_k, block_table;
+  std::vector<int> kv_rows;  // rows of K/V per sequence in storage (>= lk with a cache)
+  std::vector<uint16_t> q, k, v;
+  std::vector<float> slopes, sinks;
+  long long q_seq, q_batch, k_seq, k_batch;  // element strides (heads contiguous: head stride D)
+  size_t q_elems, kv_elems;
+
+  long long q_off(int b, int i, int h) const {
+    return (c.varlen_q ? (long long)(cu_q[b] + i) * q_seq : b * q_batch + (long long)i * q_seq) + (long long)h * c.D;
+  }
+  long long kv_off(int b, int j, int h) const {
+    if (c.page) {
+      const int page = block_table[(size_t)b * pages_per_seq + j / c.page];
+      return page * k_batch + (long long)(j % c.page) * k_seq + (long long)h * c.D;
+    }
+    if (c.varlen_k) return (long long)(cu_k[b] + j) * k_seq + (long long)h * c.D;
+    return b * k_batch + (long long)j * k_seq + (long long)h * c.D;
+  }
+  long long lse_idx(int b, int h, int i) const {
+    return c.varlen_q ? (long long)h * total_q + cu_q[b] + i : ((long long)b * c.Hq + h) * seqlen_q + i;
+  }
+};
+
+static Data make_data(const Case& c, uint64_t seed, bool host_values = true) {
+  Data d;
+  d.c = c;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  const int B = c.B;
+  d.seqlen_q = *std::max_element(c.lq.begin(), c.lq.end());
+  d.seqlen_k = *std::max_element(c.lk.begin(), c.lk.end());
+  d.seqlen_q = std::max(1, d.seqlen_q);
+  d.seqlen_k = std::max(1, d.seqlen_k);
+  d.kv_rows.resize(B);
+  for (int b = 0; b < B; ++b) d.kv_rows[b] = c.cache ? c.lk[b] + (int)(rng() % 37) : c.lk[b];
+  if (c.cache) d.seqlens_k = c.lk;
+  const int max_rows = *std::max_element(d.kv_rows.begin(), d.kv_rows.end());
+  // seqlen_k: the longest sequence; for an unpacked, unpaged K/V the tensor's length (cache lengths <= it).
+  if (!c.page && !c.varlen_k) d.seqlen_k = std::max(1, max_rows);
+  const long long rowq = (long long)c.Hq * c.D, rowk = (long long)c.Hkv * c.D;
+  d.q_seq = rowq;
+  d.k_seq = rowk;
+  if (c.varlen_q) {
+    d.cu_q.assign(B + 1, 0);
+    for (int b = 0; b < B; ++b) d.cu_q[b + 1] = d.cu_q[b] + c.lq[b];
+    d.total_q = d.cu_q[B];
+    d.q_batch = 0;
+    d.q_elems = (size_t)std::max(1, d.total_q) * rowq;
+  } else {
+    d.q_batch = (long long)d.seqlen_q * rowq;
+    d.q_elems = (size_t)B * d.q_batch;
+  }
+  if (c.page) {
+    d.pages_per_seq = (std::max(max_rows, d.seqlen_k) + c.page - 1) / c.page;
+    d.num_pages = B * d.pages_per_seq + 3;
+    std::vector<int> perm(d.num_pages);
+    for (int i = 0; i < d.num_pages; ++i) perm[i] = i;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    d.block_table.resize((size_t)B * d.pages_per_seq);
+    for (size_t i = 0; i < d.block_table.size(); ++i) d.block_table[i] = perm[i];
+    d.k_batch = (long long)c.page * rowk;
+    d.kv_elems = (size_t)d.num_pages * d.k_batch;
+  } else if (c.varlen_k) {
+    d.cu_k.assign(B + 1, 0);
+    for (int b = 0; b < B; ++b) d.cu_k[b + 1] = d.cu_k[b] + d.kv_rows[b];
+    d.total_k = d.cu_k[B];
+    d.k_batch = 0;
+    d.kv_elems = (size_t)std::max(1, d.total_k) * rowk;
+  } else {
+    d.k_batch = (long long)d.seqlen_k * rowk;
+    d.kv_elems = (size_t)B * d.k_batch;
+  }
+  if (host_values) {  // else setup() fills the device buffers (timing)
+    d.q.resize(d.q_elems);
+    d.k.resize(d.kv_elems);
+    d.v.resize(d.kv_elems);
+    for (auto& x : d.q) x = from_f(u(rng), c.bf16);
+    for (auto& x : d.k) x = from_f(u(rng), c.bf16);
+    for (auto& x : d.v) x = from_f(u(rng), c.bf16);
+  }
+  if (c.alibi)
+    for (int h = 0; h < c.Hq; ++h) d.slopes.push_back(std::pow(2.f, -8.f * (h + 1) / c.Hq));
+  if (c.sinks)
+    for (int h = 0; h < c.Hq; ++h) d.sinks.push_back(u(rng) * 2.f);
+  return d;
+}
+
+// fp64 attention of every (sequence, head, query) from flashcore.hpp's definitions.
+static void oracle(const Data& d, std::vector<double>& o, std::vector<double>& lse) {
+  const Case& c = d.c;
+  const double scale = 1.0 / std::sqrt((double)c.D);
+  const int G = c.Hq / c.Hkv;
+  o.assign(d.q_elems, 0.0);
+  lse.assign(c.varlen_q ? (size_t)c.Hq * d.total_q : (size_t)c.B * c.Hq * d.seqlen_q, 0.0);
+  std::vector<double> x;
+  for (int b = 0; b < c.B; ++b) {
+    const int Lq = c.lq[b], Lk = c.lk[b];
+    const long long diag = (long long)Lk - Lq;
+    for (int h = 0; h < c.Hq; ++h)
+      for (int i = 0; i < Lq; ++i) {
+        const long long dk = i + diag;
+        const int right = c.causal ? 0 : c.wr;
+        x.assign(Lk, -INFINITY);
+        double mx = c.sinks ? d.sinks[h] : -INFINITY;
+        for (int j = 0; j < Lk; ++j) {
+          if (right >= 0 && j > dk + right) continue;
+          if (c.wl >= 0 && j < dk - c.wl) continue;
+          double s = 0;
+          for (int e = 0; e < c.D; ++e)
+            s += (double)to_f(d.q[d.q_off(b, i, h) + e], c.bf16) * to_f(d.k[d.kv_off(b, j, h / G) + e], c.bf16);
+          s *= scale;
+          if (c.softcap > 0) s = c.softcap * std::tanh(s / c.softcap);
+          if (c.alibi) s -= d.slopes[h] * std::fabs((double)(j - dk));
+          x[j] = s;
+          mx = std::max(mx, s);
+        }
+        double sum = 0;
+        if (mx != -INFINITY) {
+          for (int j = 0; j < Lk; ++j)
+            if (x[j] != -INFINITY) sum += std::exp(x[j] - mx);
+          if (c.sinks) sum += std::exp(d.sinks[h] - mx);
+        }
+        for (int e = 0; e < c.D; ++e) {
+          double acc = 0;
+          for (int j = 0; j < Lk; ++j)
+            if (x[j] != -INFINITY) acc += std::exp(x[j] - mx) * to_f(d.v[d.kv_off(b, j, h / G) + e], c.bf16);
+          o[d.q_off(b, i, h) + e] = sum > 0 ? acc / sum : 0.0;
+        }
+        lse[d.lse_idx(b, h, i)] = sum > 0 ? mx + std::log(sum) : (c.sinks ? d.sinks[h] : -INFINITY);
+      }
+  }
+}
+
+// Uniform [-1, 1) values from a hash of the index, on the device (timing inputs).
+__global__ void fill_kernel(uint16_t* x, size_t n, uint32_t seed, bool bf16) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
+    const float f = (h >> 8) * (2.f / 16777216.f) - 1.f;
+    x[i] = bf16 ? num::float_to_bf16(f) : num::float_to_half(f);
+  }
+}
+
+struct Run {
+  Dev dev;
+  FlashFwdParams p{};
+  uint16_t* o = nullptr;
+  float* lse = nullptr;
+  size_t lse_n = 0;
+};
+
+static uint16_t* device_values(Dev& dev, size_t n, uint32_t seed, bool bf16) {
+  void* ptr = nullptr;
+  CK(cudaMalloc(&ptr, std::max<size_t>(16, n * 2)));
+  dev.ptrs.push_back(ptr);
+  fill_kernel<<<1024, 256>>>(static_cast<uint16_t*>(ptr), n, seed, bf16);
+  CK(cudaGetLastError());
+  return static_cast<uint16_t*>(ptr);
+}
+
+static void setup(const Data& d, Run& r, const FlashFwdLaunchOverride* ov = nullptr) {
+  const Case& c = d.c;
+  FlashFwdParams& p = r.p;
+  const bool host = !d.q.empty();
+  p.q = host ? r.dev.put(d.q) : device_values(r.dev, d.q_elems, 1, c.bf16);
+  p.k = host ? r.dev.put(d.k) : device_values(r.dev, d.kv_elems, 2, c.bf16);
+  p.v = host ? r.dev.put(d.v) : device_values(r.dev, d.kv_elems, 3, c.bf16);
+  r.o = r.dev.put(std::vector<uint16_t>(d.q_elems, 0x7fff));  // NaN poison
+  p.o = r.o;
+  r.lse_n = c.varlen_q ? (size_t)c.Hq * d.total_q : (size_t)c.B * c.Hq * d.seqlen_q;
+  if (c.lse) r.lse = r.dev.put(std::vector<float>(r.lse_n, NAN));
+  p.lse = r.lse;
+  p.batch = c.B, p.heads_q = c.Hq, p.heads_kv = c.Hkv, p.seqlen_q = d.seqlen_q, p.seqlen_k = d.seqlen_k, p.head_dim = c.D;
+  p.q_batch_stride = p.o_batch_stride = d.q_batch;
+  p.q_seq_stride = p.o_seq_stride = d.q_seq;
+  p.q_head_stride = p.o_head_stride = c.D;
+  p.k_batch_stride = p.v_batch_stride = d.k_batch;
+  p.k_seq_stride = p.v_seq_stride = d.k_seq;
+  p.k_head_stride = p.v_head_stride = c.D;
+  p.scale = 1.f / std::sqrt((float)c.D);
+  p.causal = c.causal;
+  p.bf16 = c.bf16;
+  p.window_left = c.wl, p.window_right = c.wr;
+  p.softcap = c.softcap;
+  if (c.alibi) p.alibi_slopes = r.dev.put(d.slopes);
+  if (c.sinks) p.sinks = r.dev.put(d.sinks);
+  if (c.varlen_q) p.cu_seqlens_q = r.dev.put(d.cu_q), p.total_q = d.total_q;
+  if (c.varlen_k) p.cu_seqlens_k = r.dev.put(d.cu_k), p.total_k = d.total_k;
+  if (c.cache) p.seqlens_k = r.dev.put(d.seqlens_k);
+  if (c.page) {
+    p.block_table = r.dev.put(d.block_table);
+    p.page_size = c.page, p.num_pages = d.num_pages, p.pages_per_seq = d.pages_per_seq;
+  }
+  p.launch_override = ov;
+}
+
+static DeviceLimits g_dev;
+
+static std::string plan_of(const FlashFwdParams& p, FlashVariant v, FlashFwdPlan* plan) {
+  return flash_fwd_plan(p, g_dev, v, plan);
+}
+
+static int check_case(const Case& c, uint64_t seed, bool quiet = false) {
+  const Data d = make_data(c, seed);
+  Run r;
+  setup(d, r);
+  FlashFwdPlan plan;
+  const std::string why = plan_of(r.p, c.variant, &plan);
+  if (!why.empty()) {
+    printf("DECLINED %-40s %s\n", c.name.c_str(), why.c_str());
+    return 1;
+  }
+  CK(flash_fwd_run(r.p, plan, nullptr));
+  CK(cudaDeviceSynchronize());
+  std::vector<uint16_t> o1(d.q_elems), o2(d.q_elems);
+  std::vector<float> l1(r.lse_n), l2(r.lse_n);
+  CK(cudaMemcpy(o1.data(), r.o, o1.size() * 2, cudaMemcpyDeviceToHost));
+  if (r.lse) CK(cudaMemcpy(l1.data(), r.lse, l1.size() * 4, cudaMemcpyDeviceToHost));
+  CK(flash_fwd_run(r.p, plan, nullptr));
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemcpy(o2.data(), r.o, o2.size() * 2, cudaMemcpyDeviceToHost));
+  if (r.lse) CK(cudaMemcpy(l2.data(), r.lse, l2.size() * 4, cudaMemcpyDeviceToHost));
+  const bool same = o1 == o2 && (!r.lse || memcmp(l1.data(), l2.data(), l1.size() * 4) == 0);
+  if (quiet) return 0;
+  std::vector<double> ro, rl;
+  oracle(d, ro, rl);
+  const double atol = c.bf16 ? 1.6e-2 : 2.5e-3, rtol = c.bf16 ? 1.6e-2 : 4e-3;
+  double max_err = 0, max_lse_err = 0;
+  long long bad = 0, checked = 0;
+  for (int b = 0; b < c.B; ++b)
+    for (int i = 0; i < c.lq[b]; ++i)
+      for (int h = 0; h < c.Hq; ++h) {
+        for (int e = 0; e < c.D; ++e) {
+          const long long idx = d.q_off(b, i, h) + e;
+          const double got = to_f(o1[idx], c.bf16), want = ro[idx];
+          const double err = std::fabs(got - want);
+          ++checked;
+          if (!(err <= atol + rtol * std::fabs(want))) {
+            if (bad < 3) printf("   o mismatch b%d i%d h%d e%d got %g want %g\n", b, i, h, e, got, want);
+            ++bad;
+          }
+          if (err > max_err || std::isnan(got)) max_err = std::isnan(got) ? INFINITY : err;
+        }
+        if (r.lse) {
+          const long long li = d.lse_idx(b, h, i);
+          const double got = l1[li], want = rl[li];
+          const bool ok = (std::isinf(want) && got == want) || std::fabs(got - want) <= 2e-3 * (1 + std::fabs(want));
+          if (!ok) {
+            if (bad < 3) printf("   lse mismatch b%d i%d h%d got %g want %g\n", b, i, h, got, want);
+            ++bad;
+          }
+          if (!std::isinf(want)) max_lse_err = std::max(max_lse_err, std::fabs(got - want));
+        }
+      }
+  const bool pass = bad == 0 && same;
+  printf("%s %-44s %-52s max|dO| %.2e max|dLSE| %.2e %s\n", pass ? "PASS" : "FAIL", c.name.c_str(),
+         plan.describe().c_str(), max_err, max_lse_err, same ? "deterministic" : "NOT DETERMINISTIC");
+  return pass ? 0 : 1;
+}
+
+static std::vector<int> rep(int n, int v) { return std::vector<int>(n, v); }
+
+static std::vector<Case> check_cases() {
+  std::vector<Case> cs;
+  auto add = [&](Case c) { cs.push_back(c); };
+  // Fixed lengths: GQA groups, Lq, head dims, causal, dtypes.
+  for (bool bf16 : {false, true})
+    for (int D : {64, 128}) {
+      add({"fixed g4 lq1 lk1000", 2, 8, 2, D, rep(2, 1), rep(2, 1000), false, bf16});
+      add({"fixed g8 lq3 lk777 causal", 2, 16, 2, D, rep(2, 3), rep(2, 777), true, bf16});
+      add({"fixed g1 lq16 lk300 causal", 1, 4, 4, D, rep(1, 16), rep(1, 300), true, bf16});
+      add({"fixed g4 lq64 lk200 causal", 1, 8, 2, D, rep(1, 64), rep(1, 200), true, bf16});
+      add({"fixed g4 lq5 lk3 causal (masked rows)", 2, 8, 2, D, rep(2, 5), rep(2, 3), true, bf16});
+      add({"fixed g6 lq7 lk5000", 1, 12, 2, D, rep(1, 7), rep(1, 5000), false, bf16});
+      add({"fixed mqa g32 lq2 lk4100 causal", 1, 32, 1, D, rep(1, 2), rep(1, 4100), true, bf16});
+    }
+  for (int D : {8, 40, 96, 112, 136, 192, 256}) add({"fixed g4 lq2 lk900 causal D" + std::to_string(D), 1, 8, 2, D, rep(1, 2), rep(1, 900), true, false});
+  // Variants.
+  {
+    Case c{"window 100 causal g4 lq4 lk2000", 2, 8, 2, 128, rep(2, 4), rep(2, 2000), true, false};
+    c.wl = 100, c.wr = 0;
+    add(c);
+    c.name = "window 64/32 g4 lq8 lk1000", c.causal = false, c.wl = 64, c.wr = 32, c.lq = rep(2, 8), c.lk = rep(2, 1000);
+    add(c);
+    c = {"softcap 30 g4 lq1 lk3000", 2, 8, 2, 64, rep(2, 1), rep(2, 3000), false, true};
+    c.softcap = 30.f;
+    add(c);
+    c = {"alibi causal g4 lq4 lk1500", 2, 8, 2, 128, rep(2, 4), rep(2, 1500), true, false};
+    c.alibi = true;
+    add(c);
+    c = {"sinks g4 lq2 lk2500 (split)", 1, 8, 2, 128, rep(1, 2), rep(1, 2500), false, false};
+    c.sinks = true;
+    add(c);
+    c.name = "sinks causal lq5 lk3 (masked rows: LSE = sink)", c.causal = true, c.lq = rep(1, 5), c.lk = rep(1, 3);
+    add(c);
+    c = {"all four g4 lq3 lk4000 causal", 2, 8, 2, 128, rep(2, 3), rep(2, 4000), true, true};
+    c.wl = 700, c.wr = 0, c.softcap = 20.f, c.alibi = true, c.sinks = true;
+    add(c);
+  }
+  // Sequence layouts.
+  const std::vector<int> lq_var = {1, 0, 4, 2, 64, 3}, lk_var = {1000, 77, 0, 4096, 300, 2049};
+  for (bool causal : {false, true}) {
+    Case c{"varlen q+k", 6, 8, 2, 128, lq_var, lk_var, causal};
+    c.varlen_q = c.varlen_k = true;
+    add(c);
+    c = {"varlen q, cache lengths", 6, 8, 2, 64, lq_var, lk_var, causal, true};
+    c.varlen_q = true, c.cache = true;
+    add(c);
+    c = {"cache lengths, fixed q lq1", 6, 8, 2, 128, rep(6, 1), lk_var, causal};
+    c.cache = true;
+    add(c);
+    c = {"varlen k + cache lengths", 6, 8, 2, 128, rep(6, 2), lk_var, causal};
+    c.varlen_k = true, c.cache = true;
+    add(c);
+    for (int page : {16, 32, 48, 64, 128, 256}) {
+      c = {"paged " + std::to_string(page) + " cache lengths", 6, 8, 2, 128, rep(6, 1), lk_var, causal, page == 48};
+      c.page = page, c.cache = true;
+      add(c);
+    }
+    c = {"paged 16 varlen q lq<=64", 6, 16, 2, 64, lq_var, lk_var, causal};
+    c.page = 16, c.varlen_q = true, c.cache = true;
+    add(c);
+    c = {"paged 64 window+sinks", 6, 8, 2, 128, lq_var, lk_var, causal};
+    c.page = 64, c.cache = true, c.varlen_q = true, c.wl = 200, c.wr = causal ? 0 : 10, c.sinks = true;
+    add(c);
+  }
+  for (bool causal : {false, true}) {  // 32 packed rows: two row tiles x two key groups
+    Case c{"varlen q g4 lq<=8 (32 rows), paged 32", 6, 8, 2, 128, {1, 8, 5, 0, 2, 7}, lk_var, causal};
+    c.varlen_q = true, c.page = 32, c.cache = true;
+    add(c);
+  }
+  {
+    Case c{"all empty k", 3, 8, 2, 128, rep(3, 2), rep(3, 0), false};
+    c.cache = true;
+    add(c);
+    c = {"all empty q", 3, 8, 2, 128, {0, 0, 0}, rep(3, 100), false};
+    c.varlen_q = true;
+    add(c);
+    c = {"no lse, forced decode lq1", 2, 8, 8, 128, rep(2, 1), rep(2, 1500)};
+    c.lse = false, c.variant = FlashVariant::Decode;
+    add(c);
+  }
+  return cs;
+}
+
+// Timing: a CUDA graph of 20 back-to-back calls, median replay / 20 (us).
+static double time_plan(const FlashFwdParams& p, const FlashFwdPlan& plan) {
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CK(flash_fwd_run(p, plan, st));  // scratch allocated before capture
+  CK(cudaStreamSynchronize(st));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < 20; ++i) CK(flash_fwd_run(p, plan, st));
+  CK(cudaStreamEndCapture(st, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  CK(cudaGraphLaunch(exec, st));
+  CK(cudaStreamSynchronize(st));
+  std::vector<float> ts;
+  for (int r = 0; r < 15; ++r) {
+    CK(cudaEventRecord(e0, st));
+    CK(cudaGraphLaunch(exec, st));
+    CK(cudaEventRecord(e1, st));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    ts.push_back(ms);
+  }
+  std::sort(ts.begin(), ts.end());
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaStreamDestroy(st);
+  return ts[ts.size() / 2] * 1000.0 / 20;
+}
+
+static double bytes_of(const Data& d) {
+  long long kv = 0, q = 0;
+  const int G = d.c.Hq / d.c.Hkv;
+  for (int b = 0; b < d.c.B; ++b) kv += d.c.lk[b], q += d.c.lq[b];
+  return 2.0 * (2.0 * kv * d.c.Hkv * d.c.D + 2.0 * q * G * d.c.Hkv * d.c.D);  // K, V read; Q read, O written
+}
+
+static Case shape(int B, int Hq, int Hkv, int Lq, int Lk, int D, bool causal = false, bool bf16 = false) {
+  char n[96];
+  snprintf(n, sizeof n, "(%d,%d,%d,%d,%d,%d)%s%s", B, Hq, Hkv, Lq, Lk, D, causal ? " causal" : "", bf16 ? " bf16" : "");
+  Case c{n, B, Hq, Hkv, D, rep(B, Lq), rep(B, Lk), causal, bf16};
+  c.lse = true;
+  return c;
+}
+
+static const std::vector<Case> issue_shapes() {
+  return {shape(8, 32, 8, 1, 8192, 128), shape(1, 32, 8, 1, 32768, 128), shape(64, 32, 8, 1, 2048, 128),
+          shape(16, 64, 8, 1, 4096, 128), shape(8, 32, 8, 4, 8192, 128)};
+}
+
+// The device's streaming-read bandwidth: two buffers (K and V of a decode shape) read with 16-byte loads.
+__global__ void stream_read_kernel(const uint4* a, const uint4* b, size_t n, uint32_t* out) {
+  uint32_t acc = 0;
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
+    const uint4 x = __ldcs(a + i), y = __ldcs(b + i);
+    acc ^= x.x ^ x.y ^ x.z ^ x.w ^ y.x ^ y.y ^ y.z ^ y.w;
+  }
+  if (acc == 0x12345678u) out[0] = acc;  // keeps the loads
+}
+
+static void peak(size_t bytes_each) {
+  void *a, *b, *out;
+  CK(cudaMalloc(&a, bytes_each));
+  CK(cudaMalloc(&b, bytes_each));
+  CK(cudaMalloc(&out, 16));
+  CK(cudaMemset(a, 1, bytes_each));
+  CK(cudaMemset(b, 2, bytes_each));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int blocks_per_sm : {2, 4, 8, 16}) {
+    const int grid = blocks_per_sm * g_dev.sm_count;
+    std::vector<float> ts;
+    for (int r = 0; r < 12; ++r) {
+      CK(cudaEventRecord(e0));
+      for (int i = 0; i < 10; ++i)
+        stream_read_kernel<<<grid, 256>>>((const uint4*)a, (const uint4*)b, bytes_each / 16, (uint32_t*)out);
+      CK(cudaEventRecord(e1));
+      CK(cudaEventSynchronize(e1));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      ts.push_back(ms / 10);
+    }
+    std::sort(ts.begin(), ts.end());
+    const double us = ts[ts.size() / 2] * 1000;
+    printf("stream read 2 x %.0f MB, %d blocks/SM x 256 threads: %.1f us, %.0f GB/s\n", bytes_each / 1e6,
+           blocks_per_sm, us, 2.0 * bytes_each / us * 1e-3);
+  }
+  cudaFree(a), cudaFree(b), cudaFree(out);
+}
+
+// A timing problem: device buffers filled on the device, reused for every configuration timed on it.
+struct Bench {
+  Data d;
+  Run r;
+  explicit Bench(const Case& c) : d(make_data(c, 7, false)) {
+    setup(d, r);
+    CK(cudaDeviceSynchronize());
+  }
+};
+
+static double time_cfg(Bench& bn, FlashVariant v, const char* label, const FlashFwdLaunchOverride* ov = nullptr) {
+  bn.r.p.launch_override = ov;
+  FlashFwdPlan plan;
+  const std::string why = plan_of(bn.r.p, v, &plan);
+  if (!why.empty()) {
+    printf("%-34s %-10s declined: %s\n", bn.d.c.name.c_str(), label, why.c_str());
+    return 0;
+  }
+  const double us = time_plan(bn.r.p, plan);
+  printf("%-34s %-10s %9.1f us %7.0f GB/s  %s\n", bn.d.c.name.c_str(), label, us, bytes_of(bn.d) / us * 1e-3,
+         plan.describe().c_str());
+  fflush(stdout);
+  return us;
+}
+
+static void time_one(const Case& c, FlashVariant v, const char* label) {
+  Bench bn(c);
+  time_cfg(bn, v, label);
+}
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "check";
+  std::string why;
+  if (!device_limits(&g_dev, &why)) {
+    fprintf(stderr, "no device: %s\n", why.c_str());
+    return 2;
+  }
+  printf("device %s, %d SMs, cc %d.%d\n", g_dev.name.c_str(), g_dev.sm_count, g_dev.cc_major, g_dev.cc_minor);
+  if (mode == "check") {
+    int fails = 0, n = 0;
+    for (const Case& c : check_cases()) fails += check_case(c, 1000 + n++);
+    // Forced split counts and row blocks on one case each.
+    printf("%d cases, %d failed\n", n, fails);
+    return fails ? 1 : 0;
+  }
+  if (mode == "sanitize") {
+    std::vector<Case> cs = check_cases();
+    int n = 0;
+    for (const Case& c : cs)
+      if (n++ % 3 == 0) check_case(c, n, true);
+    CK(cudaDeviceSynchronize());
+    printf("sanitize: done\n");
+    return 0;
+  }
+  if (mode == "time") {
+    for (const Case& c : issue_shapes()) {
+      Bench bn(c);
+      time_cfg(bn, FlashVariant::Auto, "auto");
+      time_cfg(bn, FlashVariant::Decode, "decode");
+      time_cfg(bn, FlashVariant::Hopper, "hopper");
+      time_cfg(bn, FlashVariant::AllWarps, "allwarps");
+    }
+    for (const Case& c : {shape(8, 32, 8, 1, 8192, 64), shape(8, 32, 8, 1, 8192, 128, false, true),
+                          shape(8, 32, 8, 8, 8192, 128, true), shape(8, 32, 8, 16, 8192, 128, true),
+                          shape(8, 32, 8, 64, 8192, 128, true), shape(8, 32, 8, 1, 8192, 256),
+                          shape(4, 32, 8, 1, 128, 128), shape(4, 8, 8, 1, 512, 128)}) {
+      Bench bn(c);
+      time_cfg(bn, FlashVariant::Auto, "auto");
+      time_cfg(bn, FlashVariant::Decode, "decode");
+    }
+    {  // variants on the decode kernel: window 256 + sinks, softcap, ALiBi (causal, (8,32,8,1,8192,128))
+      Case c = shape(8, 32, 8, 1, 8192, 128, true);
+      c.softcap = 30.f, c.name += " softcap";
+      time_one(c, FlashVariant::Decode, "decode");
+      c = shape(8, 32, 8, 1, 8192, 128, true);
+      c.alibi = true, c.name += " alibi";
+      time_one(c, FlashVariant::Decode, "decode");
+      c = shape(8, 32, 8, 1, 8192, 128, true);
+      c.wl = 1023, c.sinks = true, c.name += " window 1024 sinks";
+      time_one(c, FlashVariant::Decode, "decode");
+    }
+    return 0;
+  }
+  if (mode == "sweep") {
+    auto sweep = [](const Case& c, std::vector<int> stages_list, std::vector<int> splits_list) {
+      Bench bn(c);
+      double best = 1e30;
+      std::string best_label;
+      for (int stages : stages_list)
+        for (int splits : splits_list) {
+          FlashFwdLaunchOverride ov{};
+          ov.stages = stages;
+          ov.splits = splits;
+          char label[32];
+          snprintf(label, sizeof label, "s%d x%d", stages, splits);
+          const double us = time_cfg(bn, FlashVariant::Decode, label, &ov);
+          if (us > 0 && us < best) best = us, best_label = label;
+        }
+      printf("best %-34s %s %.1f us\n", c.name.c_str(), best_label.c_str(), best);
+    };
+    for (const Case& c : issue_shapes()) sweep(c, {3}, {2, 4, 8, 16, 33, 64});
+    sweep(shape(8, 32, 8, 1, 8192, 64), {3, 4, 6}, {4, 6, 8});
+    sweep(shape(8, 32, 8, 1, 8192, 256), {2, 3}, {2, 4});
+    sweep(shape(8, 32, 8, 16, 8192, 128, true), {2, 3}, {2, 4, 8});
+    return 0;
+  }
+  if (mode == "cross") {
+    for (int lk : {128, 512, 2048, 8192})
+      for (int lq : {1, 4, 16, 64})
+        for (int g : {1, 4, 8}) {
+          Bench bn(shape(4, 8 * g, 8, lq, lk, 128, lq > 1));
+          time_cfg(bn, FlashVariant::Decode, "decode");
+          time_cfg(bn, FlashVariant::Hopper, "hopper");
+          time_cfg(bn, FlashVariant::AllWarps, "allwarps");
+        }
+    return 0;
+  }
+  if (mode == "peak") {
+    peak(134217728);  // K or V of (8,32,8,1,8192,128)
+    peak(268435456);
+    return 0;
+  }
+  if (mode == "cross64") {
+    for (int lk : {512, 2048, 8192})
+      for (int lq : {1, 4, 16})
+        for (int g : {1, 4, 8}) {
+          Bench bn(shape(4, 8 * g, 8, lq, lk, 64, lq > 1));
+          time_cfg(bn, FlashVariant::Decode, "decode");
+          time_cfg(bn, FlashVariant::Hopper, "hopper");
+          time_cfg(bn, FlashVariant::AllWarps, "allwarps");
+        }
+    return 0;
+  }
+  if (mode == "paged") {
+    for (int page : {0, 16, 32, 64, 128, 256}) {
+      Case c = shape(8, 32, 8, 1, 8192, 128);
+      c.page = page, c.cache = page > 0;
+      c.name += " page " + std::to_string(page);
+      time_one(c, FlashVariant::Auto, "auto");
+    }
+    Case c = shape(8, 32, 8, 1, 8192, 128);
+    c.varlen_k = true, c.name += " varlen k";
+    time_one(c, FlashVariant::Auto, "auto");
+    return 0;
+  }
+  fprintf(stderr, "usage: decode_dev check|sanitize|time|sweep|cross|cross64|paged|peak\n");
+  return 2;
+}

@@ -1,0 +1,64 @@
+// Shapes of the decode kernel (decode/flash_decode.cuh). Host code includes this too: the plan sizes
+// shared memory and the split-KV workspace from it.
+#pragma once
+
+#include <cstddef>
+
+#include "backends/cuda/common/kernel_args.h"
+#include "backends/cuda/common/swizzle.cuh"
+
+namespace flashcore::cuda::detail {
+
+constexpr int kDecodeBlockN = 64;         // keys per K/V tile of the shared-memory ring
+constexpr int kDecodeSliceN = 16;         // keys a warp takes per step: one k16 step of P·V
+constexpr int kDecodeWarps = 4;           // warps per block: row tiles x key groups
+constexpr int kDecodeThreads = 32 * kDecodeWarps;
+constexpr int kMaxDecodeSeqlenQ = 64;     // the decode kernel takes seqlen_q up to this
+constexpr int kMaxDecodeRowTiles = 4;     // 16-row tiles per block: at most 64 packed rows
+constexpr int kMaxDecodeSplits = 64;      // key splits per (batch, kv head, row block)
+constexpr int kMaxDecodeStages = 8;
+
+// Head dims the decode kernel is compiled for (decode/instances/): every head dim (a multiple of 8 up to
+// 256) runs on the smallest of them that holds it, its columns past head_dim zero-filled as they load
+// (the kernel waits on memory, not on the MMAs those columns cost).
+constexpr int kDecodeHeadDims[] = {64, 128, 256};
+constexpr int decode_head_dim(int head_dim) {
+  for (int d : kDecodeHeadDims)
+    if (head_dim <= d) return d;
+  return 0;
+}
+
+template <int D>
+struct DecodeConfig {
+  static constexpr int kRow = smem_row<D>();          // elements of one smem row (D rounded up to 64)
+  static constexpr int kRowBytes = 2 * kRow;
+  static constexpr int kChunks = D / 8;               // 16-byte chunks of the D columns
+  static constexpr int kRowChunks = kRow / 8;         // 16-byte chunks of one smem row
+  static_assert(kDecodeThreads % kRowChunks == 0, "a thread copies one column chunk of every row it loads");
+  static constexpr int kLoadRowStep = kDecodeThreads / kRowChunks;  // rows between one thread's copies
+  static constexpr int kTileElems = kDecodeBlockN * kRow;           // one K (or V) tile
+  static constexpr bool kQInRegisters = D <= 128;     // above, Q fragments are re-read from shared memory
+  // Blocks per SM the registers must allow (__launch_bounds__): 2 up to D = 128 (ptxas, sm_90, 16/32/64
+  // rows per block: D=128 180/210/234 registers, no spills; 3 would cap them at 170: D=64's 64-row
+  // instance spills 12 bytes on sm_80/86/89 there), 1 above (D=256 220/255/254). Shared memory may
+  // allow fewer (the plan takes the smaller).
+  static constexpr int kBlocksPerSm = D <= 128 ? 2 : 1;
+  // fp32 values a key-group warp parks for the merge of the groups: O fragment + row max and sum.
+  static constexpr int kMergeVals = D / 2 + 4;
+
+  // Dynamic shared memory: [Q: block_m rows][ring: stages x (K tile, V tile)]. After the key loop the
+  // ring holds the key groups' states (<= 3 warps x 32 lanes x kMergeVals floats) and the split merge's
+  // weights (block_m x kMaxDecodeSplits floats); the ring is at least that large.
+  __host__ __device__ static constexpr size_t ring_bytes(int stages) {
+    const size_t ring = size_t(stages) * 2 * kTileElems * 2;
+    const size_t groups = size_t(kDecodeWarps - 1) * 32 * kMergeVals * 4;
+    const size_t weights = size_t(kMaxDecodeRowTiles) * 16 * kMaxDecodeSplits * 4;
+    const size_t scratch = groups > weights ? groups : weights;
+    return ring > scratch ? ring : scratch;
+  }
+  __host__ __device__ static constexpr size_t smem_bytes(int block_m, int stages) {
+    return size_t(block_m) * kRowBytes + ring_bytes(stages);
+  }
+};
+
+}  // namespace flashcore::cuda::detail

@@ -1,0 +1,470 @@
+// The decode kernel: few query rows (seqlen_q <= 64) against a long K/V, bound by reading K and V once.
+//
+// GQA packing. The q_heads_per_kv = G query heads that share KV head hk are computed together: packed
+// row r of (sequence b, KV head hk) is query i = r / G of query head hk·G + r % G (the G heads of one
+// query are adjacent rows). The G·Lq_b packed rows fill the M dimension of mma.sync m16n8k16 in 16-row
+// tiles, so a block reads each K/V tile once for all G heads. A block owns block_m <= 64 packed rows
+// (one to four row tiles) and one split of the keys:
+//
+//   grid (row blocks x splits, heads_kv, batch); block (b, hk, row block, split):
+//   keys [k_lo, k_hi) every row of the block may see (the sequence's Lk_b; causal and window limits),
+//   cut into 64-key tiles, the tiles split evenly into min(max_splits, tiles) contiguous pieces
+//   for each 64-key tile of this piece (K, V streamed through a `stages`-deep cp.async ring):
+//       each of the 4 warps = (row tile mt, key group kg), MT row tiles x KG = 4/MT key groups, takes
+//       the tile's keys kg·64/KG .. (kg+1)·64/KG - 1 (MT 16-key slices) for its 16 rows:
+//       S = Q·Kᵀ (16 rows x 16·MT keys), transform/mask (variants, causal, tail), online softmax,
+//       O = O·α + P·V
+//   merge the KG key groups' states (shared memory, fixed order)
+//   one split: O/l and LSE to the output; else an fp32 partial, and the last block of the
+//   (b, hk, row block) to finish (atomic ticket) merges the pieces in split order: deterministic.
+//
+// Sequences (flashcore.hpp, "Sequences"; core/sequences.hpp): lengths, the rows of Q/O and K/V and
+// the LSE index come from numeric::Sequences, so fixed-length, varlen Q/K, cache lengths and paged
+// K/V are one code path (paged: each key row through its block-table entry, so a tile may span pages).
+// Keys at or past k_hi are zero-filled, never read.
+//
+// Variants (common/variant_mask.cuh has the definitions): each row has its own query index and head,
+// so the window limits, the ALiBi slope and the sink are per row; checked per tile, not compiled out
+// (the kernel waits on memory, the arithmetic is hidden).
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cuda/common/elem_ops.cuh"
+#include "backends/cuda/common/online_softmax.cuh"
+#include "backends/cuda/common/ptx.cuh"
+#include "backends/cuda/common/swizzle.cuh"
+#include "backends/cuda/common/variant_mask.cuh"
+#include "backends/cuda/decode/config.cuh"
+#include "backends/cuda/sm80/tile_ops.cuh"
+#include "core/sequences.hpp"
+
+namespace flashcore::cuda::detail {
+
+// The sequence layouts of a launch (where each row is) as numeric::Sequences.
+__host__ __device__ inline numeric::Sequences sequences_of(const FlashFwdParams& p) {
+  numeric::Sequences s;
+  s.cu_seqlens_q = p.cu_seqlens_q;
+  s.cu_seqlens_k = p.cu_seqlens_k;
+  s.seqlens_k = p.seqlens_k;
+  s.block_table = p.block_table;
+  s.seqlen_q = p.seqlen_q;
+  s.seqlen_k = p.seqlen_k;
+  s.total_q = p.total_q;
+  s.page_size = p.page_size;
+  s.pages_per_seq = p.pages_per_seq;
+  return s;
+}
+
+// Wait until at most n cp.async groups are pending, n < kMaxDecodeStages (common/ptx.cuh's
+// cp_async_wait_dyn stops at 3; the decode ring goes deeper).
+__device__ __forceinline__ void cp_async_wait_upto(int n) {
+  switch (n) {
+    case 7: cp_async_wait<7>(); break;
+    case 6: cp_async_wait<6>(); break;
+    case 5: cp_async_wait<5>(); break;
+    case 4: cp_async_wait<4>(); break;
+    default: cp_async_wait_dyn(n); break;
+  }
+}
+
+__device__ __forceinline__ int clamp_key(long long k, int lk) { return k < 0 ? 0 : (k > lk ? lk : (int)k); }
+
+// What one packed row sees: keys lo..hi (inclusive), its ALiBi slope in raw score units (0: none) and
+// its sink in the log2 domain (-inf: none).
+struct DecodeRow {
+  int i, h;       // query index in the sequence, query head
+  int dk;         // its diagonal key i + Lk_b - Lq_b (ALiBi distances)
+  int lo, hi;
+  float neg_slope;
+  float sink_l2;
+};
+
+// The end of one row's softmax with an optional sink (-inf: none), from the quad-reduced sum l:
+// O scale inv and log2-domain LSE; a row that saw no key gets O = 0 and LSE = sink.
+__device__ __forceinline__ void finish_row(float row_max, float l, float scale_log2, float sink_l2, float& inv,
+                                           float& lse2) {
+  const float m = l > 0.f ? row_max * scale_log2 : -INFINITY;
+  const float mx = fmaxf(m, sink_l2);
+  if (mx == -INFINITY) {
+    inv = 0.f;
+    lse2 = -INFINITY;
+    return;
+  }
+  const float f = fast_exp2(m - mx);
+  const float total = sink_l2 == -INFINITY ? l : fmaf(l, f, fast_exp2(sink_l2 - mx));
+  inv = sink_l2 == -INFINITY ? 1.f / l : f / total;
+  lse2 = mx + __log2f(total);
+}
+
+// kRowTiles (MT): 16-row tiles per block (block_m = 16·MT), 1, 2 or 4.
+template <int D, typename Elem, int kRowTiles>
+__global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm) flash_decode_kernel(const __grid_constant__ KernelArgs a) {
+  using Cfg = DecodeConfig<D>;
+  constexpr int kBN = kDecodeBlockN;
+  constexpr int MT = kRowTiles, KG = kDecodeWarps / MT;  // row tiles, key groups
+  constexpr int kWarpKeys = kBN / KG;                    // keys of a tile one warp takes: 16·MT
+  constexpr int kSlices = kWarpKeys / kDecodeSliceN;     // its 16-key slices (k16 steps of P·V)
+  constexpr int kSTiles = kWarpKeys / 8;                 // its n8 score tiles
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ int s_is_last;
+  const FlashFwdParams& p = a.p;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int mt = warp % MT, kg = warp / MT;
+  const int rb = blockIdx.x % a.n_mblocks, split = blockIdx.x / a.n_mblocks;
+  const int hk = blockIdx.y, b = blockIdx.z;
+  const int G = a.q_heads_per_kv;
+
+  // ---- the block's rows and keys
+  const numeric::Sequences seq = sequences_of(p);
+  const int Lq = seq.len_q(b), Lk = seq.len_k(b);
+  const int rows = G * Lq;
+  const int r0 = rb * a.block_m;
+  if (r0 >= rows) return;
+  const int r_end = min(rows, r0 + a.block_m);
+  const int i_first = r0 / G, i_last = (r_end - 1) / G;
+  const long long diag = (long long)Lk - Lq;  // row i's diagonal key is i + diag
+  const int left = p.window_left, right = p.causal ? 0 : p.window_right;  // -1: unbounded
+  // Keys [k_lo, k_hi): every key some row of the block sees. [u_lo, u_hi): keys every row sees.
+  const int k_lo = left >= 0 ? clamp_key(i_first + diag - left, Lk) : 0;
+  const int k_hi = right >= 0 ? clamp_key(i_last + diag + right + 1, Lk) : Lk;
+  const long long u_lo = left >= 0 ? i_last + diag - left : 0;
+  const long long u_hi = right >= 0 ? min((long long)Lk, i_first + diag + right + 1) : (long long)Lk;
+  const int t_lo = k_lo / kBN;
+  const int n_tiles = k_hi > k_lo ? (k_hi + kBN - 1) / kBN - t_lo : 0;
+  const int n_splits = n_tiles > 0 ? min(a.max_splits, n_tiles) : 1;
+  if (split >= n_splits) return;  // this sequence has fewer tiles than splits
+  const int t_begin = t_lo + (int)((long long)n_tiles * split / n_splits);
+  const int n_iter = t_lo + (int)((long long)n_tiles * (split + 1) / n_splits) - t_begin;
+
+  // ---- pointers and shared memory
+  const Strides qs{p.q_batch_stride, p.q_seq_stride, p.q_head_stride};
+  const Strides ks{p.k_batch_stride, p.k_seq_stride, p.k_head_stride};
+  const Strides vs{p.v_batch_stride, p.v_seq_stride, p.v_head_stride};
+  const Strides os{p.o_batch_stride, p.o_seq_stride, p.o_head_stride};
+  const Elem* gK = static_cast<const Elem*>(p.k) + hk * p.k_head_stride;
+  const Elem* gV = static_cast<const Elem*>(p.v) + hk * p.v_head_stride;
+  Elem* sQ = reinterpret_cast<Elem*>(smem_raw);
+  Elem* sRing = sQ + a.block_m * Cfg::kRow;
+  const int stages = a.stages;
+
+  // Q rows r0 .. r0 + block_m - 1 (rows past the sequence's and columns past head_dim zero-filled).
+  for (int c = tid; c < a.block_m * Cfg::kRowChunks; c += kDecodeThreads) {
+    const int r = c / Cfg::kRowChunks, ch = c % Cfg::kRowChunks;
+    if (ch >= Cfg::kChunks) continue;  // row padding (D = 96)
+    const int row = r0 + r;
+    const bool ok = row < r_end && ch * 8 < p.head_dim;
+    const Elem* src = static_cast<const Elem*>(p.q) + ch * 8;
+    if (ok) src += seq.q_row(qs, b, row / G) + (long long)(hk * G + row % G) * p.q_head_stride;
+    cp_async_16(smem_u32(sQ + swz<D>(r, ch)), src, ok);
+  }
+  cp_async_commit();
+
+  // K and V of tile t -> ring slot: this thread copies column chunk tid % kRowChunks of every
+  // kLoadRowStep-th row; keys at or past k_hi and columns past head_dim are zero-filled.
+  const int ld_chunk = tid % Cfg::kRowChunks;
+  const bool ld_col_ok = ld_chunk < Cfg::kChunks && ld_chunk * 8 < p.head_dim;
+  auto load_tile = [&](int t, int slot) {
+    if (ld_chunk >= Cfg::kChunks) return;
+    const uint32_t sK = smem_u32(sRing + slot * 2 * Cfg::kTileElems);
+    const uint32_t sV = sK + Cfg::kTileElems * 2;
+    const int key0 = t * kBN;
+#pragma unroll
+    for (int r = tid / Cfg::kRowChunks; r < kBN; r += Cfg::kLoadRowStep) {
+      const int j = key0 + r;
+      const bool ok = ld_col_ok && j < k_hi;
+      long long ko = 0, vo = 0;
+      if (ok) {
+        ko = seq.kv_row(ks, b, j);
+        vo = seq.kv_row(vs, b, j);
+      }
+      const uint32_t dst = r * Cfg::kRowBytes + ((ld_chunk ^ (r & 7)) << 4);
+      cp_async_16(sK + dst, gK + ko + ld_chunk * 8, ok);
+      cp_async_16(sV + dst, gV + vo + ld_chunk * 8, ok);
+    }
+  };
+  // Prologue: tiles 0 .. stages-2 in flight, one commit group each (empty groups keep the count).
+  for (int s = 0; s < stages - 1; ++s) {
+    if (s < n_iter) load_tile(t_begin + s, s);
+    cp_async_commit();
+  }
+
+  // ---- this thread's two rows (row0 = lane/4 of its row tile, and row0 + 8)
+  const int g = lane >> 2, t4 = lane & 3;
+  DecodeRow rw[2];
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    const int row = r0 + mt * kWarpRows + g + 8 * e;
+    DecodeRow& x = rw[e];
+    x.i = row / G;
+    x.h = hk * G + row % G;
+    const long long dk = x.i + diag;
+    x.dk = (int)dk;
+    x.hi = right >= 0 ? (int)max(-1ll, min((long long)Lk - 1, dk + right)) : Lk - 1;
+    x.lo = left >= 0 ? clamp_key(dk - left, Lk) : 0;
+    x.neg_slope = p.alibi_slopes != nullptr ? -__ldg(p.alibi_slopes + x.h) / p.scale : 0.f;
+    x.sink_l2 = p.sinks != nullptr ? __ldg(p.sinks + x.h) * 1.4426950408889634f : -INFINITY;
+  }
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+  const LaneOffsets lo = lane_offsets<D>(lane);
+  const uint32_t q_base = smem_u32(sQ) + (mt * kWarpRows + (lane & 15)) * Cfg::kRowBytes;
+  // Q A-fragment of k16 step kk (x4: rows 0-7 / 8-15 x d 0-7 / 8-15 of the step).
+  auto q_addr = [&](int kk) { return q_base + (((2 * kk + (lane >> 4)) ^ (lane & 7)) << 4); };
+  uint32_t q[Cfg::kQInRegisters ? D / 16 : 1][4];
+
+  cp_async_wait_upto(stages - 1);  // Q has landed (this thread's copies)...
+  __syncthreads();                // ...and everyone's
+  if constexpr (Cfg::kQInRegisters) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(q[kk], q_addr(kk));
+  }
+
+  // This warp's keys of the tile in ring slot (sK, sV): keys key0 .. key0 + kWarpKeys - 1 (tile rows
+  // kg·kWarpKeys ..), rows of its row tile.
+  auto warp_tile = [&](uint32_t sK, uint32_t sV, int key0, bool need_mask) {
+    const uint32_t row_off = kg * kWarpKeys * Cfg::kRowBytes;
+    float s[kSTiles][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t qa[4];
+      if constexpr (Cfg::kQInRegisters) {
+        qa[0] = q[kk][0], qa[1] = q[kk][1], qa[2] = q[kk][2], qa[3] = q[kk][3];
+      } else {
+        ldmatrix_x4(qa, q_addr(kk));
+      }
+#pragma unroll
+      for (int k = 0; k < kSlices; ++k) {
+        uint32_t bk[4];
+        ldmatrix_x4(bk, sK + row_off + lo.k[kk & 3] + (kk >> 2) * 128 + k * kDecodeSliceN * Cfg::kRowBytes);
+        ElemOps<Elem>::mma(s[2 * k], qa, bk[0], bk[1]);
+        ElemOps<Elem>::mma(s[2 * k + 1], qa, bk[2], bk[3]);
+      }
+    }
+    const int c0 = key0 + 2 * t4;  // key of s[n][e] (row e/2): c0 + 8n + e%2
+    if (p.softcap > 0.f) {
+      const float c_out = p.softcap / p.scale, c_in = p.scale / p.softcap;
+#pragma unroll
+      for (int n = 0; n < kSTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[n][e] = c_out * tanh_accurate(s[n][e] * c_in);
+    }
+    if (p.alibi_slopes != nullptr) {
+#pragma unroll
+      for (int n = 0; n < kSTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const DecodeRow& x = rw[e >> 1];
+          s[n][e] = fmaf(x.neg_slope, (float)abs(c0 + 8 * n + (e & 1) - x.dk), s[n][e]);
+        }
+    }
+    if (need_mask) {
+#pragma unroll
+      for (int n = 0; n < kSTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = c0 + 8 * n + (e & 1);
+          if (col < rw[e >> 1].lo || col > rw[e >> 1].hi) s[n][e] = -INFINITY;
+        }
+    }
+    float alpha[2];
+    softmax_update(s, row_max, row_sum, a.scale_log2, alpha);
+    scale_rows(o, alpha);
+#pragma unroll
+    for (int k = 0; k < kSlices; ++k) {
+      uint32_t pa[4];
+      pack_p_fragment<Elem>(pa, s[2 * k], s[2 * k + 1]);
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        uint32_t bv[4];
+        ldmatrix_x4_trans(bv, sV + row_off + lo.v[dp & 3] + (dp >> 2) * 128 + k * kDecodeSliceN * Cfg::kRowBytes);
+        ElemOps<Elem>::mma(o[2 * dp], pa, bv[0], bv[1]);
+        ElemOps<Elem>::mma(o[2 * dp + 1], pa, bv[2], bv[3]);
+      }
+    }
+  };
+
+  // ---- the key loop: one __syncthreads per tile; the slot of tile i-1 is refilled with tile i+stages-1
+  int slot = 0;
+  for (int i = 0; i < n_iter; ++i) {
+    cp_async_wait_upto(stages - 2);  // tile i landed (this thread's copies)...
+    __syncthreads();                // ...and everyone's; everyone is done with tile i-1
+    if (i + stages - 1 < n_iter) load_tile(t_begin + i + stages - 1, slot == 0 ? stages - 1 : slot - 1);
+    cp_async_commit();
+    const int key0 = (t_begin + i) * kBN;
+    const bool need_mask = key0 < u_lo || key0 + kBN > u_hi;
+    const uint32_t sK = smem_u32(sRing + slot * 2 * Cfg::kTileElems);
+    const uint32_t sV = sK + Cfg::kTileElems * 2;
+    warp_tile(sK, sV, key0 + kg * kWarpKeys, need_mask);
+    slot = slot + 1 == stages ? 0 : slot + 1;
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the ring and Q are free
+
+  // ---- merge the KG key groups (fixed order). Groups > 0 park their state in the ring, lane-major.
+  float* xbuf = reinterpret_cast<float*>(sRing);
+  if constexpr (KG > 1) {
+    constexpr int kVals = Cfg::kMergeVals;
+    if (kg > 0) {
+      float* dst = xbuf + ((kg - 1) * MT + mt) * kVals * 32 + lane;
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dst[(j * 4 + e) * 32] = o[j][e];
+      dst[(kVals - 4) * 32] = row_max[0];
+      dst[(kVals - 3) * 32] = row_max[1];
+      dst[(kVals - 2) * 32] = row_sum[0];
+      dst[(kVals - 1) * 32] = row_sum[1];
+    }
+    __syncthreads();
+    if (kg == 0) {
+      const float sl2 = a.scale_log2;
+      float mx[2] = {row_max[0], row_max[1]};
+      for (int k = 1; k < KG; ++k) {
+        const float* src = xbuf + ((k - 1) * MT + mt) * kVals * 32 + lane;
+        mx[0] = fmaxf(mx[0], src[(kVals - 4) * 32]);
+        mx[1] = fmaxf(mx[1], src[(kVals - 3) * 32]);
+      }
+      // factor of a state with max m: 2^((m - mx)·scale·log2e); 0 for a state that saw no key
+      auto factor = [&](float m, int r) { return m == -INFINITY ? 0.f : fast_exp2((m - mx[r]) * sl2); };
+      float f[2] = {factor(row_max[0], 0), factor(row_max[1], 1)};
+      row_sum[0] *= f[0];
+      row_sum[1] *= f[1];
+      scale_rows(o, f);
+      for (int k = 1; k < KG; ++k) {
+        const float* src = xbuf + ((k - 1) * MT + mt) * kVals * 32 + lane;
+        f[0] = factor(src[(kVals - 4) * 32], 0);
+        f[1] = factor(src[(kVals - 3) * 32], 1);
+        row_sum[0] = fmaf(f[0], src[(kVals - 2) * 32], row_sum[0]);
+        row_sum[1] = fmaf(f[1], src[(kVals - 1) * 32], row_sum[1]);
+#pragma unroll
+        for (int j = 0; j < D / 8; ++j) {
+          o[j][0] = fmaf(f[0], src[(j * 4 + 0) * 32], o[j][0]);
+          o[j][1] = fmaf(f[0], src[(j * 4 + 1) * 32], o[j][1]);
+          o[j][2] = fmaf(f[1], src[(j * 4 + 2) * 32], o[j][2]);
+          o[j][3] = fmaf(f[1], src[(j * 4 + 3) * 32], o[j][3]);
+        }
+      }
+      row_max[0] = mx[0];
+      row_max[1] = mx[1];
+    }
+  }
+
+  // ---- epilogue: warps of key group 0 hold their row tile's state
+  const long long split_rows = (long long)G * p.seqlen_q;  // workspace rows per (b, hk, split)
+  const long long ws_row0 = ((long long)b * p.heads_kv + hk) * a.max_splits * split_rows;  // split 0, row 0
+  if (kg == 0) {
+    float inv[2], lse2[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      float l = row_sum[e];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      finish_row(row_max[e], l, a.scale_log2, n_splits == 1 ? rw[e].sink_l2 : -INFINITY, inv[e], lse2[e]);
+    }
+    const int row_a = r0 + mt * kWarpRows + g;
+    if (n_splits == 1) {
+      // O·inv -> this row tile's rows of the Q tile (free) -> 16-byte stores to each row's (query, head).
+      Elem* sO = sQ + mt * kWarpRows * Cfg::kRow;
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j) {
+        *reinterpret_cast<uint32_t*>(sO + swz<D>(g, j) + 2 * t4) = ElemOps<Elem>::pack(o[j][0] * inv[0], o[j][1] * inv[0]);
+        *reinterpret_cast<uint32_t*>(sO + swz<D>(g + 8, j) + 2 * t4) = ElemOps<Elem>::pack(o[j][2] * inv[1], o[j][3] * inv[1]);
+      }
+      __syncwarp();
+      for (int c = lane; c < kWarpRows * Cfg::kChunks; c += 32) {
+        const int r = c / Cfg::kChunks, ch = c % Cfg::kChunks;
+        const int row = r0 + mt * kWarpRows + r;
+        if (row < r_end && ch * 8 < p.head_dim) {
+          Elem* dst = static_cast<Elem*>(p.o) + seq.q_row(os, b, row / G) +
+                      (long long)(hk * G + row % G) * p.o_head_stride + ch * 8;
+          *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(sO + swz<D>(r, ch));
+        }
+      }
+      if (p.lse != nullptr && t4 == 0) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          if (row_a + 8 * e < r_end) p.lse[seq.lse_index(b, rw[e].h, rw[e].i, p.heads_q)] = lse2[e] * kLn2;
+      }
+      return;
+    }
+    // Split: this piece's fp32 partial (O normalised by its own l, log2-domain LSE).
+    const long long ws = ws_row0 + split * split_rows;
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int row = row_a + 8 * e;
+      if (row >= r_end) continue;
+      float* po = a.part_o + (ws + row) * D + 2 * t4;
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j)
+        *reinterpret_cast<float2*>(po + 8 * j) = make_float2(o[j][2 * e] * inv[e], o[j][2 * e + 1] * inv[e]);
+      if (t4 == 0) a.part_lse[ws + row] = lse2[e];
+    }
+  }
+  if (n_splits == 1) return;
+
+  // ---- ticket: the last of the n_splits blocks of this (b, hk, row block) merges
+  __threadfence();
+  __syncthreads();
+  int* counter = a.counters + ((long long)b * p.heads_kv + hk) * a.n_mblocks + rb;
+  if (tid == 0) s_is_last = atomicAdd(counter, 1) == n_splits - 1;
+  __syncthreads();
+  if (!s_is_last) return;
+  __threadfence();
+
+  // Phase 1: the pieces' LSEs -> shared memory (all loads in flight at once); per row, the weights
+  // (and the sink) in place, and the final LSE.
+  float* s_w = xbuf;  // [block_m][kMaxDecodeSplits]
+  const int rows_here = r_end - r0;
+  for (int it = tid; it < rows_here * n_splits; it += kDecodeThreads) {
+    const int r = it / n_splits, sp = it % n_splits;
+    s_w[r * kMaxDecodeSplits + sp] = __ldcg(a.part_lse + ws_row0 + sp * split_rows + r0 + r);
+  }
+  __syncthreads();
+  for (int r = tid; r < rows_here; r += kDecodeThreads) {
+    const int row = r0 + r, h = hk * G + row % G;
+    float* w = s_w + r * kMaxDecodeSplits;
+    const float sink = p.sinks != nullptr ? __ldg(p.sinks + h) * 1.4426950408889634f : -INFINITY;
+    float mx = sink;
+    for (int sp = 0; sp < n_splits; ++sp) mx = fmaxf(mx, w[sp]);
+    float sum = 0.f;
+    for (int sp = 0; sp < n_splits; ++sp) {
+      w[sp] = mx == -INFINITY ? 0.f : fast_exp2(w[sp] - mx);
+      sum += w[sp];
+    }
+    if (sink != -INFINITY) sum += fast_exp2(sink - mx);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    for (int sp = 0; sp < n_splits; ++sp) w[sp] *= inv;
+    if (p.lse != nullptr)
+      p.lse[seq.lse_index(b, h, row / G, p.heads_q)] = mx == -INFINITY ? -INFINITY : (mx + __log2f(sum)) * kLn2;
+  }
+  __syncthreads();
+  // Phase 2: O = sum_s w_s O_s, 4 columns per item, in split order.
+  const int dim4 = p.head_dim / 4;
+  for (int it = tid; it < rows_here * dim4; it += kDecodeThreads) {
+    const int r = it / dim4, c4 = it % dim4;
+    const int row = r0 + r;
+    const float4* po = reinterpret_cast<const float4*>(a.part_o + (ws_row0 + row) * D) + c4;
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 8
+    for (int s = 0; s < n_splits; ++s) {
+      const float w = s_w[r * kMaxDecodeSplits + s];
+      const float4 v = __ldcg(po + s * split_rows * (D / 4));
+      acc[0] = fmaf(w, v.x, acc[0]);
+      acc[1] = fmaf(w, v.y, acc[1]);
+      acc[2] = fmaf(w, v.z, acc[2]);
+      acc[3] = fmaf(w, v.w, acc[3]);
+    }
+    uint2 out;
+    out.x = ElemOps<Elem>::pack(acc[0], acc[1]);
+    out.y = ElemOps<Elem>::pack(acc[2], acc[3]);
+    Elem* dst = static_cast<Elem*>(p.o) + seq.q_row(os, b, row / G) + (long long)(hk * G + row % G) * p.o_head_stride;
+    *reinterpret_cast<uint2*>(dst + c4 * 4) = out;
+  }
+  if (tid == 0) *counter = 0;  // ready for the next launch
+}
+
+}  // namespace flashcore::cuda::detail

@@ -1,0 +1,48 @@
+// Launching the decode kernel (decode/flash_decode.cuh): one translation unit per head dim in
+// decode/instances/ (fp16 and bf16, 16, 32 and 64 rows per block each), dispatched by
+// decode/launch_decode.cu.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backends/cuda/decode/config.cuh"
+#include "backends/cuda/kernels.h"
+
+namespace flashcore::cuda::detail {
+
+template <int D>
+cudaError_t launch_decode_head_dim(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream);
+
+}  // namespace flashcore::cuda::detail
+
+#ifdef FLASHCORE_DECODE_INSTANCE  // only the instance files compile the kernel
+#include "backends/cuda/decode/flash_decode.cuh"
+
+namespace flashcore::cuda::detail {
+
+template <int D, typename Elem>
+cudaError_t launch_decode_typed(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream) {
+  void (*kernel)(KernelArgs) = plan.block_m == 64   ? flash_decode_kernel<D, Elem, 4>
+                               : plan.block_m == 32 ? flash_decode_kernel<D, Elem, 2>
+                                                    : flash_decode_kernel<D, Elem, 1>;
+  const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), plan.device, plan.smem);
+  if (e != cudaSuccess) return e;
+  // x: row blocks x splits (row block fastest), y: KV heads, z: sequences.
+  const dim3 grid((unsigned)(plan.n_mblocks * plan.max_splits), (unsigned)args.p.heads_kv, (unsigned)args.p.batch);
+  kernel<<<grid, kDecodeThreads, plan.smem, stream>>>(args);
+  return cudaGetLastError();
+}
+
+template <int D>
+cudaError_t launch_decode_head_dim(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream) {
+  return args.p.bf16 ? launch_decode_typed<D, __nv_bfloat16>(plan, args, stream)
+                     : launch_decode_typed<D, __half>(plan, args, stream);
+}
+
+}  // namespace flashcore::cuda::detail
+
+#define FLASHCORE_DECODE_INSTANTIATE(D)                                               \
+  template cudaError_t flashcore::cuda::detail::launch_decode_head_dim<D>(            \
+      const flashcore::cuda::FlashFwdPlan&, const flashcore::cuda::detail::KernelArgs&, cudaStream_t);
+#endif
