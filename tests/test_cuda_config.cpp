@@ -273,7 +273,8 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
   // rows without GQA, on the others (measured there).
   struct Rule { int b, hq, hkv, lq, lk, d; bool decode; };
   const Rule rules[] = {{4, 32, 8, 1, 512, 128, true},   {4, 32, 8, 1, 128, 128, false}, {4, 32, 8, 16, 2048, 128, true},
-                        {4, 8, 8, 1, 8192, 128, true},   {4, 8, 8, 64, 8192, 128, false}, {4, 8, 8, 1, 2048, 64, false},
+                        {4, 8, 8, 1, 8192, 128, true},   {4, 8, 8, 64, 8192, 128, true},  {4, 8, 8, 64, 2048, 128, false},
+                        {4, 8, 8, 1, 2048, 64, false},   {4, 8, 8, 1, 512, 256, true},
                         {4, 64, 8, 1, 512, 64, true},    {4, 32, 8, 1, 512, 64, false},   {4, 64, 8, 16, 2048, 64, true},
                         {4, 64, 8, 32, 8192, 128, false}};
   for (const Rule& r : rules) {
@@ -282,12 +283,14 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
     EXPECT_EQ(plan.kernel == FlashKernel::Decode, r.decode)
         << r.b << "," << r.hq << "," << r.hkv << "," << r.lq << "," << r.lk << "," << r.d << ": " << plan.describe();
   }
-  // Pieces of at least 4 key tiles: 128 keys are not split, even on an empty GPU.
-  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 8, 8, 1, 128, 128, false, false), h100, FlashVariant::Decode, &plan), "");
+  // At most one piece per 64-key tile: 100 keys in 2 pieces, 512 in 8, on an otherwise empty GPU.
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 8, 8, 1, 100, 128, false, false), h100, FlashVariant::Decode, &plan), "");
+  EXPECT_EQ(plan.max_splits, 2);
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 8, 8, 1, 512, 128, false, false), h100, FlashVariant::Decode, &plan), "");
+  EXPECT_EQ(plan.max_splits, 8);
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 8, 8, 1, 64, 128, false, false), h100, FlashVariant::Decode, &plan), "");
   EXPECT_EQ(plan.max_splits, 1);
   EXPECT_EQ(plan.split_partial_bytes, 0u);
-  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 8, 8, 1, 512, 128, false, false), h100, FlashVariant::Decode, &plan), "");
-  EXPECT_EQ(plan.max_splits, 2);
   // Prefill stays on the other kernels.
   ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(2, 16, 4, 512, 4096, 128, false, true), h100, FlashVariant::Auto, &plan), "");
   EXPECT_NE(plan.kernel, FlashKernel::Decode);

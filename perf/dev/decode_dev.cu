@@ -11,6 +11,7 @@
 //   decode_dev sweep     splits x stages x rows per block on the issue's shapes
 //   decode_dev cross     Auto's decode rule: decode vs the other kernels over Lq x Lk x GQA
 //   decode_dev cross64   the same at D=64
+//   decode_dev rule      Auto's boundaries (kDecodeTable): decode vs the other kernels
 //   decode_dev paged     paged K/V (page 16..256) and varlen timing against the fixed layout
 //   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be)
 //
@@ -656,6 +657,20 @@ int main(int argc, char** argv) {
         }
     return 0;
   }
+  if (mode == "rule") {  // Auto's boundaries (plan.cu, kDecodeTable)
+    for (const Case& c : {shape(4, 32, 8, 16, 2048, 128, true), shape(4, 64, 8, 16, 2048, 128, true),
+                          shape(4, 32, 8, 4, 512, 128, true), shape(4, 8, 8, 16, 8192, 128, true),
+                          shape(4, 8, 8, 64, 8192, 128, true), shape(4, 8, 8, 1, 2048, 128),
+                          shape(4, 32, 8, 1, 512, 256), shape(4, 32, 8, 1, 2048, 256), shape(4, 8, 8, 1, 8192, 256),
+                          shape(4, 32, 8, 16, 2048, 256, true)}) {
+      Bench bn(c);
+      time_cfg(bn, FlashVariant::Auto, "auto");
+      time_cfg(bn, FlashVariant::Decode, "decode");
+      time_cfg(bn, FlashVariant::Hopper, "hopper");
+      time_cfg(bn, FlashVariant::AllWarps, "allwarps");
+    }
+    return 0;
+  }
   if (mode == "paged") {
     for (int page : {0, 16, 32, 64, 128, 256}) {
       Case c = shape(8, 32, 8, 1, 8192, 128);
@@ -668,6 +683,6 @@ int main(int argc, char** argv) {
     time_one(c, FlashVariant::Auto, "auto");
     return 0;
   }
-  fprintf(stderr, "usage: decode_dev check|sanitize|time|sweep|cross|cross64|paged|peak\n");
+  fprintf(stderr, "usage: decode_dev check|sanitize|time|sweep|cross|cross64|rule|paged|peak\n");
   return 2;
 }

@@ -255,7 +255,8 @@ bool has_sequences(const FlashFwdParams& p) {
 // it is the only kernel), and its ring depth. First matching row wins; rows = (heads_q / heads_kv) ·
 // seqlen_q, the packed rows of one KV head; group = heads_q / heads_kv. Measurements: perf/dev/NOTES.md
 // (decode), NVIDIA H100 80GB HBM3, fp16, `decode_dev cross` / `cross64` / `sweep`: (B,Hq,Hkv,Lq,Lk)
-// decode us vs the best of the Hopper and 16-row kernels (causal when Lq > 1), D=128 unless named.
+// decode us vs what Auto runs otherwise on that GPU (the Hopper kernel at D=128; the 16-row kernel at
+// D=64 for these sizes and at D=256), causal when Lq > 1, D=128 unless named.
 // The decode kernel wins by reading K/V once per KV head (group >= 4) and by split-KV for few blocks;
 // it loses to the other kernels on short keys (its split merge and pipeline fill) and on many rows
 // without GQA (its 64-row blocks are slower at compute than the Hopper kernel's 128-row tiles).
@@ -271,18 +272,19 @@ constexpr DecodeLaunchRow kDecodeTable[] = {
     {64, 32, 8, 512, 3},     // (4,64,8,1,512,64) 10.7 us vs 16.9 (16-row); (4,32,8,1,512,64) 10.7 vs 9.0: not G=4
     {64, 128, 4, 2048, 3},   // (4,32,8,1,2048,64) 11.5 vs 23.7; (4,64,8,16,2048,64) 29.9 vs 46.3; (8,32,8,1,8192,64) s3 x4 51.8, s4 53.6
     {64, 16, 1, 8192, 3},    // (4,8,8,1,8192,64) 28.8 vs 31.9; (4,8,8,16,8192,64) 30.6 vs 34.0; at Lk 2048 11.4 vs 10.7
-    {128, 32, 4, 512, 3},    // (4,64,8,1,512) 10.8 vs 22.5 (Hopper); (4,32,8,4,512) 12.5 vs 12.4; Lk 128: 8.0 vs 6.5
-    {128, 128, 4, 2048, 3},  // (4,64,8,4,2048) 23.1 vs 61.9; (4,64,8,16,2048) 52.7 vs 62.2; (8,32,8,1,8192) s3 x4 97.0, s2 101.0
-    {128, 16, 1, 8192, 3},   // (4,8,8,1,8192) 52.1 vs 53.6; (4,8,8,16,8192) 55.8 vs 56.0; (4,8,8,64,8192) 74.6 vs 62.8: not
-    {256, 32, 4, 512, 3},    // as D=128 (not measured against the other kernels); (8,32,8,1,8192,256) s3 194.4 us, s2 221.6
-    {256, 128, 4, 2048, 3},
-    {256, 16, 1, 8192, 3},
+    {128, 16, 1, 512, 3},    // (4,8,8,1,512) 9.9 vs 11.8 (Hopper); (4,32,8,4,512) 12.5 vs 12.4; Lk 128: 9.4 vs 6.4
+    {128, 32, 4, 512, 3},    // (4,64,8,4,512) 16.0 vs 23.0; (4,64,8,4,128) 14.1 vs 12.0
+    {128, 128, 4, 2048, 3},  // (4,32,8,16,2048) 31.4 vs 32.3; (4,64,8,16,2048) 47.8 vs 62.2; (8,32,8,1,8192) s3 x4 97.0, s2 101.0
+    {128, 128, 1, 8192, 3},  // (4,8,8,64,8192) 69.9 vs 107.7 (16-row 62.3); (4,8,8,64,2048) 33.5 vs 31.2: not
+    {256, 32, 1, 512, 3},    // (4,32,8,1,512,256) 20.1 vs 36.5 (16-row; no Hopper kernel at 256)
+    {256, 128, 1, 2048, 3},  // (4,32,8,16,2048,256) 70.2 vs 129.3; (4,8,8,1,8192,256) 100.9 vs 479.8; (8,32,8,1,8192,256) s3 194.4, s2 221.6
 };
 // Splits: one wave of blocks, at most this many per SM (measured: (8,32,8,1,8192,64) 51.4 us with 2 per SM
-// (4 splits), 55.1 with 3 (6 splits); D=128 takes 2 by its registers), and pieces of at least
-// kDecodeMinTilesPerSplit 64-key tiles (each piece costs its pipeline fill and a share of the merge).
+// (4 splits), 55.1 with 3 (6 splits); (8,32,8,1,8192) 97.0 us at 4 splits, 101.7 at 8 = 2 waves), and
+// pieces of at least kDecodeMinTilesPerSplit 64-key tiles ((4,32,8,4,512) 12.5 us in 8 pieces of 1 tile,
+// 15.8 in 2 of 4).
 constexpr int kDecodeWaveBlocksPerSm = 2;
-constexpr int kDecodeMinTilesPerSplit = 4;
+constexpr int kDecodeMinTilesPerSplit = 1;
 
 size_t decode_smem(int head_dim, int block_m, int stages) {
   switch (detail::decode_head_dim(head_dim)) {
