@@ -105,7 +105,8 @@ std::vector<std::unique_ptr<Backend>> make_flash_backends() {
   out.push_back(std::make_unique<FlashBackend>(
       "cuda-flash", 100, FlashVariant::Auto,
       "tuned flash-attention forward (sm_80+), fp16/bf16; faster kernel per shape (mma.sync; "
-      "TMA + wgmma on compute capability 9.0 for larger problems)"));
+      "TMA + wgmma on compute capability 9.0 for larger problems; a split-KV decode kernel for few "
+      "queries against long keys and for varlen/paged sequences up to 64 queries)"));
   out.push_back(std::make_unique<FlashBackend>("cuda-flash-allwarps", 90, FlashVariant::AllWarps,
                                                "tuned kernel, every warp loads and computes"));
   out.push_back(std::make_unique<FlashBackend>("cuda-flash-warpspec", 89, FlashVariant::WarpSpecialized,
