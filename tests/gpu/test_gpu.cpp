@@ -138,12 +138,13 @@ bool accepts(const std::string& backend, const fctest::HostData& h, const Device
 // Above 128 the smallest mma.sync tile (16 query rows, two stages of 64-key K and V tiles, rows of
 // D rounded up to 64 elements: 544 bytes per row element) must fit the device's shared memory per
 // block: it does on A100/H100/H200, not on sm_86/sm_89 (99 KB).
-// Sequence layouts (varlen, cache lengths, paged) on the tuned path: the decode kernel's promise.
+// Sequence layouts (varlen, cache lengths, paged) on the tuned path: the decode kernel's promise
+// (cuda-flash, seqlen_q <= 64, every head dim and variant; above D = 128 it needs the shared memory
+// of an A100/H100, not the 99 KB of sm_86/sm_89). Varlen prefill (seqlen_q > 64) is the reference's.
+size_t device_smem_optin();
 bool sequences_promised(const std::string& backend, const fctest::HostData& h) {
   const flashcore::Problem& p = h.problem;
-  const bool variants = p.has_window() || p.softcap > 0 || !h.alibi_slopes.empty() || !h.sinks.empty();
-  return (backend == "cuda-flash" || backend == "cuda-flash-decode") && p.seqlen_q <= 64 &&
-         (p.head_dim == 64 || p.head_dim == 128) && !variants;
+  return backend == "cuda-flash" && p.seqlen_q <= 64 && (p.head_dim <= 128 || device_smem_optin() > 100 * 1024);
 }
 
 size_t device_smem_optin() {
