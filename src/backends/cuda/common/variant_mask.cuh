@@ -29,6 +29,20 @@ __device__ __forceinline__ float tanh_accurate(float y) {
   return copysignf(1.f - __fdividef(2.f, e + 1.f), y);
 }
 
+// Logit soft-capping of a fragment of raw scores (q·k, before the scale, the units the kernels'
+// softmax works in): scale·x -> softcap·tanh(scale·x / softcap), i.e. x -> (softcap/scale)·tanh(x·scale/softcap).
+// When p.softcap is 0 nothing happens. Every kernel that soft-caps calls this.
+template <int N>
+__device__ __forceinline__ void softcap_scores(float (&s)[N][4], const FlashFwdParams& p) {
+  if (p.softcap > 0.f) {
+    const float c_out = p.softcap / p.scale, c_in = p.scale / p.softcap;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[i][e] = c_out * tanh_accurate(s[i][e] * c_in);
+  }
+}
+
 struct VariantMask {
   static constexpr bool kTransformsScores = true;
   static constexpr bool kHasLeftBound = true;
@@ -83,13 +97,7 @@ struct VariantMask {
   // query head h; n8 column tile i starts at key key0 + 8i.
   template <int N>
   __device__ __forceinline__ void transform(float (&s)[N][4], int row0, int key0, int lane, int h) const {
-    if (p.softcap > 0.f) {
-      const float c_out = p.softcap / p.scale, c_in = p.scale / p.softcap;
-#pragma unroll
-      for (int i = 0; i < N; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[i][e] = c_out * tanh_accurate(s[i][e] * c_in);
-    }
+    softcap_scores(s, p);
     if (p.alibi_slopes != nullptr) {
       const float neg_slope = -__ldg(p.alibi_slopes + h) / p.scale;
       const int t = lane & 3;

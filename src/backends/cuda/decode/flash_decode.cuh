@@ -245,13 +245,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
       }
     }
     const int c0 = key0 + 2 * t4;  // key of s[n][e] (row e/2): c0 + 8n + e%2
-    if (p.softcap > 0.f) {
-      const float c_out = p.softcap / p.scale, c_in = p.scale / p.softcap;
-#pragma unroll
-      for (int n = 0; n < kSTiles; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[n][e] = c_out * tanh_accurate(s[n][e] * c_in);
-    }
+    softcap_scores(s, p);
     if (p.alibi_slopes != nullptr) {
 #pragma unroll
       for (int n = 0; n < kSTiles; ++n)
