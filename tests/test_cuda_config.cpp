@@ -338,13 +338,13 @@ TEST(CudaConfig, SequenceArraysRunOnTheDecodeKernelOnly) {
   const auto h100 = h100_limits();
   auto paged = [](FlashFwdParams p, int page) {
     p.block_table = g_seq_dummy, p.seqlens_k = g_seq_dummy;
-    p.page_size = page, p.num_pages = 1000, p.pages_per_seq = (p.seqlen_k + page - 1) / page;
+    p.page_size = page, p.pages_per_seq = (p.seqlen_k + page - 1) / page;
     p.k_batch_stride = p.v_batch_stride = p.k_seq_stride * page;
     return p;
   };
   auto varlen = [](FlashFwdParams p) {
     p.cu_seqlens_q = p.cu_seqlens_k = g_seq_dummy;
-    p.total_q = p.batch * p.seqlen_q, p.total_k = p.batch * p.seqlen_k;
+    p.total_q = p.batch * p.seqlen_q;
     return p;
   };
   const FlashFwdParams layouts[] = {paged(params(8, 32, 8, 1, 8192, 128, false, false), 16),

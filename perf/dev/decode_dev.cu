@@ -268,11 +268,11 @@ static void setup(const Data& d, Run& r, const FlashFwdLaunchOverride* ov = null
   if (c.alibi) p.alibi_slopes = r.dev.put(d.slopes);
   if (c.sinks) p.sinks = r.dev.put(d.sinks);
   if (c.varlen_q) p.cu_seqlens_q = r.dev.put(d.cu_q), p.total_q = d.total_q;
-  if (c.varlen_k) p.cu_seqlens_k = r.dev.put(d.cu_k), p.total_k = d.total_k;
+  if (c.varlen_k) p.cu_seqlens_k = r.dev.put(d.cu_k);
   if (c.cache) p.seqlens_k = r.dev.put(d.seqlens_k);
   if (c.page) {
     p.block_table = r.dev.put(d.block_table);
-    p.page_size = c.page, p.num_pages = d.num_pages, p.pages_per_seq = d.pages_per_seq;
+    p.page_size = c.page, p.pages_per_seq = d.pages_per_seq;
   }
   p.launch_override = ov;
 }

@@ -3,6 +3,7 @@
 // (plan.cu: every check, the kernel, its launch shape), run() launches it.
 #include "backends/cuda/flash_fwd.h"
 #include "core/internal.hpp"
+#include "core/sequences.hpp"
 
 namespace flashcore::cuda {
 
@@ -33,15 +34,14 @@ FlashFwdParams make_params(const Problem& p, const Tensors& t) {
   f.softcap = p.softcap;
   f.alibi_slopes = t.alibi_slopes;
   f.sinks = t.sinks;
-  f.cu_seqlens_q = p.total_q > 0 ? t.cu_seqlens_q : nullptr;
-  f.cu_seqlens_k = p.total_k > 0 ? t.cu_seqlens_k : nullptr;
-  f.seqlens_k = t.seqlens_k;
-  f.block_table = p.page_size > 0 ? t.block_table : nullptr;
-  f.total_q = p.total_q;
-  f.total_k = p.total_k;
-  f.page_size = p.page_size;
-  f.num_pages = p.num_pages;
-  f.pages_per_seq = p.pages_per_seq;
+  const numeric::Sequences seq = numeric::Sequences::of(p, t);  // the arrays the layout uses
+  f.cu_seqlens_q = seq.cu_seqlens_q;
+  f.cu_seqlens_k = seq.cu_seqlens_k;
+  f.seqlens_k = seq.seqlens_k;
+  f.block_table = seq.block_table;
+  f.total_q = seq.total_q;
+  f.page_size = seq.page_size;
+  f.pages_per_seq = seq.pages_per_seq;
   return f;
 }
 

@@ -44,14 +44,15 @@ struct FlashFwdParams {
   // and seqlen_k are upper bounds of the per-sequence lengths. cu_seqlens_q: Q and O packed (rows
   // cu[b] .., batch strides unused), LSE (heads_q, total_q). cu_seqlens_k: K and V packed.
   // seqlens_k: keys per sequence (cache lengths). block_table (batch x pages_per_seq): K and V are
-  // pools of num_pages pages of page_size rows, the batch strides step between pages.
+  // pools of pages of page_size rows, the batch strides step between pages. (The pool's and packed
+  // K/V's extents, Problem::num_pages and total_k, are the registry's to check; no kernel reads them.)
   // core/sequences.hpp (numeric::Sequences) says where each row is.
   const int* cu_seqlens_q = nullptr;
   const int* cu_seqlens_k = nullptr;
   const int* seqlens_k = nullptr;
   const int* block_table = nullptr;
-  int total_q = 0, total_k = 0;
-  int page_size = 0, num_pages = 0, pages_per_seq = 0;
+  int total_q = 0;
+  int page_size = 0, pages_per_seq = 0;
   // Optional: nullptr = launch table. For development and tuning only. With an override, Auto never
   // picks the Hopper kernel, nor the decode kernel for problems without sequence arrays; the Hopper
   // kernel itself has a fixed shape and ignores it. The decode kernel takes block_m (16, 32, 64),
