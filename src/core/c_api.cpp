@@ -17,6 +17,13 @@ thread_local std::string t_backend;
 flashcore::Strides to_cpp(const fc_strides& s) { return {s.batch, s.seq, s.head}; }
 fc_strides to_c(const flashcore::Strides& s) { return {s.batch, s.seq, s.head}; }
 
+// A 0/1 field of the C descriptor; any other value is an Error naming the field.
+bool flag(const char* field, int value) {
+  if (value != 0 && value != 1)
+    throw flashcore::Error(field, std::string(field) + ": value " + std::to_string(value) + " is not 0 or 1");
+  return value == 1;
+}
+
 // The C++ descriptor of a C one; throws Error naming a field that has no C++ counterpart.
 flashcore::Problem to_cpp(const fc_problem* p) {
   if (p == nullptr) throw flashcore::Error("problem", "problem: descriptor pointer is null");
@@ -34,17 +41,13 @@ flashcore::Problem to_cpp(const fc_problem* p) {
     default: throw flashcore::Error("dtype", "dtype: value " + std::to_string(static_cast<int>(p->dtype)) +
                                                  " is not FC_F32, FC_F16 or FC_BF16");
   }
-  if (p->causal != 0 && p->causal != 1)
-    throw flashcore::Error("causal", "causal: value " + std::to_string(p->causal) + " is not 0 or 1");
-  cp.causal = p->causal != 0;
+  cp.causal = flag("causal", p->causal);
   cp.scale = p->scale;
   cp.q = to_cpp(p->q);
   cp.k = to_cpp(p->k);
   cp.v = to_cpp(p->v);
   cp.o = to_cpp(p->o);
-  if (p->window != 0 && p->window != 1)
-    throw flashcore::Error("window", "window: value " + std::to_string(p->window) + " is not 0 or 1");
-  if (p->window == 1) {
+  if (flag("window", p->window)) {
     cp.window_left = p->window_left;
     cp.window_right = p->window_right;
   }
@@ -54,9 +57,7 @@ flashcore::Problem to_cpp(const fc_problem* p) {
   cp.page_size = p->page_size;
   cp.num_pages = p->num_pages;
   cp.pages_per_seq = p->pages_per_seq;
-  if (p->trust_sequences != 0 && p->trust_sequences != 1)
-    throw flashcore::Error("trust_sequences",
-                           "trust_sequences: value " + std::to_string(p->trust_sequences) + " is not 0 or 1");
+  flag("trust_sequences", p->trust_sequences);  // read by run_c
   return cp;
 }
 
