@@ -796,17 +796,23 @@ std::int64_t count_nonfinite(DType dt, const void* o, std::int64_t count) {
   return bad;
 }
 
+namespace {
+// Whether all `count` output elements are finite; else *r says how many are not (r->ok false).
+bool all_finite(DType dt, const void* o, std::int64_t count, CheckResult* r) {
+  const std::int64_t bad = count_nonfinite(dt, o, count);
+  if (bad == 0) return true;
+  r->ok = false;
+  r->message = "output check: " + std::to_string(bad) + " of " + std::to_string(count) +
+               " output elements are not finite (poisoned output not written, or NaN/Inf computed)";
+  return false;
+}
+}  // namespace
+
 CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, const void* o, int rows,
                          const HeadParams& heads) {
   CheckResult r;
   const std::int64_t count = std::int64_t(p.batch) * p.seqlen_q * p.heads_q * p.head_dim;
-  const std::int64_t bad = count_nonfinite(p.dtype, o, count);
-  if (bad > 0) {
-    r.ok = false;
-    r.message = "output check: " + std::to_string(bad) + " of " + std::to_string(count) +
-                " output elements are not finite (poisoned output not written, or NaN/Inf computed)";
-    return r;
-  }
+  if (!all_finite(p.dtype, o, count, &r)) return r;
   // Sampled rows: the first and the last row, then rows from a splitmix64 stream seeded by the size.
   std::uint64_t st = 0xC0FFEEull ^ static_cast<std::uint64_t>(count);
   std::vector<flashcore::verify::Row> sample;
@@ -860,13 +866,7 @@ CheckResult check_case_output(const Case& c, const CaseData& data, const void* o
   if (!c.layout.sequences()) return check_output(p, in, o, rows, heads);
   CheckResult r;
   const std::int64_t count = g.q_elems;  // O has Q's storage
-  const std::int64_t bad = count_nonfinite(p.dtype, o, count);
-  if (bad > 0) {
-    r.ok = false;
-    r.message = "output check: " + std::to_string(bad) + " of " + std::to_string(count) +
-                " output elements are not finite (poisoned output not written, or NaN/Inf computed)";
-    return r;
-  }
+  if (!all_finite(p.dtype, o, count, &r)) return r;
   const int B = p.batch;
   std::vector<int> with_rows;  // sequences that have queries
   for (int b = 0; b < B; ++b)
