@@ -327,10 +327,11 @@ TEST(CudaConfig, DecodeHeadDimsAndDevices) {
   EXPECT_EQ(p40.split_partial_bytes, p64.split_partial_bytes);
 }
 
-// Sequence arrays (varlen Q/K, cache lengths, paged K/V): only the decode kernel reads them. cuda-flash
-// plans it for seqlen_q <= 64 (variants included); above, and for the kernels forced by name, the plan
-// declines, naming why.
-TEST(CudaConfig, SequenceArraysRunOnTheDecodeKernelOnly) {
+// Sequence arrays. Paged K/V: only the decode kernel reads it; cuda-flash plans it for seqlen_q <= 64
+// (variants included), above and for the other kernels forced by name the plan declines, naming why.
+// Varlen Q/K and cache lengths: cuda-flash runs up to 64 queries on the decode kernel, longer ones
+// (varlen prefill) on the prefill kernels, and every kernel forced by name takes them.
+TEST(CudaConfig, SequenceArraysPlan) {
   using flashcore::cuda::FlashFwdParams;
   using flashcore::cuda::FlashFwdPlan;
   using flashcore::cuda::FlashKernel;
@@ -344,14 +345,19 @@ TEST(CudaConfig, SequenceArraysRunOnTheDecodeKernelOnly) {
   };
   auto varlen = [](FlashFwdParams p) {
     p.cu_seqlens_q = p.cu_seqlens_k = g_seq_dummy;
-    p.total_q = p.batch * p.seqlen_q;
+    p.total_q = p.total_k = p.batch * p.seqlen_q;
     return p;
   };
-  const FlashFwdParams layouts[] = {paged(params(8, 32, 8, 1, 8192, 128, false, false), 16),
-                                    paged(params(8, 32, 8, 4, 8192, 64, true, true), 256),
-                                    varlen(params(8, 32, 8, 64, 2048, 128, true, false)),
-                                    varlen(params(3, 8, 8, 1, 100, 96, false, false))};
-  for (const FlashFwdParams& p : layouts) {
+  auto cache = [](FlashFwdParams p) {
+    p.seqlens_k = g_seq_dummy;
+    return p;
+  };
+  const FlashFwdParams decode_layouts[] = {paged(params(8, 32, 8, 1, 8192, 128, false, false), 16),
+                                           paged(params(8, 32, 8, 4, 8192, 64, true, true), 256),
+                                           varlen(params(8, 32, 8, 64, 2048, 128, true, false)),
+                                           varlen(params(3, 8, 8, 1, 100, 96, false, false)),
+                                           cache(params(4, 16, 4, 16, 3000, 64, true, false))};
+  for (const FlashFwdParams& p : decode_layouts) {
     for (const auto& dev : {h100, l4_limits()}) {
       FlashFwdPlan plan;
       ASSERT_EQ(flashcore::cuda::flash_fwd_plan(p, dev, FlashVariant::Auto, &plan), "");
@@ -359,8 +365,16 @@ TEST(CudaConfig, SequenceArraysRunOnTheDecodeKernelOnly) {
       ASSERT_EQ(flashcore::cuda::flash_fwd_plan(p, dev, FlashVariant::Decode, &plan), "");
     }
     for (FlashVariant v : {FlashVariant::AllWarps, FlashVariant::WarpSpecialized, FlashVariant::Hopper}) {
-      const std::string why = flashcore::cuda::flash_fwd_plan(p, h100, v, nullptr);
-      EXPECT_NE(why.find("only the decode kernel reads sequence arrays"), std::string::npos) << why;
+      FlashFwdPlan plan;
+      const std::string why = flashcore::cuda::flash_fwd_plan(p, h100, v, &plan);
+      if (p.block_table != nullptr) {
+        EXPECT_NE(why.find("paged K/V (block_table) is read by the decode kernel only"), std::string::npos) << why;
+      } else if (v == FlashVariant::Hopper) {
+        EXPECT_EQ(why.find("sequence"), std::string::npos) << why;  // declined for its own reasons here
+      } else {
+        EXPECT_EQ(why, "");
+        EXPECT_NE(plan.kernel, FlashKernel::Decode);
+      }
     }
   }
   // With the variants (window, softcap, ALiBi, sinks): the decode kernel too.
@@ -370,10 +384,20 @@ TEST(CudaConfig, SequenceArraysRunOnTheDecodeKernelOnly) {
   FlashFwdPlan plan;
   ASSERT_EQ(flashcore::cuda::flash_fwd_plan(variants, h100, FlashVariant::Auto, &plan), "");
   EXPECT_EQ(plan.kernel, FlashKernel::Decode);
-  // Prefill with sequence arrays: declined (the reference runs it), saying why.
-  const std::string why = flashcore::cuda::flash_fwd_plan(varlen(params(2, 8, 8, 200, 200, 64, true, false)), h100,
+  // Varlen prefill and prefill against cache lengths: the prefill kernels, variants included.
+  FlashFwdParams prefill_variants = varlen(params(2, 8, 8, 200, 200, 64, true, false));
+  prefill_variants.window_left = 50, prefill_variants.softcap = 20.f;
+  for (const FlashFwdParams& p : {varlen(params(2, 8, 8, 200, 200, 64, true, false)),
+                                  cache(params(4, 16, 4, 300, 3000, 128, true, false)), prefill_variants}) {
+    for (const auto& dev : {h100, l4_limits()}) {
+      ASSERT_EQ(flashcore::cuda::flash_fwd_plan(p, dev, FlashVariant::Auto, &plan), "");
+      EXPECT_NE(plan.kernel, FlashKernel::Decode) << plan.describe();
+    }
+  }
+  // Paged prefill: declined (the reference runs it), saying why.
+  const std::string why = flashcore::cuda::flash_fwd_plan(paged(params(2, 8, 8, 200, 2000, 64, true, false), 64), h100,
                                                           FlashVariant::Auto, nullptr);
-  EXPECT_NE(why.find("varlen/paged"), std::string::npos) << why;
+  EXPECT_NE(why.find("paged K/V runs on the decode kernel only"), std::string::npos) << why;
   EXPECT_NE(why.find("seqlen_q > 64"), std::string::npos) << why;
   EXPECT_NE(why.find("200"), std::string::npos) << why;
 }

@@ -138,11 +138,13 @@ bool accepts(const std::string& backend, const fctest::HostData& h, const Device
 // Above 128 the smallest mma.sync tile (16 query rows, two stages of 64-key K and V tiles, rows of
 // D rounded up to 64 elements: 544 bytes per row element) must fit the device's shared memory per
 // block: it does on A100/H100/H200, not on sm_86/sm_89 (99 KB).
-// Sequence layouts (varlen, cache lengths, paged) on the tuned path: the decode kernel's promise
-// (cuda-flash, seqlen_q <= 64, every head dim and variant; above D = 128 it needs the shared memory
-// of an A100/H100, not the 99 KB of sm_86/sm_89). Varlen prefill (seqlen_q > 64) is the reference's.
+// Sequence layouts on the tuned path: varlen Q and K/V and cache lengths with the same promise as
+// fixed lengths (every tuned kernel; cuda-flash runs up to 64 queries on the decode kernel). Paged
+// K/V is the decode kernel's: cuda-flash, seqlen_q <= 64, every head dim and variant (above D = 128
+// it needs the shared memory of an A100/H100, not the 99 KB of sm_86/sm_89); paged prefill
+// (seqlen_q > 64) is the reference's.
 size_t device_smem_optin();
-bool sequences_promised(const std::string& backend, const fctest::HostData& h) {
+bool paged_promised(const std::string& backend, const fctest::HostData& h) {
   const flashcore::Problem& p = h.problem;
   return backend == "cuda-flash" && p.seqlen_q <= 64 && (p.head_dim <= 128 || device_smem_optin() > 100 * 1024);
 }
@@ -159,7 +161,7 @@ bool promised(const std::string& backend, const fctest::HostData& h) {
   if (is_reference(backend)) return true;
   const int d = p.head_dim;
   if (p.dtype == DType::F32 || d % 8 != 0 || d < 8 || d > 256) return false;
-  if (p.has_sequence_layout() || !h.seqlens_k.empty()) return sequences_promised(backend, h);
+  if (p.page_size > 0) return paged_promised(backend, h);
   if (backend == "cuda-flash-hopper") return d == 64 || d == 128;
   const bool variants = p.has_window() || p.softcap > 0 || !h.alibi_slopes.empty() || !h.sinks.empty();
   if (backend == "cuda-flash-warpspec" && (d > 128 || variants)) return false;
@@ -318,7 +320,8 @@ std::vector<GpuParam> variant_params() {
 
 // Sequences (tests/test_sequences.cpp checks the definitions on the host): decode rows against
 // cache lengths (empty and length-1 caches), several queries per sequence, pages of 16..256 rows
-// partly filled, varlen batches with empty sequences, varlen prefill, GQA, causal per sequence.
+// partly filled, varlen batches with empty sequences, varlen prefill and prefill against cache lengths
+// (on every tuned kernel), GQA, causal per sequence.
 std::vector<Case> sequence_cases() {
   using KvStore = Case::KvStore;
   using fctest::sequence_case;
@@ -339,8 +342,13 @@ std::vector<Case> sequence_cases() {
       out.push_back(sequence_case(4, 2, d, dt, causal, {3, 0, 64, 1}, {300, 9, 64, 1}, KvStore::Paged, 64));
       out.push_back(sequence_case(6, 2, d, dt, causal, {1, 37, 0, 64}, {1, 100, 5, 64}, KvStore::Packed, 0, 1, 0,
                                   Layout::BHSD));
-      // varlen prefill: long sequences of mixed lengths
+      // varlen prefill: long sequences of mixed lengths (every tuned kernel: 16-row, wide, Hopper)
       out.push_back(sequence_case(4, 2, d, dt, causal, {700, 1, 333, 0}, {700, 1000, 333, 7}, KvStore::Packed));
+      out.push_back(sequence_case(2, 1, d, dt, causal, {129, 255, 1, 64, 1000}, {129, 255, 1, 64, 1000}, KvStore::Packed));
+      // prefill against cache lengths (rows past a sequence's length are NaN): 200 queries each, and
+      // varlen queries, caches ending inside a 64- and a 128-key tile
+      out.push_back(sequence_case(4, 2, d, dt, causal, {}, {200, 1000, 333, 129}, KvStore::Batched, 0, 200, 50));
+      out.push_back(sequence_case(4, 1, d, dt, causal, {100, 300, 0}, {500, 300, 1001}, KvStore::Batched, 0, 1, 7));
     }
   // With variants (promised by the reference; the tuned path may decline them).
   Case v = sequence_case(8, 2, 128, DType::F16, true, {}, {1, 900, 2000}, KvStore::Paged, 64, 2);

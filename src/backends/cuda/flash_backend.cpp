@@ -40,6 +40,7 @@ FlashFwdParams make_params(const Problem& p, const Tensors& t) {
   f.seqlens_k = seq.seqlens_k;
   f.block_table = seq.block_table;
   f.total_q = seq.total_q;
+  f.total_k = seq.cu_seqlens_k != nullptr ? p.total_k : 0;
   f.page_size = seq.page_size;
   f.pages_per_seq = seq.pages_per_seq;
   return f;
@@ -106,7 +107,7 @@ std::vector<std::unique_ptr<Backend>> make_flash_backends() {
       "cuda-flash", 100, FlashVariant::Auto,
       "tuned flash-attention forward (sm_80+), fp16/bf16; faster kernel per shape (mma.sync; "
       "TMA + wgmma on compute capability 9.0 for larger problems; a split-KV decode kernel for few "
-      "queries against long keys and for varlen/paged sequences up to 64 queries)"));
+      "queries against long keys and for paged K/V up to 64 queries; varlen and cache lengths on all)"));
   out.push_back(std::make_unique<FlashBackend>("cuda-flash-allwarps", 90, FlashVariant::AllWarps,
                                                "tuned kernel, every warp loads and computes"));
   out.push_back(std::make_unique<FlashBackend>("cuda-flash-warpspec", 89, FlashVariant::WarpSpecialized,

@@ -42,16 +42,17 @@ struct FlashFwdParams {
   const float* sinks = nullptr;
   // Sequences (flashcore.hpp, "Sequences"): device int32 arrays or nullptr; with any of them seqlen_q
   // and seqlen_k are upper bounds of the per-sequence lengths. cu_seqlens_q: Q and O packed (rows
-  // cu[b] .., batch strides unused), LSE (heads_q, total_q). cu_seqlens_k: K and V packed.
-  // seqlens_k: keys per sequence (cache lengths). block_table (batch x pages_per_seq): K and V are
-  // pools of pages of page_size rows, the batch strides step between pages. (The pool's and packed
-  // K/V's extents, Problem::num_pages and total_k, are the registry's to check; no kernel reads them.)
-  // core/sequences.hpp (numeric::Sequences) says where each row is.
+  // cu[b] .., batch strides unused), LSE (heads_q, total_q). cu_seqlens_k: K and V packed (total_k
+  // rows: the Hopper kernel's TMA maps span them). seqlens_k: keys per sequence (cache lengths).
+  // block_table (batch x pages_per_seq): K and V are pools of pages of page_size rows, the batch
+  // strides step between pages (the pool's extent, Problem::num_pages, is the registry's to check).
+  // core/sequences.hpp (numeric::Sequences) says where each row is. Every kernel reads them except
+  // block_table, which only the decode kernel reads.
   const int* cu_seqlens_q = nullptr;
   const int* cu_seqlens_k = nullptr;
   const int* seqlens_k = nullptr;
   const int* block_table = nullptr;
-  int total_q = 0;
+  int total_q = 0, total_k = 0;
   int page_size = 0, pages_per_seq = 0;
   // Optional: nullptr = launch table. For development and tuning only. With an override, Auto never
   // picks the Hopper kernel, nor the decode kernel for problems without sequence arrays; the Hopper
@@ -65,7 +66,8 @@ struct FlashFwdParams {
 // Hopper: the TMA + wgmma kernel (sm90/), compute capability 9.0 only, built when sm_90 is among the
 // CUDA architectures; Q, K, V strides must be positive multiples of 16 bytes (TMA).
 // Decode: the split-KV decode kernel (decode/): all query heads of a KV head packed into the MMA rows,
-// seqlen_q <= 64; the one kernel that reads the sequence arrays (varlen, cache lengths, paged K/V).
+// seqlen_q <= 64; every sequence layout, and the one kernel that reads paged K/V. The other kernels
+// run varlen Q and K/V and cache lengths (varlen prefill).
 // Auto: the launch table's choice (measured, see perf/dev/NOTES.md), the Hopper and decode kernels included.
 enum class FlashVariant { Auto, AllWarps, WarpSpecialized, Hopper, Decode };
 

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "backends/cuda/common/mask.cuh"
+#include "backends/cuda/common/sequences.cuh"
 #include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/decode/config.cuh"
 #include "backends/cuda/kernels.h"
@@ -245,14 +246,8 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
 // ------------------------------------------------------------------------------------------------
 using detail::DecodeConfig;
 
-// Whether any sequence array is set (varlen Q or K/V, cache lengths, paged K/V): only the decode kernel
-// reads them.
-bool has_sequences(const FlashFwdParams& p) {
-  return p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr || p.block_table != nullptr;
-}
-
 // Decode launch table: which problems without sequence arrays Auto runs on the decode kernel (with them
-// it is the only kernel), and its ring depth. First matching row wins; rows = (heads_q / heads_kv) ·
+// it runs every problem of seqlen_q <= 64, and it is the only kernel of paged K/V), and its ring depth. First matching row wins; rows = (heads_q / heads_kv) ·
 // seqlen_q, the packed rows of one KV head; group = heads_q / heads_kv. Measurements: perf/dev/NOTES.md
 // (decode), NVIDIA H100 80GB HBM3, fp16, `decode_dev cross` / `cross64` / `sweep`: (B,Hq,Hkv,Lq,Lk)
 // decode us vs what Auto runs otherwise on that GPU (the Hopper kernel at D=128; the 16-row kernel at
@@ -453,18 +448,21 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
   out.device = dev.index;
   std::string why = common_limits(p, dev);
   if (!why.empty()) return why;
-  // The decode kernel: forced, the only kernel that reads sequence arrays, or Auto's choice for few query
-  // rows against many keys (kDecodeTable).
-  const bool sequences = has_sequences(p);
-  if (sequences && variant != FlashVariant::Auto && variant != FlashVariant::Decode)
-    return "only the decode kernel reads sequence arrays (varlen, cache lengths, paged K/V); cuda-flash runs "
-           "them there";
-  if (variant == FlashVariant::Decode || sequences) {
+  // The decode kernel: forced, the only kernel that reads paged K/V, Auto's choice for the other
+  // sequence layouts up to kMaxDecodeSeqlenQ queries, or for few query rows against many keys
+  // (kDecodeTable). Longer varlen/cache-length problems (prefill) run on the kernels below.
+  const bool paged = detail::paged_kv(p);
+  if (paged && variant != FlashVariant::Auto && variant != FlashVariant::Decode)
+    return "paged K/V (block_table) is read by the decode kernel only (seqlen_q <= " +
+           std::to_string(detail::kMaxDecodeSeqlenQ) + "); cuda-flash runs it there";
+  const bool short_sequences = detail::has_sequences(p) && variant == FlashVariant::Auto &&
+                               p.seqlen_q <= detail::kMaxDecodeSeqlenQ && decode_limits(p, dev).empty();
+  if (variant == FlashVariant::Decode || paged || short_sequences) {
     why = decode_limits(p, dev);
     if (!why.empty())
-      return sequences ? "varlen/paged problems run on the decode kernel only (prefill, seqlen_q > " +
-                             std::to_string(detail::kMaxDecodeSeqlenQ) + ", runs on the reference for now): " + why
-                       : why;
+      return paged ? "paged K/V runs on the decode kernel only (paged prefill, seqlen_q > " +
+                         std::to_string(detail::kMaxDecodeSeqlenQ) + ", runs on the reference): " + why
+                   : why;
     plan_decode(p, dev, decode_row_any(p), &out);
     if (plan != nullptr) *plan = out;
     return {};

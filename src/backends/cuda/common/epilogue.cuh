@@ -4,7 +4,9 @@
 // so the result does not depend on which block finishes last (bitwise deterministic).
 //
 // A warp holds rows row0 and row0 + 8 (row0 = first row of a 16-row tile + lane/4) of an accumulator
-// tile; o(j, e) is register e of n8 column tile j (layout: common/mask.cuh).
+// tile; o(j, e) is register e of n8 column tile j (layout: common/mask.cuh). Query rows count from the
+// start of the block's sequence; O and the LSE are addressed through common/sequences.cuh. Split-KV
+// partials keep the fixed [batch][heads_q][seqlen_q] rows (seqlen_q bounds every sequence).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include "backends/cuda/common/kernel_args.h"
 #include "backends/cuda/common/online_softmax.cuh"
 #include "backends/cuda/common/ptx.cuh"
+#include "backends/cuda/common/sequences.cuh"
 #include "backends/cuda/common/swizzle.cuh"
 
 namespace flashcore::cuda::detail {
@@ -28,27 +31,31 @@ __device__ __forceinline__ void stage_o_rows(Elem* sO, int lr0, int lane, const 
     *reinterpret_cast<uint32_t*>(sO + swz<D>(lr0 + 8, j) + 2 * t) = ElemOps<Elem>::pack(o(j, 2) * inv[1], o(j, 3) * inv[1]);
   }
 }
-// LSE (natural log) of query rows row0 and row0 + 8, by the quad leader.
+// LSE (natural log) of query rows row0 and row0 + 8 of (b, h), by the quad leader.
 __device__ __forceinline__ void write_lse_rows(const FlashFwdParams& p, int b, int h, int row0, const float (&lse2)[2],
                                                int lane) {
   if (p.lse == nullptr || (lane & 3) != 0) return;
-  float* lse = p.lse + ((long long)b * p.heads_q + h) * p.seqlen_q;
-  if (row0 < p.seqlen_q) lse[row0] = lse2[0] * kLn2;
-  if (row0 + 8 < p.seqlen_q) lse[row0 + 8] = lse2[1] * kLn2;
+  const numeric::Sequences seq = sequences_of(p);
+  const int len_q = seq.len_q(b);
+  float* lse = p.lse + seq.lse_index(b, h, 0, p.heads_q);  // the rows of (b, h) are contiguous in both layouts
+  if (row0 < len_q) lse[row0] = lse2[0] * kLn2;
+  if (row0 + 8 < len_q) lse[row0 + 8] = lse2[1] * kLn2;
 }
-// A warp's `rows` staged rows (smem rows lrow0..) -> global query rows row0.. of (b, h), 16-byte stores
-// of the head_dim columns (a kernel compiled for D >= head_dim stages D; the zero padding stays).
+// A warp's `rows` staged rows (smem rows lrow0..) -> global query rows row0.. of (b, h) (those of its
+// sequence: common/sequences.cuh), 16-byte stores of the head_dim columns (a kernel compiled for D >= head_dim stages D; the zero padding stays).
 template <int D, typename Elem>
 __device__ __forceinline__ void store_o_rows(const FlashFwdParams& p, int b, int h, const Elem* sO, int lrow0, int row0,
                                              int rows, int lane) {
   constexpr int kChunks = D / 8;
   const int dim_chunks = p.head_dim / 8;
-  Elem* gO = static_cast<Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+  const numeric::Sequences seq = sequences_of(p);
+  const int len_q = seq.len_q(b);
+  Elem* gO = static_cast<Elem*>(p.o) + seq.q_row(o_strides(p), b, 0) + (long long)h * p.o_head_stride;
 #pragma unroll
   for (int c = lane; c < rows * kChunks; c += 32) {
     const int r = c / kChunks, ch = c % kChunks;
     const int row = row0 + r;
-    if (row < p.seqlen_q && ch < dim_chunks)
+    if (row < len_q && ch < dim_chunks)
       *reinterpret_cast<uint4*>(gO + row * p.o_seq_stride + ch * 8) = *reinterpret_cast<const uint4*>(sO + swz<D>(lrow0 + r, ch));
   }
 }
@@ -87,8 +94,9 @@ __device__ __forceinline__ void merge_splits(const KernelArgs& a, float* s_w, in
                                              int tid, int n_consumers, int bar) {
   const FlashFwdParams& p = a.p;
   const long long split_rows = (long long)p.batch * p.heads_q * p.seqlen_q;
-  const long long bh_row = ((long long)b * p.heads_q + h) * p.seqlen_q;
-  const int rows_here = min(a.block_m, p.seqlen_q - m0);
+  const long long bh_row = ((long long)b * p.heads_q + h) * p.seqlen_q;  // partials: seqlen_q rows per (b, h)
+  const numeric::Sequences seq = sequences_of(p);
+  const int rows_here = min(a.block_m, seq.len_q(b) - m0);
   // Phase 1: per-row weights -> smem, final LSE.
   for (int r = tid; r < rows_here; r += n_consumers) {
     float l[kMaxSplits];
@@ -107,11 +115,11 @@ __device__ __forceinline__ void merge_splits(const KernelArgs& a, float* s_w, in
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
 #pragma unroll
     for (int sp = 0; sp < kMaxSplits; ++sp) s_w[r * kMaxSplits + sp] = l[sp] * inv;
-    if (p.lse != nullptr) p.lse[bh_row + m0 + r] = (mx == -INFINITY) ? -INFINITY : (mx + __log2f(sum)) * kLn2;
+    if (p.lse != nullptr) p.lse[seq.lse_index(b, h, m0 + r, p.heads_q)] = (mx == -INFINITY) ? -INFINITY : (mx + __log2f(sum)) * kLn2;
   }
   named_bar_sync(bar, n_consumers);
   // Phase 2: O, 4 columns per item, the head_dim columns of the D-float partial rows.
-  Elem* gO = static_cast<Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+  Elem* gO = static_cast<Elem*>(p.o) + seq.q_row(o_strides(p), b, 0) + (long long)h * p.o_head_stride;
   const int dim4 = p.head_dim / 4;
   for (int it = tid; it < rows_here * dim4; it += n_consumers) {
     const int r = it / dim4, c4 = it % dim4;

@@ -10,7 +10,8 @@
 // kHasSinks), so a kernel instantiated with CausalMask carries none of the variants' work.
 // Policies: CausalMask (below; causal or none, the key tail) and VariantMask (common/variant_mask.cuh:
 // sliding window, soft-capping, ALiBi, sinks). A new mask (varlen bounds, ...) is a new policy with
-// these members; the kernels do not change. Members are __host__ __device__ where the launch plan
+// these members; the kernels do not change. Both are made for the block's batch entry and use its
+// sequence's lengths (SequenceOf below) or, made from the parameters alone, the problem's. Members are __host__ __device__ where the launch plan
 // needs the same answer (tiles).
 //
 // Accumulator fragment (mma.sync m16n8 C layout, also wgmma's): a thread holds rows row0 and row0 + 8
@@ -20,6 +21,7 @@
 
 #include <cmath>
 
+#include "backends/cuda/common/sequences.cuh"
 #include "backends/cuda/flash_fwd.h"
 
 namespace flashcore::cuda::detail {
@@ -40,8 +42,20 @@ __host__ __device__ __forceinline__ int imax(int a, int b) {
 #endif
 }
 
+// The lengths of the sequence a block works on, read where a mask needs them (not held in registers
+// through the key loop: the kernels' accumulators need those): batch entry b's under the sequence
+// layouts (common/sequences.cuh), the problem's seqlen_q x seqlen_k without them or for b = -1 (the
+// plan, on the host: the bounds).
+struct SequenceOf {
+  const FlashFwdParams& p;
+  int b;
+  __host__ __device__ int len_k() const { return b < 0 ? p.seqlen_k : sequences_of(p).len_k(b); }
+  __host__ __device__ int len_q() const { return b < 0 ? p.seqlen_q : sequences_of(p).len_q(b); }
+  __host__ __device__ int diag() const { return len_k() - len_q(); }  // row i's diagonal key is i + diag
+};
+
 // Causal (bottom-right aligned, when p.causal) and the key tail: query row i sees key j iff
-// j < seqlen_k and (not causal or j <= i + seqlen_k - seqlen_q).
+// j < len_k and (not causal or j <= i + len_k - len_q), with the lengths of the block's sequence.
 struct CausalMask {
   static constexpr bool kTransformsScores = false;
   static constexpr bool kHasLeftBound = false;
@@ -49,15 +63,15 @@ struct CausalMask {
   // Reads the problem's fields where they are used (kernel parameters stay in the constant bank
   // instead of occupying registers for the whole kernel).
   const FlashFwdParams& p;
-  int diag;  // seqlen_k - seqlen_q: the causal diagonal of row i is key i + diag
+  SequenceOf seq;  // the block's sequence: len_k(), diag() = len_k - len_q (row i's diagonal key is i + diag)
 
-  __host__ __device__ explicit CausalMask(const FlashFwdParams& params)
-      : p(params), diag(params.seqlen_k - params.seqlen_q) {}
+  // The fixed-length problem (every sequence seqlen_q x seqlen_k: the plan), or sequence b's.
+  __host__ __device__ explicit CausalMask(const FlashFwdParams& params, int b = -1) : p(params), seq{params, b} {}
 
   // Keys [0, key_end) hold every key that some row before row_end sees.
   __host__ __device__ int key_end(int row_end) const {
-    int n = p.seqlen_k;
-    if (p.causal) n = imin(n, row_end + diag);
+    int n = seq.len_k();
+    if (p.causal) n = imin(n, row_end + seq.diag());
     return n;
   }
   // No row skips the first keys.
@@ -70,17 +84,17 @@ struct CausalMask {
   }
   // Tiles [0, unmasked_tiles) are visible to every row from row_begin on in full: they need no mask.
   __host__ __device__ int unmasked_tiles(int row_begin, int tile_n) const {
-    int t = p.seqlen_k / tile_n;
-    if (p.causal) t = imin(t, imax(0, row_begin + diag + 1) / tile_n);
+    int t = seq.len_k() / tile_n;
+    if (p.causal) t = imin(t, imax(0, row_begin + seq.diag() + 1) / tile_n);
     return t;
   }
   // Masks one fragment: rows row0, row0 + 8; n8 column tile i starts at key key0 + 8i.
   template <int N>
   __device__ __forceinline__ void apply(float (&s)[N][4], int row0, int key0, int lane) const {
     const int t = lane & 3;
-    const int seqlen_k = p.seqlen_k;
-    const int lim0 = p.causal ? min(seqlen_k - 1, row0 + diag) : seqlen_k - 1;
-    const int lim1 = p.causal ? min(seqlen_k - 1, row0 + 8 + diag) : seqlen_k - 1;
+    const int last = seq.len_k() - 1, diag = seq.diag();
+    const int lim0 = p.causal ? min(last, row0 + diag) : last;
+    const int lim1 = p.causal ? min(last, row0 + 8 + diag) : last;
 #pragma unroll
     for (int i = 0; i < N; ++i) {
 #pragma unroll

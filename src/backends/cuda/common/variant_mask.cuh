@@ -6,12 +6,12 @@
 // Units: the kernels' scores are raw q·k; the online softmax multiplies them by scale·log2(e). So the
 // policy writes its logits back in raw units: x/scale.
 //   soft-capping   s -> (cap/scale) · tanh(s · scale/cap)
-//   ALiBi          s -> s − (slope_h/scale) · |key − (row + seqlen_k − seqlen_q)|
+//   ALiBi          s -> s − (slope_h/scale) · |key − (row + len_k − len_q)|
 //   sink           log2-domain logit sink_h · log2(e), joined to the denominator by softmax_finish.
 // tanh is computed as 1 − 2/(e^{2|y|} + 1) with ex2.approx (relative error 2^-22) and a fast divide:
 // absolute error ~2e-7 on tanh, i.e. ~cap·2e-7 on a logit (tanh.approx.f32 would be ~cap·5e-4).
 //
-// Window tile ranges (bottom-right aligned, diag = seqlen_k − seqlen_q): rows [r0, r1) see keys in
+// Window tile ranges (bottom-right aligned, diag = len_k − len_q of the block's sequence): rows [r0, r1) see keys in
 //   [r0 + diag − left, r1 − 1 + diag + right]  (each side only when bounded; causal: right = 0),
 // and a tile is mask-free for all of them when it lies inside [r1 − 1 + diag − left, r0 + diag + right].
 #pragma once
@@ -49,26 +49,26 @@ struct VariantMask {
   static constexpr bool kHasSinks = true;
 
   const FlashFwdParams& p;
-  int diag;   // seqlen_k − seqlen_q
-  int left;   // keys left of the diagonal a row sees; −1: unbounded
-  int right;  // keys right of it; −1: unbounded (0 when causal)
+  SequenceOf seq;  // the block's sequence (common/mask.cuh): len_k(), diag() = len_k − len_q
+  int left;        // keys left of the diagonal a row sees; −1: unbounded
+  int right;       // keys right of it; −1: unbounded (0 when causal)
 
-  __host__ __device__ explicit VariantMask(const FlashFwdParams& params)
-      : p(params),
-        diag(params.seqlen_k - params.seqlen_q),
-        left(params.window_left),
-        right(params.causal ? 0 : params.window_right) {}
+  // The fixed-length problem (the plan), or sequence b's.
+  __host__ __device__ explicit VariantMask(const FlashFwdParams& params, int b = -1)
+      : p(params), seq{params, b}, left(params.window_left), right(params.causal ? 0 : params.window_right) {}
 
   // ---- tile ranges (host and device: the plan asks the same questions)
   __host__ __device__ int key_begin(int row_begin) const {
     if (left < 0) return 0;
-    const long long k = (long long)row_begin + diag - left;
-    return k < 0 ? 0 : (k > p.seqlen_k ? p.seqlen_k : (int)k);
+    const int len_k = seq.len_k();
+    const long long k = (long long)row_begin + seq.diag() - left;
+    return k < 0 ? 0 : (k > len_k ? len_k : (int)k);
   }
   __host__ __device__ int key_end(int row_end) const {
-    if (right < 0) return p.seqlen_k;
-    const long long k = (long long)row_end + diag + right;  // last row's last key + 1
-    return k < 0 ? 0 : (k > p.seqlen_k ? p.seqlen_k : (int)k);
+    const int len_k = seq.len_k();
+    if (right < 0) return len_k;
+    const long long k = (long long)row_end + seq.diag() + right;  // last row's last key + 1
+    return k < 0 ? 0 : (k > len_k ? len_k : (int)k);
   }
   // First tile any row from row_begin on visits; tiles [first_tile, tiles) are the block's range.
   __host__ __device__ int first_tile(int row_begin, int tile_n) const { return key_begin(row_begin) / tile_n; }
@@ -80,13 +80,13 @@ struct VariantMask {
   // [row_begin, row_end): no mask work there.
   __host__ __device__ int unmasked_first(int row_end, int tile_n) const {
     if (left < 0) return 0;
-    const long long k = (long long)row_end - 1 + diag - left;  // the last row's first key
+    const long long k = (long long)row_end - 1 + seq.diag() - left;  // the last row's first key
     return k <= 0 ? 0 : (int)((k + tile_n - 1) / tile_n);
   }
   __host__ __device__ int unmasked_tiles(int row_begin, int tile_n) const {
-    int t = p.seqlen_k / tile_n;
+    int t = seq.len_k() / tile_n;
     if (right >= 0) {
-      const long long k = (long long)row_begin + diag + right + 1;  // the first row's keys end
+      const long long k = (long long)row_begin + seq.diag() + right + 1;  // the first row's keys end
       t = k <= 0 ? 0 : (k / tile_n < t ? (int)(k / tile_n) : t);
     }
     return t;
@@ -101,7 +101,7 @@ struct VariantMask {
     if (p.alibi_slopes != nullptr) {
       const float neg_slope = -__ldg(p.alibi_slopes + h) / p.scale;
       const int t = lane & 3;
-      const int d0 = key0 + 2 * t - row0 - diag;  // key − diagonal key of row0, column 0 of the lane
+      const int d0 = key0 + 2 * t - row0 - seq.diag();  // key − diagonal key of row0, column 0 of the lane
 #pragma unroll
       for (int i = 0; i < N; ++i)
 #pragma unroll
@@ -117,15 +117,16 @@ struct VariantMask {
   template <int N>
   __device__ __forceinline__ void apply(float (&s)[N][4], int row0, int key0, int lane) const {
     const int t = lane & 3;
+    const int len_k = seq.len_k(), diag = seq.diag();
     int hi[2], lo[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const long long row = row0 + 8 * r;
-      long long h = p.seqlen_k - 1;
+      long long h = len_k - 1;
       if (right >= 0 && row + diag + right < h) h = row + diag + right;
       long long l = left >= 0 ? row + diag - left : 0;
       hi[r] = h < -1 ? -1 : (int)h;
-      lo[r] = l < 0 ? 0 : (l > p.seqlen_k ? p.seqlen_k : (int)l);
+      lo[r] = l < 0 ? 0 : (l > len_k ? len_k : (int)l);
     }
 #pragma unroll
     for (int i = 0; i < N; ++i)

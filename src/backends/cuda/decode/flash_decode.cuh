@@ -33,28 +33,13 @@
 #include "backends/cuda/common/elem_ops.cuh"
 #include "backends/cuda/common/online_softmax.cuh"
 #include "backends/cuda/common/ptx.cuh"
+#include "backends/cuda/common/sequences.cuh"
 #include "backends/cuda/common/swizzle.cuh"
 #include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/decode/config.cuh"
 #include "backends/cuda/sm80/tile_ops.cuh"
-#include "core/sequences.hpp"
 
 namespace flashcore::cuda::detail {
-
-// The sequence layouts of a launch (where each row is) as numeric::Sequences.
-__host__ __device__ inline numeric::Sequences sequences_of(const FlashFwdParams& p) {
-  numeric::Sequences s;
-  s.cu_seqlens_q = p.cu_seqlens_q;
-  s.cu_seqlens_k = p.cu_seqlens_k;
-  s.seqlens_k = p.seqlens_k;
-  s.block_table = p.block_table;
-  s.seqlen_q = p.seqlen_q;
-  s.seqlen_k = p.seqlen_k;
-  s.total_q = p.total_q;
-  s.page_size = p.page_size;
-  s.pages_per_seq = p.pages_per_seq;
-  return s;
-}
 
 // Wait until at most n cp.async groups are pending, n < kMaxDecodeStages (common/ptx.cuh's
 // cp_async_wait_dyn stops at 3; the decode ring goes deeper).
@@ -138,10 +123,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   const int n_iter = t_lo + (int)((long long)n_tiles * (split + 1) / n_splits) - t_begin;
 
   // ---- pointers and shared memory
-  const Strides qs{p.q_batch_stride, p.q_seq_stride, p.q_head_stride};
-  const Strides ks{p.k_batch_stride, p.k_seq_stride, p.k_head_stride};
-  const Strides vs{p.v_batch_stride, p.v_seq_stride, p.v_head_stride};
-  const Strides os{p.o_batch_stride, p.o_seq_stride, p.o_head_stride};
+  const Strides qs = q_strides(p), ks = k_strides(p), vs = v_strides(p), os = o_strides(p);
   const Elem* gK = static_cast<const Elem*>(p.k) + hk * p.k_head_stride;
   const Elem* gV = static_cast<const Elem*>(p.v) + hk * p.v_head_stride;
   Elem* sQ = reinterpret_cast<Elem*>(smem_raw);

@@ -14,6 +14,9 @@
 // max/sum, the score tile P and the O accumulator never leave registers; K and V tiles stream
 // through a `stages`-deep shared-memory ring filled by 16-byte cp.async.
 //
+// Sequences (varlen Q, varlen K/V, cache lengths; common/sequences.cuh): a block owns rows of one
+// sequence, with that sequence's lengths in the mask; blocks past its last query exit at once.
+//
 // Split-KV: when (batch · heads · query blocks) cannot fill the GPU, the key range of a query block
 // is cut into `tiles_per_split`-tile pieces handled by different blocks, merged by the last one
 // (common/epilogue.cuh).
@@ -37,6 +40,7 @@
 #include "backends/cuda/common/mask.cuh"
 #include "backends/cuda/common/online_softmax.cuh"
 #include "backends/cuda/common/scheduler.cuh"
+#include "backends/cuda/common/sequences.cuh"
 #include "backends/cuda/sm80/tile_ops.cuh"
 
 namespace flashcore::cuda::detail {
@@ -66,7 +70,9 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   const BlockCoord blk = heavy_first_block<true>(a.n_mblocks, a.q_heads_per_kv);
   const int mblock = blk.mblock, split = blk.split, h = blk.h, b = blk.b, hk = blk.hk;
   const int m0 = mblock * a.block_m;
-  const Mask mask(p);
+  // The block's sequence (common/sequences.cuh): the mask knows its lengths.
+  const Mask mask(p, b);
+  if (m0 >= mask.seq.len_q()) return;  // past this sequence's queries (seqlen_q bounds every sequence)
   // The block's key tiles are [t_first, n_tiles) (a sliding window starts past 0).
   const int t_first = mask.first_tile(m0, kBlockN);
   const int n_tiles = mask.tiles(m0 + a.block_m, kBlockN);
@@ -84,9 +90,10 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   const int i_mask = min(n_mine, max(0, (t_mask - t_begin - grp + G - 1) / G));
   const int i_full = Mask::kHasLeftBound ? min(n_mine, max(0, (t_full - t_begin - grp + G - 1) / G)) : 0;
 
-  const Elem* gQ = static_cast<const Elem*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const Elem* gK = static_cast<const Elem*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
-  const Elem* gV = static_cast<const Elem*>(p.v) + b * p.v_batch_stride + hk * p.v_head_stride;
+  const SequenceHead<Elem> rows = sequence_head<Elem>(p, b, h, hk);
+  const Elem* gQ = rows.q;
+  const Elem* gK = rows.k;
+  const Elem* gV = rows.v;
   auto slot_k = [&](int slot, int g) { return sRing + (slot * G + g) * 2 * Cfg::kTileElems; };
   auto slot_v = [&](int slot, int g) { return sRing + (slot * G + g) * 2 * Cfg::kTileElems + Cfg::kTileElems; };
   auto tile_key0 = [&](int g, int i) { return (t_begin + g + G * i) * kBlockN; };
@@ -96,16 +103,16 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
     for (int g = 0; g < G; ++g) {
       const int t = t_begin + g + G * i;  // group g's tile at step i
       if (t < t_end)
-        load_tile_async<D>(slot_v(slot, g), gV, p.v_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, p.head_dim, first, nthr);
+        load_tile_async<D>(slot_v(slot, g), gV, p.v_seq_stride, t * kBlockN, kBlockN, mask.seq.len_k(), p.head_dim, first, nthr);
       if (t + G < t_end)
-        load_tile_async<D>(slot_k(slot, g), gK, p.k_seq_stride, (t + G) * kBlockN, kBlockN, p.seqlen_k, p.head_dim, first, nthr);
+        load_tile_async<D>(slot_k(slot, g), gK, p.k_seq_stride, (t + G) * kBlockN, kBlockN, mask.seq.len_k(), p.head_dim, first, nthr);
     }
   };
 
   // ---- Q tile and every group's first K -> smem (all threads), one commit group
-  load_tile_async<D>(sQ, gQ, p.q_seq_stride, m0, a.block_m, p.seqlen_q, p.head_dim, tid, n_threads);
+  load_tile_async<D>(sQ, gQ, p.q_seq_stride, m0, a.block_m, mask.seq.len_q(), p.head_dim, tid, n_threads);
   for (int g = 0; g < G && g < n_iter; ++g)
-      load_tile_async<D>(slot_k(stages - 1, g), gK, p.k_seq_stride, tile_key0(g, 0), kBlockN, p.seqlen_k, p.head_dim, tid, n_threads);
+      load_tile_async<D>(slot_k(stages - 1, g), gK, p.k_seq_stride, tile_key0(g, 0), kBlockN, mask.seq.len_k(), p.head_dim, tid, n_threads);
   cp_async_commit();
 
   WarpState<D> st;

@@ -6,7 +6,7 @@
 // Fixed shape: 4 warps x 32 rows = 128 rows per block, one K/V tile ring (`stages` deep, slot s holds
 // K and V of the same tile), AllWarps loads, one __syncthreads per tile, no KV groups, no split-KV,
 // no S(i+1) prefetch (two blocks per SM = 2 warps per scheduler hide the softmax instead).
-// Mask, online softmax, scheduler and epilogue: common/.
+// Mask, online softmax, scheduler, sequence layouts and epilogue: common/.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@
 #include "backends/cuda/common/mask.cuh"
 #include "backends/cuda/common/online_softmax.cuh"
 #include "backends/cuda/common/scheduler.cuh"
+#include "backends/cuda/common/sequences.cuh"
 #include "backends/cuda/sm80/tile_ops.cuh"
 
 namespace flashcore::cuda::detail {
@@ -116,27 +117,29 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   const BlockCoord blk = heavy_first_block<false>(a.n_mblocks, a.q_heads_per_kv);
   const int h = blk.h, b = blk.b, hk = blk.hk;
   const int m0 = blk.mblock * kWideBlockM;
-  const Mask mask(p);
+  const Mask mask(p, b);  // knows the lengths of the block's sequence (common/sequences.cuh)
+  if (m0 >= mask.seq.len_q()) return;  // past this sequence's queries
   const int n_tiles = mask.tiles(m0 + kWideBlockM, kBlockN);  // tiles the block loads
   const int row_lo = m0 + warp * kWideWarpRows;  // this warp's first query row
   // This warp computes tiles [0, w_tiles); tiles before w_full need no mask.
   const int w_tiles = min(n_tiles, mask.tiles(row_lo + kWideWarpRows, kBlockN));
   const int w_full = mask.unmasked_tiles(row_lo, kBlockN);
 
-  const Elem* gQ = static_cast<const Elem*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const Elem* gK = static_cast<const Elem*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
-  const Elem* gV = static_cast<const Elem*>(p.v) + b * p.v_batch_stride + hk * p.v_head_stride;
+  const SequenceHead<Elem> rows = sequence_head<Elem>(p, b, h, hk);
+  const Elem* gQ = rows.q;
+  const Elem* gK = rows.k;
+  const Elem* gV = rows.v;
   const uint32_t ring = smem_u32(sRing);
   auto fill = [&](int t, int slot) {
     if (t < n_tiles) {
       Elem* k = sRing + slot * 2 * Cfg::kTileElems;
-      load_tile_async<D>(k, gK, p.k_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, p.head_dim, tid, kThreads);
-      load_tile_async<D>(k + Cfg::kTileElems, gV, p.v_seq_stride, t * kBlockN, kBlockN, p.seqlen_k, p.head_dim, tid,
+      load_tile_async<D>(k, gK, p.k_seq_stride, t * kBlockN, kBlockN, mask.seq.len_k(), p.head_dim, tid, kThreads);
+      load_tile_async<D>(k + Cfg::kTileElems, gV, p.v_seq_stride, t * kBlockN, kBlockN, mask.seq.len_k(), p.head_dim, tid,
                          kThreads);
     }
   };
   // Prologue: Q + tile 0 (group 0), tiles 1..stages-2 (one group each; empty groups keep the count).
-  load_tile_async<D>(sQ, gQ, p.q_seq_stride, m0, kWideBlockM, p.seqlen_q, p.head_dim, tid, kThreads);
+  load_tile_async<D>(sQ, gQ, p.q_seq_stride, m0, kWideBlockM, mask.seq.len_q(), p.head_dim, tid, kThreads);
   for (int i = 0; i < stages - 1; ++i) {
     fill(i, i);
     cp_async_commit();

@@ -30,7 +30,7 @@ struct HopperConfig {
   static constexpr uint32_t kQBytes = kPanels * kQPanelBytes;
   static constexpr uint32_t kTileBytes = kPanels * kKVPanelBytes;  // one K or V tile
   static constexpr uint32_t kBarOffset = kQBytes + 2 * kStages * kTileBytes;
-  static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kBarOffset + 8 * (1 + 4 * kStages);
+  static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kBarOffset + 8 * (2 + 4 * kStages);  // Q, 4 per stage, V tail
   static constexpr int kSTiles = kBlockN / 8;              // n8 column tiles of S per thread row pair
   static constexpr int kPVSteps = kBlockN / 16;            // k16 steps of P·V
   static constexpr int kOAcc = D / 2;                      // O accumulator floats per thread (64 x D / 128)

@@ -26,6 +26,9 @@
 // row·128 + ((col/8) ^ (row%8))·16 + (col%8)·2.
 //   Q [D/64 panels x 128 rows] | K slots [kStages] | V slots [kStages] | mbarriers
 // TMA zero-fills rows past seqlen (query tail, key tail): masked keys meet V rows of zeros, never NaN.
+// Sequences (varlen Q and K/V, cache lengths; common/sequences.cuh): packed tensors are one TMA batch
+// of total rows and a block's rows start at its sequence's offset; past a sequence's keys the last V
+// tile is zeroed in shared memory by the producer (bar_vtail), since TMA only zero-fills past the tensor.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -39,6 +42,7 @@
 #include "backends/cuda/common/online_softmax.cuh"
 #include "backends/cuda/common/ptx.cuh"
 #include "backends/cuda/common/scheduler.cuh"
+#include "backends/cuda/common/sequences.cuh"
 #include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/sm90/config.h"
@@ -52,6 +56,9 @@ namespace {
 // 1 + c (c = 0, 1) = consumer c, query rows m0 + 64c .. +63 (its warp w & 3 the accumulator rows
 // 16·(w & 3) + lane/4 (+8)).
 // ------------------------------------------------------------------------------------------------
+// Whether K/V rows end per sequence inside the tensor (packed K/V or cache lengths).
+__device__ __forceinline__ bool varlen_k(const FlashFwdParams& p) { return p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr; }
+
 template <int D, typename Elem, class Mask>
 __global__ void __launch_bounds__(HopperConfig<D>::kThreads, 1)
 flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_constant__ HopperMaps maps) {
@@ -66,13 +73,17 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   auto full_v = [&](int s) { return bar_q + 8 * (1 + kS + s); };
   auto empty_k = [&](int s) { return bar_q + 8 * (1 + 2 * kS + s); };
   auto empty_v = [&](int s) { return bar_q + 8 * (1 + 3 * kS + s); };
+  const uint32_t bar_vtail = bar_q + 8 * (1 + 4 * kS);  // varlen K/V: the last V tile's tail is zero
 
   const FlashFwdParams& p = a.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
   const BlockCoord blk = heavy_first_block<false>(a.n_mblocks, a.q_heads_per_kv);
   const int h = blk.h, b = blk.b, hk = blk.hk;
   const int m0 = blk.mblock * Cfg::kBlockM;
-  const Mask mask(p);
+  // The block's sequence (common/sequences.cuh). Packed Q or K/V are one TMA "batch" of total rows
+  // (sm90/tensor_maps.cpp): the sequence starts at row cu_seqlens[b] of batch 0.
+  const Mask mask(p, b);
+  if (m0 >= mask.seq.len_q()) return;  // past this sequence's queries (seqlen_q bounds every sequence)
   // The block loads tiles [t_first, t_first + n_tiles) (a sliding window starts past 0); step i is
   // tile t_first + i.
   const int t_first = mask.first_tile(m0, kBN);
@@ -86,6 +97,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       mbar_init(empty_k(s), 4 * Cfg::kConsumerWGs);
       mbar_init(empty_v(s), 4 * Cfg::kConsumerWGs);
     }
+    mbar_init(bar_vtail, 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -93,20 +105,42 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   if (wg == 0) {  // ---------------- producer ----------------
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if (tid == 0) {
+      const int q_row0 = p.cu_seqlens_q != nullptr ? p.cu_seqlens_q[b] : 0, q_b = p.cu_seqlens_q != nullptr ? 0 : b;
+      const int k_row0 = p.cu_seqlens_k != nullptr ? p.cu_seqlens_k[b] : 0, k_b = p.cu_seqlens_k != nullptr ? 0 : b;
       mbar_expect_tx(bar_q, Cfg::kQBytes);
-      for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, 64 * pn, m0, h, b, bar_q);
+      for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, 64 * pn, q_row0 + m0, h, q_b, bar_q);
       for (int t = 0; t < n_tiles; ++t) {
         const int s = t % kS;
         const uint32_t parity = ((t / kS) + 1) & 1;  // the previous use of slot s (tile t - kS) was released
         if (t >= kS) mbar_wait_parity(empty_k(s), parity);
         mbar_expect_tx(full_k(s), Cfg::kTileBytes);
         for (int pn = 0; pn < Cfg::kPanels; ++pn)
-          tma_load_4d(sK + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, (t_first + t) * kBN, hk, b, full_k(s));
+          tma_load_4d(sK + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, full_k(s));
         if (t >= kS) mbar_wait_parity(empty_v(s), parity);
         mbar_expect_tx(full_v(s), Cfg::kTileBytes);
         for (int pn = 0; pn < Cfg::kPanels; ++pn)
-          tma_load_4d(sV + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, (t_first + t) * kBN, hk, b, full_v(s));
+          tma_load_4d(sV + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, full_v(s));
       }
+    }
+    // Varlen K/V: past the sequence's last key TMA filled the last V tile from the rows that follow in
+    // memory (the next sequence, or cache rows no one wrote: possibly NaN), where the fixed layout gets
+    // zeros. Their scores are masked (-inf), but P = 0 times a NaN is NaN: warp 0 zeroes those rows
+    // once the tile has landed, fences them for the async proxy (wgmma), and releases bar_vtail.
+    // (After lane 0 issued the last copy: then the slot's barrier is in that copy's phase. A parity
+    // wait any earlier can see a phase two back as complete and zero a tile still in use.)
+    if (warp == 0 && varlen_k(p) && n_tiles > 0) {
+      __syncwarp();
+      const int t = n_tiles - 1, s = t % kS;
+      const int row0 = mask.seq.len_k() - (t_first + t) * kBN;  // first row past the sequence (kBN: none)
+      mbar_wait_parity(full_v(s), (t / kS) & 1);
+      const int chunks = max(0, kBN - row0) * 8;  // 16-byte chunks per panel
+      for (int c = lane; c < Cfg::kPanels * chunks; c += 32) {
+        const uint32_t addr = sV + s * Cfg::kTileBytes + (c / chunks) * Cfg::kKVPanelBytes + row0 * 128 + (c % chunks) * 16;
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
+      }
+      fence_proxy_async_smem();
+      __syncwarp();
+      if (lane == 0) mbar_arrive(bar_vtail);
     }
     return;
   }
@@ -205,6 +239,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     wgmma_commit();
     scale_rows(o, alpha);  // O is idle: P(i-1)·V(i-1) completed in the last step
     mbar_wait_parity(full_v(sc), (i / kS) & 1);
+    if (varlen_k(p) && !has_next) mbar_wait_parity(bar_vtail, 0);  // the producer zeroed its tail
     wgmma_fence();
     issue_pv(sc);
     wgmma_commit();

@@ -1,5 +1,6 @@
 // The Hopper kernel's TMA descriptors (host side): Q, K and V as 4-D tensor maps (D, seqlen, heads,
-// batch) with 64-column x kBlockM/kBlockN-row boxes and the 128-byte swizzle the kernel reads. The
+// batch) with 64-column x kBlockM/kBlockN-row boxes and the 128-byte swizzle the kernel reads; packed
+// (varlen) Q or K/V as one batch entry of total rows. The
 // plan encodes them once per call (flash_fwd_plan); layouts TMA cannot describe are declined here,
 // naming the tensor and the stride. Plain C++ against the CUDA headers (no kernels).
 #include <cuda.h>  // CUtensorMap and its enums (types only: the encoder comes through the runtime)
@@ -82,14 +83,21 @@ std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
                     HopperConfig<64>::kBlockN == HopperConfig<128>::kBlockN,
                 "one box shape for both head dims");
   constexpr int bm = HopperConfig<64>::kBlockM, bn = HopperConfig<64>::kBlockN;
+  if (p.block_table != nullptr) return "the Hopper kernel does not read paged K/V (the decode kernel does)";
+  // Packed Q (cu_seqlens_q) or K/V (cu_seqlens_k): one batch entry of total rows; the kernel starts a
+  // sequence at row cu_seqlens[b]. Cache lengths keep the batch layout (seqlen_k rows per entry).
+  const bool packed_q = p.cu_seqlens_q != nullptr, packed_k = p.cu_seqlens_k != nullptr;
+  if (packed_k && p.total_k < 1) return "the Hopper kernel needs total_k (rows of packed K/V) with cu_seqlens_k";
+  const int q_batch = packed_q ? 1 : p.batch, q_rows = packed_q ? p.total_q : p.seqlen_q;
+  const int k_batch = packed_k ? 1 : p.batch, k_rows = packed_k ? p.total_k : p.seqlen_k;
   TmaView q, k, v;
-  std::string why = make_view(&q, "q", p.q, p.batch, p.heads_q, p.seqlen_q, p.head_dim, p.q_batch_stride,
+  std::string why = make_view(&q, "q", p.q, q_batch, p.heads_q, q_rows, p.head_dim, p.q_batch_stride,
                               p.q_head_stride, p.q_seq_stride, bm);
   if (why.empty())
-    why = make_view(&k, "k", p.k, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.k_batch_stride, p.k_head_stride,
+    why = make_view(&k, "k", p.k, k_batch, p.heads_kv, k_rows, p.head_dim, p.k_batch_stride, p.k_head_stride,
                     p.k_seq_stride, bn);
   if (why.empty())
-    why = make_view(&v, "v", p.v, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.v_batch_stride, p.v_head_stride,
+    why = make_view(&v, "v", p.v, k_batch, p.heads_kv, k_rows, p.head_dim, p.v_batch_stride, p.v_head_stride,
                     p.v_seq_stride, bn);
   if (why.empty()) why = encode_view(&m->q, q, p.bf16);
   if (why.empty()) why = encode_view(&m->k, k, p.bf16);
