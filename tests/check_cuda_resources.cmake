@@ -1,18 +1,21 @@
 # Compiles the hand-written kernels for one architecture with ptxas' resource report and fails
 # on any register spill or stack frame (local memory) in any kernel.
 #   cmake -DNVCC=... -DSRC=<repo> -DARCH=89 -P check_cuda_resources.cmake
-# Known exceptions, allowed at their measured size and no more (all under the 168-register launch
-# allocation of the setmaxnreg Hopper kernel):
-#  - the D=128 Hopper kernels without variants (CausalMask): an 8-byte stack frame, 8 bytes spilled.
-#    It predates this check's coverage of the Hopper kernel (the sm_90a build of 657cfcd has it too).
+# Known exceptions, allowed at their measured size and no more:
 #  - the D=128 Hopper kernels with the attention variants (VariantMask, 268fa6d): a 96-byte frame,
 #    132 bytes of spill stores, 140 of loads (soft-capping and ALiBi arithmetic on S while P·V and
 #    O hold 96 registers). Measured with it: perf/results/2026-11-23_h100_variants_each.md. A 32-bit
 #    apply() (key − row against two offsets) takes it to 76/80 bytes; not yet the fix. Since varlen
 #    prefill (the mask reads its sequence's lengths where it needs them) it is a 96-byte frame, 112
 #    bytes of stores, 164 of loads.
-set(allowed_kernel "flash_fwd_hopper_kernelILi128E")
-set(allowed_bytes 8)
+#  - the 16-row warp-specialized kernel at D=128 (flash_fwd_kernel<128, *, true, CausalMask>): since
+#    varlen prefill it holds its sequence's lengths (HeldLengths, common/mask.cuh): a 16-byte frame, 24
+#    bytes of stores, 44 of loads. Measured on an H100 against the spill-free build before it
+#    (perf/dev/NOTES.md): 0.68-0.82x the time at (1,8,2048,128) and (2,16,4096,128).
+# (The D=128 Hopper kernels without variants had an 8-byte spill until varlen prefill; they read
+# their lengths where used now (ReadLengths) and have none.)
+set(allowed_kernel "flash_fwd_kernelILi128E(6__half|13__nv_bfloat16)Lb1E")
+set(allowed_bytes 44)
 set(allowed_variant_kernel "flash_fwd_hopper_kernelILi128E.*VariantMask")
 set(allowed_variant_bytes 164)
 # The mma.sync kernels (sm80/instances/: one file per head dim) and the decode kernel

@@ -11,7 +11,7 @@
 // Policies: CausalMask (below; causal or none, the key tail) and VariantMask (common/variant_mask.cuh:
 // sliding window, soft-capping, ALiBi, sinks). A new mask (varlen bounds, ...) is a new policy with
 // these members; the kernels do not change. Both are made for the block's batch entry and use its
-// sequence's lengths (SequenceOf below) or, made from the parameters alone, the problem's. Members are __host__ __device__ where the launch plan
+// sequence's lengths (HeldLengths or ReadLengths below) or, made from the parameters alone, the problem's. Members are __host__ __device__ where the launch plan
 // needs the same answer (tiles).
 //
 // Accumulator fragment (mma.sync m16n8 C layout, also wgmma's): a thread holds rows row0 and row0 + 8
@@ -42,31 +42,48 @@ __host__ __device__ __forceinline__ int imax(int a, int b) {
 #endif
 }
 
-// The lengths of the sequence a block works on, read where a mask needs them (not held in registers
-// through the key loop: the kernels' accumulators need those): batch entry b's under the sequence
-// layouts (common/sequences.cuh), the problem's seqlen_q x seqlen_k without them or for b = -1 (the
-// plan, on the host: the bounds).
-struct SequenceOf {
+// The lengths of the sequence a block works on: batch entry b's under the sequence layouts
+// (common/sequences.cuh), the problem's seqlen_q x seqlen_k without them or for b = -1 (the plan, on
+// the host: the bounds). Two ways to have them, and a mask policy is templated on which:
+//   HeldLengths  read once, when the mask is made, and kept in registers: what the mma.sync kernels
+//                up to D = 128 use (measured on an H100, 45feaa1 vs the reading kind: the 16-row
+//                warp-specialized kernel at (1,8,1024,64) 17.4 us vs 32.1, perf/dev/NOTES.md);
+//   ReadLengths  read from the parameters where a mask needs them, so that nothing lives across the
+//                key loop: the kernels whose registers are spoken for (the Hopper consumers, the
+//                mma.sync kernels above D = 128), which spill with HeldLengths.
+struct HeldLengths {
+  int lk, lq;
+  __host__ __device__ HeldLengths(const FlashFwdParams& p, int b)
+      : lk(b < 0 ? p.seqlen_k : sequences_of(p).len_k(b)), lq(b < 0 ? p.seqlen_q : sequences_of(p).len_q(b)) {}
+  __host__ __device__ int len_k() const { return lk; }
+  __host__ __device__ int len_q() const { return lq; }
+  __host__ __device__ int diag() const { return lk - lq; }  // row i's diagonal key is i + diag
+};
+struct ReadLengths {
   const FlashFwdParams& p;
   int b;
+  __host__ __device__ ReadLengths(const FlashFwdParams& params, int batch) : p(params), b(batch) {}
   __host__ __device__ int len_k() const { return b < 0 ? p.seqlen_k : sequences_of(p).len_k(b); }
   __host__ __device__ int len_q() const { return b < 0 ? p.seqlen_q : sequences_of(p).len_q(b); }
-  __host__ __device__ int diag() const { return len_k() - len_q(); }  // row i's diagonal key is i + diag
+  __host__ __device__ int diag() const { return len_k() - len_q(); }
 };
 
 // Causal (bottom-right aligned, when p.causal) and the key tail: query row i sees key j iff
 // j < len_k and (not causal or j <= i + len_k - len_q), with the lengths of the block's sequence.
-struct CausalMask {
+template <class Lengths = HeldLengths>
+struct CausalMaskOf {
+  template <class L>
+  using WithLengths = CausalMaskOf<L>;  // the same policy with the other kind of lengths
   static constexpr bool kTransformsScores = false;
   static constexpr bool kHasLeftBound = false;
   static constexpr bool kHasSinks = false;
   // Reads the problem's fields where they are used (kernel parameters stay in the constant bank
   // instead of occupying registers for the whole kernel).
   const FlashFwdParams& p;
-  SequenceOf seq;  // the block's sequence: len_k(), diag() = len_k - len_q (row i's diagonal key is i + diag)
+  Lengths seq;  // the block's sequence: len_k(), diag() = len_k - len_q (row i's diagonal key is i + diag)
 
   // The fixed-length problem (every sequence seqlen_q x seqlen_k: the plan), or sequence b's.
-  __host__ __device__ explicit CausalMask(const FlashFwdParams& params, int b = -1) : p(params), seq{params, b} {}
+  __host__ __device__ explicit CausalMaskOf(const FlashFwdParams& params, int b = -1) : p(params), seq(params, b) {}
 
   // Keys [0, key_end) hold every key that some row before row_end sees.
   __host__ __device__ int key_end(int row_end) const {
@@ -109,5 +126,6 @@ struct CausalMask {
   __device__ __forceinline__ void transform(float (&)[N][4], int, int, int, int) const {}
   __device__ __forceinline__ float sink_log2(int) const { return -INFINITY; }
 };
+using CausalMask = CausalMaskOf<>;
 
 }  // namespace flashcore::cuda::detail

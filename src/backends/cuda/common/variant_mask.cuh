@@ -43,19 +43,22 @@ __device__ __forceinline__ void softcap_scores(float (&s)[N][4], const FlashFwdP
   }
 }
 
-struct VariantMask {
+template <class Lengths = HeldLengths>
+struct VariantMaskOf {
+  template <class L>
+  using WithLengths = VariantMaskOf<L>;  // the same policy with the other kind of lengths (common/mask.cuh)
   static constexpr bool kTransformsScores = true;
   static constexpr bool kHasLeftBound = true;
   static constexpr bool kHasSinks = true;
 
   const FlashFwdParams& p;
-  SequenceOf seq;  // the block's sequence (common/mask.cuh): len_k(), diag() = len_k − len_q
+  Lengths seq;     // the block's sequence (common/mask.cuh): len_k(), diag() = len_k − len_q
   int left;        // keys left of the diagonal a row sees; −1: unbounded
   int right;       // keys right of it; −1: unbounded (0 when causal)
 
   // The fixed-length problem (the plan), or sequence b's.
-  __host__ __device__ explicit VariantMask(const FlashFwdParams& params, int b = -1)
-      : p(params), seq{params, b}, left(params.window_left), right(params.causal ? 0 : params.window_right) {}
+  __host__ __device__ explicit VariantMaskOf(const FlashFwdParams& params, int b = -1)
+      : p(params), seq(params, b), left(params.window_left), right(params.causal ? 0 : params.window_right) {}
 
   // ---- tile ranges (host and device: the plan asks the same questions)
   __host__ __device__ int key_begin(int row_begin) const {
@@ -143,6 +146,7 @@ struct VariantMask {
     return p.sinks != nullptr ? __ldg(p.sinks + h) * 1.4426950408889634f : -INFINITY;
   }
 };
+using VariantMask = VariantMaskOf<>;
 
 // Whether a problem needs VariantMask (else CausalMask runs it).
 __host__ __device__ inline bool has_variants(const FlashFwdParams& p) {

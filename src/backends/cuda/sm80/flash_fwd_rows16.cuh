@@ -70,8 +70,10 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   const BlockCoord blk = heavy_first_block<true>(a.n_mblocks, a.q_heads_per_kv);
   const int mblock = blk.mblock, split = blk.split, h = blk.h, b = blk.b, hk = blk.hk;
   const int m0 = mblock * a.block_m;
-  // The block's sequence (common/sequences.cuh): the mask knows its lengths.
-  const Mask mask(p, b);
+  // The block's sequence (common/sequences.cuh): the mask knows its lengths (held in registers up
+  // to D = 128, read where used above: common/mask.cuh).
+  using BlockMask = typename Mask::template WithLengths<std::conditional_t<(D > 128), ReadLengths, HeldLengths>>;
+  const BlockMask mask(p, b);
   if (m0 >= mask.seq.len_q()) return;  // past this sequence's queries (seqlen_q bounds every sequence)
   // The block's key tiles are [t_first, n_tiles) (a sliding window starts past 0).
   const int t_first = mask.first_tile(m0, kBlockN);

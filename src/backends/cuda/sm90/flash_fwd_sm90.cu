@@ -28,7 +28,8 @@
 // TMA zero-fills rows past seqlen (query tail, key tail): masked keys meet V rows of zeros, never NaN.
 // Sequences (varlen Q and K/V, cache lengths; common/sequences.cuh): packed tensors are one TMA batch
 // of total rows and a block's rows start at its sequence's offset; past a sequence's keys the last V
-// tile is zeroed in shared memory by the producer (bar_vtail), since TMA only zero-fills past the tensor.
+// tile is zeroed in shared memory by the producer before its full_v completes (bar_vtail), since TMA
+// only zero-fills past the tensor.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -73,7 +74,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   auto full_v = [&](int s) { return bar_q + 8 * (1 + kS + s); };
   auto empty_k = [&](int s) { return bar_q + 8 * (1 + 2 * kS + s); };
   auto empty_v = [&](int s) { return bar_q + 8 * (1 + 3 * kS + s); };
-  const uint32_t bar_vtail = bar_q + 8 * (1 + 4 * kS);  // varlen K/V: the last V tile's tail is zero
+  const uint32_t bar_vtail = bar_q + 8 * (1 + 4 * kS);  // varlen K/V: the last V tile lands here first
 
   const FlashFwdParams& p = a.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
@@ -82,7 +83,8 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   const int m0 = blk.mblock * Cfg::kBlockM;
   // The block's sequence (common/sequences.cuh). Packed Q or K/V are one TMA "batch" of total rows
   // (sm90/tensor_maps.cpp): the sequence starts at row cu_seqlens[b] of batch 0.
-  const Mask mask(p, b);
+  // Its lengths read where used (common/mask.cuh, ReadLengths): the consumers' registers are spoken for.
+  const typename Mask::template WithLengths<ReadLengths> mask(p, b);
   if (m0 >= mask.seq.len_q()) return;  // past this sequence's queries (seqlen_q bounds every sequence)
   // The block loads tiles [t_first, t_first + n_tiles) (a sliding window starts past 0); step i is
   // tile t_first + i.
@@ -117,22 +119,22 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
         for (int pn = 0; pn < Cfg::kPanels; ++pn)
           tma_load_4d(sK + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, full_k(s));
         if (t >= kS) mbar_wait_parity(empty_v(s), parity);
-        mbar_expect_tx(full_v(s), Cfg::kTileBytes);
+        const uint32_t v_bar = varlen_k(p) && t == n_tiles - 1 ? bar_vtail : full_v(s);  // see below
+        mbar_expect_tx(v_bar, Cfg::kTileBytes);
         for (int pn = 0; pn < Cfg::kPanels; ++pn)
-          tma_load_4d(sV + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, full_v(s));
+          tma_load_4d(sV + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, v_bar);
       }
     }
     // Varlen K/V: past the sequence's last key TMA filled the last V tile from the rows that follow in
     // memory (the next sequence, or cache rows no one wrote: possibly NaN), where the fixed layout gets
-    // zeros. Their scores are masked (-inf), but P = 0 times a NaN is NaN: warp 0 zeroes those rows
-    // once the tile has landed, fences them for the async proxy (wgmma), and releases bar_vtail.
-    // (After lane 0 issued the last copy: then the slot's barrier is in that copy's phase. A parity
-    // wait any earlier can see a phase two back as complete and zero a tile still in use.)
+    // zeros. Their scores are masked (-inf), but P = 0 times a NaN is NaN. So that tile lands on
+    // bar_vtail instead; warp 0 zeroes those rows, fences them for the async proxy (wgmma) and then
+    // completes the slot's full_v phase itself (its one arrival, no bytes). The consumers see a full_v
+    // like any other.
     if (warp == 0 && varlen_k(p) && n_tiles > 0) {
-      __syncwarp();
       const int t = n_tiles - 1, s = t % kS;
       const int row0 = mask.seq.len_k() - (t_first + t) * kBN;  // first row past the sequence (kBN: none)
-      mbar_wait_parity(full_v(s), (t / kS) & 1);
+      mbar_wait_parity(bar_vtail, 0);  // used once per block: phase 0
       const int chunks = max(0, kBN - row0) * 8;  // 16-byte chunks per panel
       for (int c = lane; c < Cfg::kPanels * chunks; c += 32) {
         const uint32_t addr = sV + s * Cfg::kTileBytes + (c / chunks) * Cfg::kKVPanelBytes + row0 * 128 + (c % chunks) * 16;
@@ -140,7 +142,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       }
       fence_proxy_async_smem();
       __syncwarp();
-      if (lane == 0) mbar_arrive(bar_vtail);
+      if (lane == 0) mbar_arrive(full_v(s));
     }
     return;
   }
@@ -239,7 +241,6 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     wgmma_commit();
     scale_rows(o, alpha);  // O is idle: P(i-1)·V(i-1) completed in the last step
     mbar_wait_parity(full_v(sc), (i / kS) & 1);
-    if (varlen_k(p) && !has_next) mbar_wait_parity(bar_vtail, 0);  // the producer zeroed its tail
     wgmma_fence();
     issue_pv(sc);
     wgmma_commit();
