@@ -51,21 +51,21 @@ __host__ __device__ __forceinline__ int imax(int a, int b) {
 //   ReadLengths  read from the parameters where a mask needs them, so that nothing lives across the
 //                key loop: the kernels whose registers are spoken for (the Hopper consumers, the
 //                mma.sync kernels above D = 128), which spill with HeldLengths.
-struct HeldLengths {
-  int lk, lq;
-  __host__ __device__ HeldLengths(const FlashFwdParams& p, int b)
-      : lk(b < 0 ? p.seqlen_k : sequences_of(p).len_k(b)), lq(b < 0 ? p.seqlen_q : sequences_of(p).len_q(b)) {}
-  __host__ __device__ int len_k() const { return lk; }
-  __host__ __device__ int len_q() const { return lq; }
-  __host__ __device__ int diag() const { return lk - lq; }  // row i's diagonal key is i + diag
-};
 struct ReadLengths {
   const FlashFwdParams& p;
   int b;
   __host__ __device__ ReadLengths(const FlashFwdParams& params, int batch) : p(params), b(batch) {}
   __host__ __device__ int len_k() const { return b < 0 ? p.seqlen_k : sequences_of(p).len_k(b); }
   __host__ __device__ int len_q() const { return b < 0 ? p.seqlen_q : sequences_of(p).len_q(b); }
-  __host__ __device__ int diag() const { return len_k() - len_q(); }
+  __host__ __device__ int diag() const { return len_k() - len_q(); }  // row i's diagonal key is i + diag
+};
+struct HeldLengths {  // ReadLengths' answers, read once
+  int lk, lq;
+  __host__ __device__ HeldLengths(const FlashFwdParams& p, int b)
+      : lk(ReadLengths(p, b).len_k()), lq(ReadLengths(p, b).len_q()) {}
+  __host__ __device__ int len_k() const { return lk; }
+  __host__ __device__ int len_q() const { return lq; }
+  __host__ __device__ int diag() const { return lk - lq; }
 };
 
 // Causal (bottom-right aligned, when p.causal) and the key tail: query row i sees key j iff

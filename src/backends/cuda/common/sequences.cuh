@@ -37,7 +37,7 @@ __host__ __device__ inline bool has_sequences(const FlashFwdParams& p) {
 
 // One (batch entry b, query head h) of a prefill kernel (contiguous, not paged, K/V): the first
 // element of its sequence's Q rows and of its K and V head. Lengths come from the mask policy
-// (common/mask.cuh, SequenceOf), O and the LSE from the epilogue (common/epilogue.cuh): read where
+// (common/mask.cuh, HeldLengths / ReadLengths), O and the LSE from the epilogue (common/epilogue.cuh): read where
 // they are used, so that no more than these pointers lives across the key loop.
 template <typename Elem>
 struct SequenceHead {
