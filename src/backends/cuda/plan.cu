@@ -455,21 +455,20 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
   if (paged && variant != FlashVariant::Auto && variant != FlashVariant::Decode)
     return "paged K/V (block_table) is read by the decode kernel only (seqlen_q <= " +
            std::to_string(detail::kMaxDecodeSeqlenQ) + "); cuda-flash runs it there";
-  const bool short_sequences = detail::has_sequences(p) && variant == FlashVariant::Auto &&
-                               p.seqlen_q <= detail::kMaxDecodeSeqlenQ && decode_limits(p, dev).empty();
+  const std::string decode_why = decode_limits(p, dev);  // "" when the decode kernel can run p (seqlen_q <= 64 included)
+  const bool short_sequences = detail::has_sequences(p) && variant == FlashVariant::Auto && decode_why.empty();
   if (variant == FlashVariant::Decode || paged || short_sequences) {
-    why = decode_limits(p, dev);
-    if (!why.empty())
+    if (!decode_why.empty())
       return paged ? "paged K/V runs on the decode kernel only (paged prefill, seqlen_q > " +
-                         std::to_string(detail::kMaxDecodeSeqlenQ) + ", runs on the reference): " + why
-                   : why;
+                         std::to_string(detail::kMaxDecodeSeqlenQ) + ", runs on the reference): " + decode_why
+                   : decode_why;
     plan_decode(p, dev, decode_row_any(p), &out);
     if (plan != nullptr) *plan = out;
     return {};
   }
   if (variant == FlashVariant::Auto && p.launch_override == nullptr) {
     const DecodeLaunchRow* drow = decode_row(p);
-    if (drow != nullptr && decode_limits(p, dev).empty()) {
+    if (drow != nullptr && decode_why.empty()) {
       plan_decode(p, dev, *drow, &out);
       if (plan != nullptr) *plan = out;
       return {};
