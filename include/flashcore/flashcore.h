@@ -79,7 +79,16 @@ fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void*
                              int64_t k_elems, const void* v, int64_t v_elems, void* o, int64_t o_elems, float* lse,
                              int64_t lse_elems, fc_location location, const char* backend, void* stream);
 
-/* Name of the backend that ran the last successful fc_attention call on this thread. */
+/* The backward pass (flashcore.hpp, run_backward): from the forward call's q, k, v, its output o and
+ * its lse (required), and d_o = dL/dO (o's strides), computes dq, dk, dv (q's, k's, v's strides; dk and
+ * dv summed over each KV head's group) and, when dsinks is not NULL, the sinks' gradient (heads_q fp32;
+ * needs p->sinks). Every output is overwritten. Deterministic: bitwise the same gradients every call.
+ * Paged K/V (page_size > 0) has no backward pass (FC_ERROR_INVALID). */
+fc_status fc_attention_backward(const fc_problem* p, const void* q, const void* k, const void* v, const void* o,
+                                const float* lse, const void* d_o, void* dq, void* dk, void* dv, float* dsinks,
+                                fc_location location, const char* backend, void* stream);
+
+/* Name of the backend that ran the last successful fc_attention or fc_attention_backward call on this thread. */
 const char* fc_last_backend(void);
 /* Message of the last error on this thread ("" when none). */
 const char* fc_last_error(void);

@@ -178,6 +178,23 @@ struct Tensors {
   const int* block_table = nullptr;
 };
 
+/// The gradients of a backward call (run_backward, training): dO in, dQ, dK, dV (and the sinks')
+/// out. dO has O's strides (Problem::o) and layout, dQ Q's, dK K's, dV V's, all of the problem's
+/// dtype, in the memory of Q.
+///   d_o     dL/dO (input)
+///   dq      dL/dQ: every row of every sequence is written
+///   dk, dv  dL/dK, dL/dV: summed over the query heads of each KV head's group (GQA); every row the
+///           layout stores is written (rows past a sequence's cache length seqlens_k[b] get 0)
+///   dsinks  optional: dL/dsinks, heads_q fp32 values (needs Tensors::sinks), summed over the batch
+/// The outputs are overwritten, not accumulated into, and must not overlap any other tensor.
+struct Gradients {
+  const void* d_o = nullptr;
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+  float* dsinks = nullptr;
+};
+
 /// Per-call options.
 struct Options {
   /// Backend name to force ("" = automatic). The environment variable FLASHCORE_BACKEND is
@@ -223,6 +240,8 @@ struct Query {
   /// In run(): the plan this backend's supports() returned for this same call (nullptr if none);
   /// the registry never passes one backend's plan to another. nullptr in supports().
   const Plan* plan = nullptr;
+  /// The backward pass's gradients (supports_backward / run_backward); nullptr for the forward.
+  const Gradients* gradients = nullptr;
 };
 
 /// What a backend is: the correctness oracle (the Kokkos reference), the portable tier, a tuned
@@ -249,6 +268,12 @@ class Backend {
   virtual BackendKind kind() const { return BackendKind::External; }
   /// Runs a call that supports() accepted; q.plan is what supports() planned for it.
   virtual void run(const Query& q, const Options& opts) const = 0;
+  /// The backward pass (run_backward), asked and run like the forward; q.gradients is set and
+  /// q.tensors holds the forward's tensors (O and LSE as inputs). A backend without one declines.
+  virtual Support supports_backward(const Query& /*q*/) const { return Support::no("has no backward pass"); }
+  virtual void run_backward(const Query& /*q*/, const Options& /*opts*/) const {
+    throw Error("backend", name() + ": has no backward pass");
+  }
 };
 
 /// How the backend of a call was chosen.
@@ -314,6 +339,20 @@ Report explain(const Problem& p, const Tensors& t, const Options& opts = {});
 /// Computes attention. Validates the problem first (throws Error naming the field; nothing is
 /// written to the outputs), selects a backend, runs it. Returns the selection report.
 Report run(const Problem& p, const Tensors& t, const Options& opts = {});
+
+/// The backward pass: given the forward's tensors (Q, K, V, its output O and its LSE, which is
+/// required, and the variants' and sequences' arrays of the forward call) and dO in `g`, computes
+/// dQ, dK, dV (and dsinks when asked) of the same problem:
+///   P_ij = exp(x_ij - lse_i), delta_i = dO_i·O_i, dx_ij = P_ij (dO_i·v_j - delta_i),
+///   dQ_i = sum_j dx_ij dx_ij/dq_i,  dK_j = sum_i dx_ij dx_ij/dk_j,  dV_j = sum_i P_ij dO_i
+/// with x_ij the logit of the top of this file (scale, soft-capping, ALiBi) over the pairs the mask
+/// shows. Every backward FlashCore provides is deterministic: the same call gives bitwise the same
+/// gradients every time (no atomics; each gradient is summed in a fixed order). Validates everything
+/// first (Error naming the field; nothing is written), then selects a backend as run() does, among
+/// those with a backward pass. Paged K/V (Problem::page_size) has no backward pass: Error.
+Report run_backward(const Problem& p, const Tensors& forward, const Gradients& g, const Options& opts = {});
+/// Which backend would run this backward call, and why the others decline; does no work.
+Report explain_backward(const Problem& p, const Tensors& forward, const Gradients& g, const Options& opts = {});
 
 /// A CUDA device as FlashCore sees it.
 struct DeviceInfo {

@@ -3,6 +3,8 @@
 //   flashcore::run(q, k, v, o);            // rank-4 Views indexed (batch, seq, head, dim)
 //   flashcore::run(q, k, v, o, lse, opts); // lse: rank-3 View (batch, heads_q, seqlen_q), contiguous
 //                                          // (LayoutRight: CudaSpace Views default to LayoutLeft)
+//   flashcore::run_backward(q, k, v, o, lse, d_o, dq, dk, dv, opts);  // training: the gradients, each
+//                                          // View with the layout of its tensor (see run_backward)
 //
 // Views may have any layout whose dim index has stride 1 (LayoutRight, LayoutStride, subviews or
 // LayoutStride views of a (B,H,S,D) allocation...; not LayoutLeft, whose first index is the
@@ -224,13 +226,20 @@ inline int max_value(const int* x, int n) {
   return static_cast<int>(m);
 }
 
+// A call made from Views: the problem, the tensors and the options, checked.
+struct ViewCall {
+  Problem p;
+  Tensors t;
+  Options opts;
+};
+
 template <class QV, class KV, class VV, class OV>
-Report run_views(const QV& q, const KV& k, const VV& v, const OV& o, const LseArg& lse, const ViewOptions& opts) {
+ViewCall view_call(const QV& q, const KV& k, const VV& v, const OV& o, const LseArg& lse, const ViewOptions& opts) {
   using T = typename QV::non_const_value_type;
   static_assert(std::is_same<T, typename KV::non_const_value_type>::value &&
                     std::is_same<T, typename VV::non_const_value_type>::value &&
-                    std::is_same<T, typename OV::value_type>::value,
-                "Q, K, V and O must have the same element type (O non-const)");
+                    std::is_same<T, typename OV::non_const_value_type>::value,
+                "Q, K, V and O must have the same element type");
   static_assert(dtype_of<T>() >= 0 || std::is_same<T, std::uint16_t>::value,
                 "element type must be float, half_t, bhalf_t or std::uint16_t");
   const ViewSequences& seq = opts.sequences;
@@ -316,7 +325,7 @@ Report run_views(const QV& q, const KV& k, const VV& v, const OV& o, const LseAr
   t.q = q.data();
   t.k = k.data();
   t.v = v.data();
-  t.o = o.data();
+  t.o = const_cast<typename OV::non_const_value_type*>(o.data());  // the backward pass only reads it
   t.alibi_slopes = opts.alibi_slopes;
   t.sinks = opts.sinks;
 
@@ -408,7 +417,32 @@ Report run_views(const QV& q, const KV& k, const VV& v, const OV& o, const LseAr
     throw Error("lse", std::string("lse: the View is in ") + to_string(lse.location) + " memory, q in " +
                            to_string(loc) + " memory; the LSE View must live in the same kind of memory as Q");
   if (call.location == MemoryLocation::Auto) call.location = loc;
-  return flashcore::run(p, t, call);
+  return {p, t, call};
+}
+
+template <class QV, class KV, class VV, class OV>
+Report run_views(const QV& q, const KV& k, const VV& v, const OV& o, const LseArg& lse, const ViewOptions& opts) {
+  static_assert(!std::is_const<typename OV::value_type>::value, "O must be a View of non-const elements");
+  const ViewCall c = view_call(q, k, v, o, lse, opts);
+  return flashcore::run(c.p, c.t, c.opts);
+}
+
+// A gradient View of the backward pass: the extents and strides of the tensor whose layout it shares.
+template <class GV, class XV>
+void check_same_layout(const char* name, const GV& g, const char* of, const XV& x) {
+  static_assert(std::is_same<typename GV::non_const_value_type, typename XV::non_const_value_type>::value,
+                "gradient Views have the element type of Q, K, V and O");
+  static_assert(static_cast<int>(GV::rank) == static_cast<int>(XV::rank), "a gradient View has its tensor's rank");
+  for (int r = 0; r < static_cast<int>(XV::rank); ++r) {
+    check_extent(name, std::to_string(r).c_str(), extent_at(g, r), extent_at(x, r));
+    if (extent_at(x, r) > 1 && stride_at(g, r) != stride_at(x, r))
+      throw Error(name, std::string(name) + ": stride " + std::to_string(r) + " is " + std::to_string(stride_at(g, r)) +
+                            ", " + of + "'s is " + std::to_string(stride_at(x, r)) + "; the backward pass writes " +
+                            name + " with " + of + "'s layout");
+  }
+  if (location_of<GV>() != location_of<XV>())
+    throw Error(name, std::string(name) + ": the View is in " + to_string(location_of<GV>()) + " memory, " + of +
+                          " in " + to_string(location_of<XV>()) + " memory");
 }
 
 }  // namespace kokkos_detail
@@ -425,6 +459,25 @@ Report run(const QV& q, const KV& k, const VV& v, const OV& o, const LseView& ls
 template <class QV, class KV, class VV, class OV>
 Report run(const QV& q, const KV& k, const VV& v, const OV& o, const ViewOptions& opts = {}) {
   return kokkos_detail::run_views(q, k, v, o, kokkos_detail::LseArg{}, opts);
+}
+
+/// The backward pass on Kokkos Views (flashcore.hpp, run_backward): q, k, v, o and lse as the forward
+/// call had them (with the same ViewOptions), d_o = dL/dO, and the gradients dq, dk, dv, each with the
+/// extents and strides of q, k, v (d_o: of o). dsinks: null, or heads_q floats in the memory of q for
+/// the sinks' gradient (needs ViewOptions::sinks).
+template <class QV, class KV, class VV, class OV, class LseView, class DOV, class DQV, class DKV, class DVV>
+Report run_backward(const QV& q, const KV& k, const VV& v, const OV& o, const LseView& lse, const DOV& d_o,
+                    const DQV& dq, const DKV& dk, const DVV& dv, const ViewOptions& opts = {},
+                    float* dsinks = nullptr) {
+  static_assert(!std::is_const<typename DQV::value_type>::value && !std::is_const<typename DKV::value_type>::value &&
+                    !std::is_const<typename DVV::value_type>::value,
+                "dq, dk and dv must be Views of non-const elements");
+  const kokkos_detail::ViewCall c = kokkos_detail::view_call(q, k, v, o, kokkos_detail::lse_arg(lse), opts);
+  kokkos_detail::check_same_layout("d_o", d_o, "o", o);
+  kokkos_detail::check_same_layout("dq", dq, "q", q);
+  kokkos_detail::check_same_layout("dk", dk, "k", k);
+  kokkos_detail::check_same_layout("dv", dv, "v", v);
+  return flashcore::run_backward(c.p, c.t, Gradients{d_o.data(), dq.data(), dk.data(), dv.data(), dsinks}, c.opts);
 }
 
 }  // namespace flashcore

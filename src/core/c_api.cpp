@@ -64,8 +64,10 @@ flashcore::Problem to_cpp(const fc_problem* p) {
 // Runs a converted problem; the shared tail of fc_attention and fc_attention_sized.
 // `c` is the C descriptor, for its pointers (Tensors in C++: per-head parameters, sequence arrays)
 // and trust_sequences (Options::check_sequences).
+// grads: the backward pass's gradients (run_backward), or null for the forward.
 fc_status run_c(const flashcore::Problem& cp, const fc_problem& c, const void* q, const void* k, const void* v,
-                void* o, float* lse, fc_location location, const char* backend, void* stream) {
+                void* o, float* lse, fc_location location, const char* backend, void* stream,
+                const flashcore::Gradients* grads = nullptr) {
   flashcore::Options opts;
   if (backend != nullptr) opts.backend = backend;
   switch (location) {
@@ -82,7 +84,7 @@ fc_status run_c(const flashcore::Problem& cp, const fc_problem& c, const void* q
   t.cu_seqlens_k = c.cu_seqlens_k;
   t.seqlens_k = c.seqlens_k;
   t.block_table = c.block_table;
-  t_backend = flashcore::run(cp, t, opts).chosen;
+  t_backend = grads != nullptr ? flashcore::run_backward(cp, t, *grads, opts).chosen : flashcore::run(cp, t, opts).chosen;
   return FC_OK;
 }
 
@@ -142,6 +144,17 @@ fc_status fc_attention(const fc_problem* p, const void* q, const void* k, const 
   return guarded([&] {
     const flashcore::Problem cp = to_cpp(p);  // throws for a null p
     return run_c(cp, *p, q, k, v, o, lse, location, backend, stream);
+  });
+}
+
+fc_status fc_attention_backward(const fc_problem* p, const void* q, const void* k, const void* v, const void* o,
+                                const float* lse, const void* d_o, void* dq, void* dk, void* dv, float* dsinks,
+                                fc_location location, const char* backend, void* stream) {
+  return guarded([&] {
+    const flashcore::Problem cp = to_cpp(p);  // throws for a null p
+    const flashcore::Gradients g{d_o, dq, dk, dv, dsinks};
+    // Tensors::o and lse are the forward's outputs; the backward pass only reads them.
+    return run_c(cp, *p, q, k, v, const_cast<void*>(o), const_cast<float*>(lse), location, backend, stream, &g);
   });
 }
 

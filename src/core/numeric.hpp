@@ -92,6 +92,21 @@ FC_HOST_DEVICE inline KeyRange visible_keys(int i, int seqlen_q, int seqlen_k, b
   return {static_cast<int>(lo), static_cast<int>(hi)};
 }
 
+/// Query rows [begin, end) that see key j: the inverse of visible_keys (row i sees key j iff
+/// visible_keys(i, ...) contains j), for a sequence of seqlen_q queries and seqlen_k keys. From
+/// j <= i + diag + right (right = 0 when causal, else window_right) and j >= i + diag - window_left.
+FC_HOST_DEVICE inline KeyRange visible_queries(int j, int seqlen_q, int seqlen_k, bool causal, int window_left = -1,
+                                               int window_right = -1) {
+  if (j < 0 || j >= seqlen_k) return {0, 0};
+  const long long diag = static_cast<long long>(seqlen_k) - seqlen_q;  // row i's diagonal key is i + diag
+  long long lo = 0, hi = seqlen_q;                                     // [lo, hi)
+  const long long right = causal ? 0 : window_right;
+  if (right >= 0 && j - diag - right > lo) lo = j - diag - right;
+  if (window_left >= 0 && j - diag + window_left + 1 < hi) hi = j - diag + window_left + 1;
+  if (hi <= lo) return {0, 0};
+  return {static_cast<int>(lo), static_cast<int>(hi)};
+}
+
 // Element access by storage type. The reference kernel is templated on these tags.
 struct F32Elem {
   using storage = float;

@@ -35,14 +35,17 @@ Registry& registry() {
   return r;
 }
 
-MemoryLocation resolve_location(const Tensors& t, MemoryLocation requested) {
+MemoryLocation resolve_location(const Tensors& t, const Gradients* g, MemoryLocation requested) {
   if (requested != MemoryLocation::Auto) return requested;
   int q_device = -1;
   const MemoryLocation q = detail::pointer_location(t.q, &q_device);
+  const Gradients none;
+  const Gradients& gr = g != nullptr ? *g : none;
   const std::pair<const char*, const void*> others[] = {
       {"k", t.k}, {"v", t.v}, {"o", t.o}, {"lse", t.lse}, {"alibi_slopes", t.alibi_slopes}, {"sinks", t.sinks},
       {"cu_seqlens_q", t.cu_seqlens_q}, {"cu_seqlens_k", t.cu_seqlens_k}, {"seqlens_k", t.seqlens_k},
-      {"block_table", t.block_table}};
+      {"block_table", t.block_table}, {"d_o", gr.d_o}, {"dq", gr.dq}, {"dk", gr.dk}, {"dv", gr.dv},
+      {"dsinks", gr.dsinks}};
   for (const auto& [name, ptr] : others) {
     if (ptr == nullptr) continue;
     int device = -1;
@@ -84,14 +87,20 @@ struct Selection {
   Report report;
 };
 
-Selection select(const Problem& p, const Tensors& t, const Options& opts) {
+// g: the backward pass's gradients (nullptr: the forward pass).
+Selection select(const Problem& p, const Tensors& t, const Options& opts, const Gradients* g = nullptr) {
   validate(p);
+  if (g != nullptr && p.page_size > 0)
+    throw Error("page_size", "page_size " + std::to_string(p.page_size) +
+                                 ": the backward pass has no paged K/V (pass K and V dense, or packed with cu_seqlens_k)");
   detail::validate_tensors(p, t);
+  if (g != nullptr) detail::validate_gradients(p, t, *g);
   Selection sel;
   Query& q = sel.query;
   q.problem = &p;
   q.tensors = &t;
-  q.location = resolve_location(t, opts.location);
+  q.gradients = g;
+  q.location = resolve_location(t, g, opts.location);
   if (q.location == MemoryLocation::Host) {
     detail::validate_head_parameters(p, t);
     detail::validate_sequences(p, t.cu_seqlens_q, t.cu_seqlens_k, t.seqlens_k, t.block_table);
@@ -125,7 +134,7 @@ Selection select(const Problem& p, const Tensors& t, const Options& opts) {
       d.code = DecisionCode::NotAsked;
       d.reason = "not asked: " + sel.backend->name() + " comes first";
     } else {
-      Support s = b->supports(q);
+      Support s = g != nullptr ? b->supports_backward(q) : b->supports(q);
       d.ok = s.ok;
       d.code = s.ok ? DecisionCode::Chosen : DecisionCode::Unsupported;
       d.reason = s.ok ? "chosen" : s.reason;
@@ -230,15 +239,33 @@ void register_backend(std::unique_ptr<Backend> backend) {
 
 Report explain(const Problem& p, const Tensors& t, const Options& opts) { return select(p, t, opts).report; }
 
+namespace {
+void require_backend(const Selection& sel, const char* pass) {
+  if (sel.backend != nullptr) return;
+  std::string why;
+  for (const auto& d : sel.report.decisions) why += "\n  " + d.backend + ": " + d.reason;
+  throw Error("backend", std::string("no registered backend can run this problem's ") + pass + " (" + sel.report.how +
+                             "):" + why);
+}
+}  // namespace
+
 Report run(const Problem& p, const Tensors& t, const Options& opts) {
   Selection sel = select(p, t, opts);
-  if (sel.backend == nullptr) {
-    std::string why;
-    for (const auto& d : sel.report.decisions) why += "\n  " + d.backend + ": " + d.reason;
-    throw Error("backend", "no registered backend can run this problem (" + sel.report.how + "):" + why);
-  }
+  require_backend(sel, "forward pass");
   detail::ProfilingRegion region(sel.backend->name());
   sel.backend->run(sel.query, opts);
+  return sel.report;
+}
+
+Report explain_backward(const Problem& p, const Tensors& forward, const Gradients& g, const Options& opts) {
+  return select(p, forward, opts, &g).report;
+}
+
+Report run_backward(const Problem& p, const Tensors& forward, const Gradients& g, const Options& opts) {
+  Selection sel = select(p, forward, opts, &g);
+  require_backend(sel, "backward pass");
+  detail::ProfilingRegion region(sel.backend->name() + "::backward");
+  sel.backend->run_backward(sel.query, opts);
   return sel.report;
 }
 
@@ -273,12 +300,12 @@ void validate_tensors(const Problem& p, const Tensors& t) {
                               " to use it, or pass nullptr)");
   }
 
-  // Byte ranges of every tensor; the outputs must not overlap any other tensor.
-  struct Range {
-    const char* name;
-    const char* begin;
-    const char* end;
-  };
+  const std::vector<Range> r = tensor_ranges(p, t);
+  const std::size_t n_outputs = t.lse != nullptr ? 2 : 1;  // o and lse: r[3], r[4]
+  check_outputs_apart(r, 3, 3 + n_outputs, "in-place attention is not supported");
+}
+
+std::vector<Range> tensor_ranges(const Problem& p, const Tensors& t) {
   const int es = dtype_size(p.dtype);
   const TensorExtents qx = q_extents(p), kx = kv_extents(p);
   auto range = [&](const char* name, const void* ptr, const Strides& s, TensorExtents x, int heads) {
@@ -287,7 +314,6 @@ void validate_tensors(const Problem& p, const Tensors& t) {
   };
   std::vector<Range> r = {range("q", t.q, p.q, qx, p.heads_q), range("k", t.k, p.k, kx, p.heads_kv),
                           range("v", t.v, p.v, kx, p.heads_kv), range("o", t.o, p.o, qx, p.heads_q)};
-  const std::size_t n_outputs = t.lse != nullptr ? 2 : 1;  // o and lse: r[3], r[4]
   if (t.lse != nullptr) {
     const char* b = reinterpret_cast<const char*>(t.lse);
     r.push_back({"lse", b, b + static_cast<std::int64_t>(qx.outer) * p.heads_q * qx.rows * sizeof(float)});
@@ -301,11 +327,39 @@ void validate_tensors(const Problem& p, const Tensors& t) {
   int_range("cu_seqlens_k", t.cu_seqlens_k, p.batch + 1);
   int_range("seqlens_k", t.seqlens_k, p.batch);
   int_range("block_table", t.block_table, static_cast<std::int64_t>(p.batch) * p.pages_per_seq);
-  for (std::size_t i = 3; i < 3 + n_outputs; ++i)
+  return r;
+}
+
+void check_outputs_apart(const std::vector<Range>& r, std::size_t first, std::size_t last, const char* why) {
+  for (std::size_t i = first; i < last; ++i)
     for (std::size_t j = 0; j < r.size(); ++j)
       if (j != i && r[i].begin < r[j].end && r[j].begin < r[i].end)
-        throw Error(r[i].name, std::string(r[i].name) + ": output memory overlaps " + r[j].name +
-                                   " (in-place attention is not supported)");
+        throw Error(r[i].name, std::string(r[i].name) + ": output memory overlaps " + r[j].name + " (" + why + ")");
+}
+
+void validate_gradients(const Problem& p, const Tensors& t, const Gradients& g) {
+  if (t.lse == nullptr)
+    throw Error("lse", "lse: pointer is null, but the backward pass needs the forward's LSE (Tensors::lse)");
+  const std::pair<const char*, const void*> required[] = {{"d_o", g.d_o}, {"dq", g.dq}, {"dk", g.dk}, {"dv", g.dv}};
+  for (const auto& [name, ptr] : required)
+    if (ptr == nullptr) throw Error(name, std::string(name) + ": pointer is null");
+  if (g.dsinks != nullptr && t.sinks == nullptr)
+    throw Error("dsinks", "dsinks: given, but the call has no sinks (Tensors::sinks is null)");
+  std::vector<Range> r = tensor_ranges(p, t);
+  const int es = dtype_size(p.dtype);
+  const TensorExtents qx = q_extents(p), kx = kv_extents(p);
+  auto range = [&](const char* name, const void* ptr, const Strides& s, TensorExtents x, int heads) {
+    const char* b = static_cast<const char*>(ptr);
+    return Range{name, b, b + span_elements(s, x.outer, x.rows, heads, p.head_dim) * es};
+  };
+  r.push_back(range("d_o", g.d_o, p.o, qx, p.heads_q));
+  const std::size_t first = r.size();
+  r.push_back(range("dq", g.dq, p.q, qx, p.heads_q));
+  r.push_back(range("dk", g.dk, p.k, kx, p.heads_kv));
+  r.push_back(range("dv", g.dv, p.v, kx, p.heads_kv));
+  if (g.dsinks != nullptr)
+    r.push_back({"dsinks", reinterpret_cast<const char*>(g.dsinks), reinterpret_cast<const char*>(g.dsinks + p.heads_q)});
+  check_outputs_apart(r, first, r.size(), "gradients are written to their own memory");
 }
 
 void validate_head_parameters(const Problem& p, const Tensors& t) {

@@ -43,6 +43,10 @@ struct Sequences {
     if (seqlens_k != nullptr) return seqlens_k[b];
     return cu_seqlens_k != nullptr ? cu_seqlens_k[b + 1] - cu_seqlens_k[b] : seqlen_k;
   }
+  /// K/V rows sequence b stores (>= len_k(b)): its packed count, else seqlen_k (a cache's rows).
+  FC_HOST_DEVICE int rows_k(int b) const {
+    return cu_seqlens_k != nullptr ? cu_seqlens_k[b + 1] - cu_seqlens_k[b] : seqlen_k;
+  }
   /// Element offset of (sequence b, query i, head 0, dim 0) in Q or O with strides s.
   FC_HOST_DEVICE std::int64_t q_row(const Strides& s, int b, int i) const {
     if (cu_seqlens_q != nullptr) return static_cast<std::int64_t>(cu_seqlens_q[b] + i) * s.seq;

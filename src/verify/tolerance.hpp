@@ -55,6 +55,29 @@ inline double kernel_floor(DType dt) {
 }
 inline Bound kernel_bound(DType dt, double naive_max_abs_err) { return {2 * naive_max_abs_err + kernel_floor(dt), 0.0}; }
 
+/// Gradients (run_backward) of the reference against the exact (fp64) gradients of the same inputs,
+/// per tensor (dQ, dK, dV) with scale = max |ref| over the tensor:
+///   |g - ref| <= atol + rtol * |ref| + rtol * scale     (atol, rtol: reference_bound(dtype))
+/// The exact gradients take delta_i = dO_i·O_i from the O the backward is given (the forward's output
+/// rounded to the dtype), as every backward does. rtol * |ref| is the output's rounding. The absolute
+/// term covers fp32 sums whose terms cancel (dx_ij = P_ij (dO_i·v_j - delta_i) subtracts nearly equal
+/// numbers), so an element's error follows the tensor's scale, not its own value. Measured over 12
+/// seeds of tests/test_backward.cpp (every dtype, variant and layout): below 0.25 * rtol * scale
+/// beyond the rounding term, so 1 * rtol * scale leaves a margin of 4.
+inline Bound reference_gradient_bound(DType dt, double scale) {
+  const Bound b = reference_bound(dt);
+  return {b.atol + b.rtol * scale, b.rtol};
+}
+/// dsinks (fp32 values summed over every row) of the reference: the same form, with the scale the
+/// largest |dsink|.
+inline Bound reference_sinks_bound(DType dt, double scale) { return reference_gradient_bound(dt, scale); }
+/// Gradients of a tuned kernel, per tensor: twice the max abs error of the naive same-precision
+/// backward (verify::attention_backward with Precision::Same: P and dS rounded to the dtype before
+/// their products, O rounded before delta, outputs rounded) plus kernel_floor(dtype) * scale.
+inline Bound kernel_gradient_bound(DType dt, double naive_max_abs_err, double scale) {
+  return {2 * naive_max_abs_err + kernel_floor(dt) * scale, 0.0};
+}
+
 /// LSE bound of the reference: |lse - ref| <= rel * max(1, |ref|); -inf only where ref is -inf.
 constexpr double kReferenceLseRel = 2e-5;
 /// LSE of a tuned kernel: scores in fp32 from the same inputs, exp2-based softmax.

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/reference/backward.hpp"
 #include "backends/reference/reference.hpp"
 #include "backends/reference/reference_api.hpp"
 #include "core/internal.hpp"
@@ -42,7 +43,7 @@ class CudaReference final : public Backend {
   MemoryLocation location() const override { return MemoryLocation::Device; }
   BackendKind kind() const override { return BackendKind::Reference; }
   std::string description() const override {
-    return "portable Kokkos reference on Kokkos::Cuda (fp32 accumulation; every dtype, head_dim, mask and stride)";
+    return "portable Kokkos reference on Kokkos::Cuda (fp32 accumulation; every dtype, head_dim, mask and stride; forward and backward)";
   }
   Support supports(const Query& q) const override {
     DeviceInfo dev;
@@ -58,6 +59,20 @@ class CudaReference final : public Backend {
     launch_for_dtype(exec, *q.problem, *q.tensors);
     const cudaError_t err = cudaPeekAtLastError();
     if (err != cudaSuccess) throw Error("backend", std::string("reference-cuda: launch failed: ") + cudaGetErrorString(err));
+  }
+  Support supports_backward(const Query& q) const override {
+    DeviceInfo dev;
+    std::string why;
+    if (!detail::current_cuda_device(&dev, &why)) return Support::no(why);
+    why = backward_limits(*q.problem);
+    return why.empty() ? Support::yes() : Support::no(why);
+  }
+  void run_backward(const Query& q, const Options& opts) const override {
+    const Kokkos::Cuda exec = instance_for(static_cast<cudaStream_t>(opts.stream));
+    launch_backward(exec, *q.problem, *q.tensors, *q.gradients);
+    const cudaError_t err = cudaPeekAtLastError();
+    if (err != cudaSuccess)
+      throw Error("backend", std::string("reference-cuda: backward launch failed: ") + cudaGetErrorString(err));
   }
 };
 

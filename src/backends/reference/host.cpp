@@ -2,6 +2,7 @@
 // "reference-host", and the fp64 oracle mode the tools validate with.
 #include <mutex>
 
+#include "backends/reference/backward.hpp"
 #include "backends/reference/reference.hpp"
 #include "backends/reference/reference_api.hpp"
 #include "core/internal.hpp"
@@ -43,7 +44,7 @@ class HostReference final : public Backend {
   BackendKind kind() const override { return BackendKind::Reference; }
   std::string description() const override {
     return std::string("portable Kokkos reference on ") + HostExec::name() +
-           " (fp32 accumulation; every dtype, head_dim, mask and stride)";
+           " (fp32 accumulation; every dtype, head_dim, mask and stride; forward and backward)";
   }
   Support supports(const Query& q) const override {
     const std::string why = common_limits(*q.problem);
@@ -51,6 +52,13 @@ class HostReference final : public Backend {
   }
   void run(const Query& q, const Options&) const override {
     on_host("reference-host", [&](const auto& exec) { launch_for_dtype(exec, *q.problem, *q.tensors); });
+  }
+  Support supports_backward(const Query& q) const override {
+    const std::string why = backward_limits(*q.problem);
+    return why.empty() ? Support::yes() : Support::no(why);
+  }
+  void run_backward(const Query& q, const Options&) const override {
+    on_host("reference-host", [&](const auto& exec) { launch_backward(exec, *q.problem, *q.tensors, *q.gradients); });
   }
 };
 

@@ -3,7 +3,7 @@
 // Algorithm (one team per query row: batch x head x row):
 //   1. load the query row into team scratch, zero the output accumulator o and set m = -inf, l = 0
 //   2. for each chunk of at most kChunk visible keys:
-//        s_j  = scale * (q . k_j)                      (team threads over keys)
+//        s_j  = scale * (q . k_j)                      (team threads over keys; Logit below)
 //        s_j  = softcap * tanh(s_j / softcap)          (soft-capping, when softcap > 0)
 //        s_j -= slope_h * |j - (i + seqlen_k - seqlen_q)|  (ALiBi, when slopes are given)
 //        m'   = max(m, max_j s_j)
@@ -34,6 +34,36 @@
 #include "kokkos_compat.hpp"
 
 namespace flashcore::reference {
+
+/// The logit of (row i, key j) from the dot product q_i·k_j, as flashcore.hpp defines it: the scale,
+/// soft-capping, ALiBi's distance to the row's diagonal key; value() also gives its derivative with
+/// respect to the dot product (the backward pass, backward.hpp). One statement for both passes.
+template <class Acc>
+struct Logit {
+  Acc scale;
+  Acc softcap;    // 0: none
+  Acc slope;      // ALiBi slope of the row's head (used when alibi)
+  bool alibi;
+  int diag_key;   // i + Lk_b - Lq_b
+  KOKKOS_INLINE_FUNCTION Acc value(Acc dot, int j, Acc& d_dot) const {
+    Acc s = dot * scale;
+    d_dot = scale;
+    if (softcap > Acc(0)) {
+      const Acc t = kc::tanh(s / softcap);
+      s = softcap * t;
+      d_dot = scale * (Acc(1) - t * t);  // d/ds softcap·tanh(s/softcap) = 1 - tanh²
+    }
+    if (alibi) {
+      const int dist = j - diag_key;
+      s -= slope * static_cast<Acc>(dist < 0 ? -dist : dist);
+    }
+    return s;
+  }
+  KOKKOS_INLINE_FUNCTION Acc operator()(Acc dot, int j) const {
+    Acc unused;
+    return value(dot, j, unused);
+  }
+};
 
 template <class ExecSpace, class In, class Out, class LseT, class Acc>
 struct AttentionRowFunctor {
@@ -86,8 +116,8 @@ struct AttentionRowFunctor {
     team.team_barrier();
 
     const numeric::KeyRange keys = numeric::visible_keys(i, len_q, len_k, causal, window_left, window_right);
-    const int diag_key = i + len_k - len_q;  // the ALiBi distance is measured from it
-    const Acc slope = alibi_slopes != nullptr ? static_cast<Acc>(alibi_slopes[h]) : Acc(0);
+    const Logit<Acc> logit{scale, softcap, alibi_slopes != nullptr ? static_cast<Acc>(alibi_slopes[h]) : Acc(0),
+                           alibi_slopes != nullptr, i + len_k - len_q};
 
     Acc m = kc::neg_inf<Acc>();
     Acc l = Acc(0);
@@ -100,12 +130,7 @@ struct AttentionRowFunctor {
             const std::int64_t kr = k_off + seqs.kv_row(sk, b, c0 + jj);
             Acc s = Acc(0);
             for (int d = 0; d < D; ++d) s += qs(d) * static_cast<Acc>(In::load(k, kr + d));
-            s *= scale;
-            if (softcap > Acc(0)) s = softcap * kc::tanh(s / softcap);
-            if (alibi_slopes != nullptr) {
-              const int dist = c0 + jj - diag_key;
-              s -= slope * static_cast<Acc>(dist < 0 ? -dist : dist);
-            }
+            s = logit(s, c0 + jj);
             ps(jj) = s;
             mx = s > mx ? s : mx;
           },
