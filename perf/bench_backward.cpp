@@ -1,0 +1,161 @@
+// flashcore_bench_backward: times the backward pass (flashcore::run_backward) on device data, for the
+// perf suite's backward rows (perf/run_backward.sh puts PyTorch's SDPA backward beside it, same run).
+//
+//   flashcore_bench_backward [--backends=a,b] [--shapes=B,H,L,D,causal;...] [--dtype=bf16|fp16] [--seconds=S]
+//
+// For each shape: Q, K, V, dO uniform in [-1, 1] (fixed seed), the forward once on cuda-flash (O, LSE),
+// then per backend: one call (checked against the first backend's gradients on sampled elements
+// only as a sanity check: the tests check accuracy), then repetitions of back-to-back calls between
+// two CUDA events, up to --seconds per backend and shape; the median per call is reported. One JSON
+// line per (shape, backend) on stdout: {"B":..,"H":..,"L":..,"D":..,"causal":..,"backend":..,
+// "median_us":..,"reps":..,"tflops":..} with backward FLOPs = 2.5 x the forward's 4·B·H·L²·D (halved
+// when causal), or "error" when the backend declines.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "flashcore/flashcore.hpp"
+#include "verify/elements.hpp"
+
+namespace {
+
+struct Shape {
+  int b, h, l, d;
+  bool causal;
+};
+
+std::vector<Shape> parse_shapes(const std::string& s) {
+  std::vector<Shape> out;
+  std::stringstream all(s);
+  std::string one;
+  while (std::getline(all, one, ';')) {
+    Shape x{};
+    int c = 0;
+    if (std::sscanf(one.c_str(), "%d,%d,%d,%d,%d", &x.b, &x.h, &x.l, &x.d, &c) != 5) {
+      std::fprintf(stderr, "bad shape '%s' (B,H,L,D,causal)\n", one.c_str());
+      std::exit(2);
+    }
+    x.causal = c != 0;
+    out.push_back(x);
+  }
+  return out;
+}
+
+void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The issue-13 shapes (torch's figures in the issue are bf16 on an H100).
+  std::string shapes = "4,16,1024,64,0;8,16,2048,64,1;2,16,4096,128,0;2,16,4096,128,1;1,16,16384,128,1";
+  std::string backends = "cuda-flash,reference-cuda";
+  std::string dtype_name = "bf16";
+  double seconds = 2.0;
+  for (int n = 1; n < argc; ++n) {
+    const std::string a = argv[n];
+    auto val = [&](const char* flag) { return a.rfind(flag, 0) == 0 ? a.substr(std::string(flag).size()) : std::string(); };
+    if (!val("--shapes=").empty()) shapes = val("--shapes=");
+    else if (!val("--backends=").empty()) backends = val("--backends=");
+    else if (!val("--dtype=").empty()) dtype_name = val("--dtype=");
+    else if (!val("--seconds=").empty()) seconds = std::stod(val("--seconds="));
+    else {
+      std::fprintf(stderr, "usage: %s [--backends=a,b] [--shapes=B,H,L,D,causal;...] [--dtype=bf16|fp16] [--seconds=S]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  flashcore::initialize();
+  const flashcore::DType dt = flashcore::parse_dtype(dtype_name);
+  std::vector<std::string> names;
+  {
+    std::stringstream ss(backends);
+    std::string b;
+    while (std::getline(ss, b, ',')) names.push_back(b);
+  }
+  cudaStream_t stream;
+  ck(cudaStreamCreate(&stream), "cudaStreamCreate");
+  for (const Shape& s : parse_shapes(shapes)) {
+    const flashcore::Problem p = flashcore::Problem::make(s.b, s.h, s.h, s.l, s.l, s.d, dt, s.causal);
+    const std::size_t n = static_cast<std::size_t>(s.b) * s.l * s.h * s.d, bytes = n * 2;
+    std::vector<std::uint16_t> host(n);
+    std::mt19937_64 rng(1234);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    void *q, *k, *v, *o, *d_o, *dq, *dk, *dv;
+    float* lse;
+    for (void** buf : {&q, &k, &v, &d_o}) {
+      for (std::size_t i = 0; i < n; ++i) flashcore::verify::store_element(dt, host.data(), i, u(rng));
+      ck(cudaMalloc(buf, bytes), "cudaMalloc");
+      ck(cudaMemcpy(*buf, host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    }
+    for (void** buf : {&o, &dq, &dk, &dv}) ck(cudaMalloc(buf, bytes), "cudaMalloc");
+    ck(cudaMalloc(reinterpret_cast<void**>(&lse), static_cast<std::size_t>(s.b) * s.h * s.l * sizeof(float)), "cudaMalloc");
+    flashcore::Options fo;
+    fo.stream = stream;
+    const flashcore::Tensors t{q, k, v, o, lse};
+    flashcore::run(p, t, fo);
+    const flashcore::Gradients g{d_o, dq, dk, dv};
+    const double flops = 2.5 * p.flops();
+    for (const std::string& name : names) {
+      flashcore::Options opts;
+      opts.backend = name;
+      opts.stream = stream;
+      std::printf("{\"B\":%d,\"H\":%d,\"L\":%d,\"D\":%d,\"causal\":%s,\"dtype\":\"%s\",\"backend\":\"%s\"", s.b, s.h, s.l,
+                  s.d, s.causal ? "true" : "false", dtype_name.c_str(), name.c_str());
+      try {
+        const flashcore::Report r = flashcore::run_backward(p, t, g, opts);  // warm-up (and plan)
+        ck(cudaStreamSynchronize(stream), "warm-up");
+        cudaEvent_t e0, e1;
+        ck(cudaEventCreate(&e0), "event");
+        ck(cudaEventCreate(&e1), "event");
+        // Calls per repetition: enough for >= 1 ms, from the warm-up call's time.
+        const auto w0 = std::chrono::steady_clock::now();
+        flashcore::run_backward(p, t, g, opts);
+        ck(cudaStreamSynchronize(stream), "sync");
+        const double one = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+        const int calls = std::max(1, static_cast<int>(1e-3 / std::max(one, 1e-7)));
+        std::vector<double> per_call;
+        const auto t0 = std::chrono::steady_clock::now();
+        while (per_call.size() < 5 ||
+               (per_call.size() < 50 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds)) {
+          ck(cudaEventRecord(e0, stream), "record");
+          for (int c = 0; c < calls; ++c) flashcore::run_backward(p, t, g, opts);
+          ck(cudaEventRecord(e1, stream), "record");
+          ck(cudaEventSynchronize(e1), "sync");
+          float ms = 0;
+          ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+          per_call.push_back(1e3 * ms / calls);
+          if (one > seconds) break;  // one call is longer than the budget: a single repetition
+        }
+        std::sort(per_call.begin(), per_call.end());
+        const double med = per_call[per_call.size() / 2];
+        std::printf(",\"plan\":\"%s\",\"median_us\":%.2f,\"reps\":%zu,\"calls_per_rep\":%d,\"tflops\":%.1f}\n",
+                    r.plan.c_str(), med, per_call.size(), calls, flops / (med * 1e-6) / 1e12);
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+      } catch (const std::exception& e) {
+        std::string what = e.what();
+        for (char& c : what)
+          if (c == '"' || c == '\n') c = '\'';
+        std::printf(",\"error\":\"%s\"}\n", what.c_str());
+      }
+      std::fflush(stdout);
+    }
+    for (void* buf : {q, k, v, o, d_o, dq, dk, dv}) cudaFree(buf);
+    cudaFree(lse);
+  }
+  cudaStreamDestroy(stream);
+  flashcore::finalize();
+  return 0;
+}
