@@ -11,8 +11,9 @@
 #include <stdexcept>
 #include <random>
 
-#include "verify/tolerance.hpp"
+#include "gpu/gpu_support.hpp"
 #include "support/testing.hpp"
+#include "verify/tolerance.hpp"
 #if defined(FLASHCORE_HAVE_KOKKOS_CUDA)
 #include "flashcore/kokkos.hpp"
 #endif
@@ -23,27 +24,8 @@ using flashcore::DType;
 
 namespace {
 
-// A failed CUDA call throws; GoogleTest reports the exception as a failure of the test.
-#define CUDA_OK(call)                                                                                  \
-  do {                                                                                                 \
-    const cudaError_t err_ = (call);                                                                   \
-    if (err_ != cudaSuccess) throw std::runtime_error(std::string(#call) + ": " + cudaGetErrorString(err_)); \
-  } while (0)
-
-std::string g_no_device_reason;
-
-bool have_device() {
-  static const bool ok = [] {
-    std::string why;
-    const bool any = !flashcore::cuda_devices(&why).empty();
-    g_no_device_reason = why;
-    return any;
-  }();
-  return ok;
-}
-
-#define REQUIRE_DEVICE() \
-  if (!have_device()) GTEST_SKIP() << "no CUDA device: " << g_no_device_reason
+using fcgpu::have_device;
+using fcgpu::sanitize;
 
 std::vector<std::string> device_backends() {
   std::vector<std::string> out;
@@ -268,12 +250,6 @@ std::vector<GpuParam> gpu_params() {
   for (const auto& b : device_backends())
     for (const Case& c : gpu_cases()) out.push_back({b, c});
   return out;
-}
-
-std::string sanitize(std::string s) {
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
 }
 
 // The attention variants (tests/test_variants.cpp has their definitions checked on the host): each

@@ -51,6 +51,15 @@ struct BackwardArgs {
   KOKKOS_INLINE_FUNCTION Acc lse_of(int b, int h, int i) const {
     return static_cast<Acc>(lse[seqs.lse_index(b, h, i, heads_q)]);
   }
+  /// The backward's step for one visible pair (row i, key j), from dot = q_i·k_j and dp = dO_i·v_j:
+  /// p = P_ij and dz = dx_ij · d x_ij / d(q_i·k_j) (the gradient the dQ, dK sums take).
+  KOKKOS_INLINE_FUNCTION static void pair(const Logit<Acc>& logit, Acc dot, Acc dp, int j, Acc lse, Acc delta, Acc& p,
+                                          Acc& dz) {
+    Acc d_dot;
+    const Acc x = logit.value(dot, j, d_dot);
+    p = kc::exp(x - lse);
+    dz = p * (dp - delta) * d_dot;
+  }
   /// delta_i = dO_i · O_i (one thread).
   KOKKOS_INLINE_FUNCTION Acc delta(int b, int h, int i) const {
     const std::int64_t r = seqs.q_row(so, b, i) + h * so.head;
@@ -114,10 +123,8 @@ struct DqRows {
           dot += qs(d) * static_cast<Acc>(In::load(a.k, kr + d));
           dp += dos(d) * static_cast<Acc>(In::load(a.v, vr + d));
         }
-        Acc d_dot;
-        const Acc x = logit.value(dot, j, d_dot);
-        const Acc p = kc::exp(x - lse);
-        dz(jj) = p * (dp - delta) * d_dot;
+        Acc p;
+        a.pair(logit, dot, dp, j, lse, delta, p, dz(jj));
       });
       team.team_barrier();
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, D), [&](int d) {
@@ -186,11 +193,7 @@ struct DkDvRows {
             dot += static_cast<Acc>(In::load(a.q, qr + d)) * ks(d);
             dp += static_cast<Acc>(In::load(a.d_o, orow + d)) * vs(d);
           }
-          Acc d_dot;
-          const Acc x = a.logit(b, h, i).value(dot, j, d_dot);
-          const Acc p = kc::exp(x - a.lse_of(b, h, i));
-          ps(ii) = p;
-          dz(ii) = p * (dp - a.delta(b, h, i)) * d_dot;
+          a.pair(a.logit(b, h, i), dot, dp, j, a.lse_of(b, h, i), a.delta(b, h, i), ps(ii), dz(ii));
         });
         team.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, D), [&](int d) {
