@@ -70,6 +70,9 @@ const char* kRunHelp =
     "  --out-lse F              write LSE as .npy ('<f4', shape (B,Hq,Lq))\n"
     "  --out-q F, --out-k F, --out-v F   write the inputs as .npy\n"
     "  --no-lse                 do not compute LSE\n"
+    "  --backward               then the backward pass (dQ, dK, dV) with a random dO (--seed), in the\n"
+    "                           forward's memory, timed; with --validate checked against the fp64\n"
+    "                           backward oracle (needs the LSE; no --page-size)\n"
     "execution:\n"
     "  --backend NAME           force a backend (default: automatic, or FLASHCORE_BACKEND);\n"
     "                           `flashcore info` lists them\n"
@@ -260,6 +263,9 @@ RunArgs parse_run_args(const std::vector<std::string>& args, bool main_job) {
     } else if (flag == "--validate") {
       no_value();
       a.validate = true;
+    } else if (flag == "--backward") {
+      no_value();
+      a.backward = true;
     } else if (flag == "--no-validate") {
       no_value();
       a.validate = false;
@@ -276,6 +282,9 @@ RunArgs parse_run_args(const std::vector<std::string>& args, bool main_job) {
   const int files = !a.q_file.empty() + !a.k_file.empty() + !a.v_file.empty();
   if (files != 0 && files != 3) throw UsageError("--q, --k and --v must be given together");
   if (!a.lse && !a.out_lse.empty()) throw UsageError("--out-lse cannot be used with --no-lse");
+  if (!a.lse && a.backward) throw UsageError("--backward needs the forward's LSE: drop --no-lse");
+  if (a.backward && a.page_size > 0)
+    throw UsageError("--backward: the backward pass has no paged K/V (drop --page-size; --varlen-k packs K/V)");
   if (files != 0 && a.has_sequences())
     throw UsageError("--q, --k and --v: .npy inputs take no --seqlens-q, --seqlens-k, --varlen-k or --page-size "
                      "(random inputs only)");

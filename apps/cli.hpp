@@ -11,6 +11,7 @@
 
 #include "check.hpp"
 #include "flashcore/flashcore.hpp"
+#include "verify/backward.hpp"
 #include "verify/data.hpp"
 
 namespace fcapp {
@@ -69,6 +70,7 @@ struct RunArgs {
   int repeat = 10;
   int warmup = 0;  // 0: the default of the memory used
   bool validate = false;
+  bool backward = false;  // --backward: the backward pass after the forward (needs the LSE)
   bool json = false;
   bool lse = true;
   std::vector<std::string> shape_flags_given;  // e.g. "--batch", to check against .npy shapes
@@ -174,11 +176,36 @@ void run_device(const RunArgs& a, HostData& d, flashcore::Options opts, Outcome&
 #endif
 
 // ---------------------------------------------------------------------------------------------
+// The backward pass (backward.cpp)
+// ---------------------------------------------------------------------------------------------
+
+struct BackwardOutcome {
+  bool done = false;
+  flashcore::Report report;
+  std::string location;
+  int repeat = 0;
+  double median_us = std::numeric_limits<double>::quiet_NaN();
+  double tflops = std::numeric_limits<double>::quiet_NaN();
+  bool validated = false, passed = false;
+  std::string bound;
+  flashcore::verify::GradientCheck check;
+};
+/// --backward: after the forward (d.o and d.lse hold its outputs), the backward pass with a random dO
+/// in the forward's memory: the first call on NaN-poisoned gradients (the checked one), warm-up, timed
+/// calls; with --validate against the fp64 backward oracle.
+BackwardOutcome run_backward_step(const RunArgs& a, HostData& d, flashcore::MemoryLocation loc,
+                                  const flashcore::Options& opts);
+void print_backward_text(const BackwardOutcome& b);
+std::string backward_json(const BackwardOutcome& b);
+
+// ---------------------------------------------------------------------------------------------
 // Reporting (reporting.cpp)
 // ---------------------------------------------------------------------------------------------
 
 /// The human-readable report of a run, and the --json one.
 void print_text(const RunArgs& a, const HostData& d, const Outcome& out, const Validation& val);
-void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const Validation& val);
+/// bwd: the --backward outcome, or null.
+void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const Validation& val,
+                const BackwardOutcome* bwd = nullptr);
 
 }  // namespace fcapp

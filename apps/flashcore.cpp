@@ -106,10 +106,17 @@ int cmd_run(const std::vector<std::string>& args, bool main_job, Runtime& rt) {
       val = worst(val, compare(p, d.seqs, ref, d.o.data(), d.lse.empty() ? nullptr : d.lse.data(),
                                out.report.chosen_kind));
   }
+  BackwardOutcome bwd;
+  if (a.backward) bwd = run_backward_step(a, d, loc, opts);
   write_outputs(a, d);
-  if (a.json) print_json(a, d, out, val);
-  else print_text(a, d, out, val);
-  return val.done && !val.passed ? kValidationFailed : kOk;
+  if (a.json) {
+    print_json(a, d, out, val, &bwd);
+  } else {
+    print_text(a, d, out, val);
+    if (bwd.done) print_backward_text(bwd);
+  }
+  const bool failed = (val.done && !val.passed) || (bwd.validated && !bwd.passed);
+  return failed ? kValidationFailed : kOk;
 }
 
 std::string bytes_string(std::size_t b) {

@@ -139,7 +139,8 @@ void print_text(const RunArgs& a, const HostData& d, const Outcome& out, const V
   std::cout << os.str() << std::flush;
 }
 
-void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const Validation& val) {
+void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const Validation& val,
+                const BackwardOutcome* bwd) {
   const Problem& p = d.p;
   const flashcore::Report rep = cli_report(out.report);  // in the CLI's terms
   JsonObject j;
@@ -210,6 +211,8 @@ void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const V
   std::string w = "[";
   for (std::size_t i = 0; i < written.size(); ++i) w += (i ? ", " : "") + written[i];
   j.raw("wrote", w + "]");
+  if (bwd != nullptr && bwd->done) j.raw("backward", backward_json(*bwd));
+  else j.null("backward");
   j.str("version", flashcore::version());
   std::cout << j.render() << "\n" << std::flush;
 }

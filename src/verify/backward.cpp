@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <thread>
 
 #include "verify/elements.hpp"
@@ -145,6 +146,51 @@ Gradients attention_backward(const Problem& p, const void* q, const void* k, con
         for (int r = 0; r < group; ++r) g.dsinks[hk * group + r] += dsink[b * p.heads_kv + hk][r];
   }
   return g;
+}
+
+std::array<double, 3> gradient_scales(const Gradients& g) {
+  std::array<double, 3> s{};
+  const std::vector<double>* t[] = {&g.dq, &g.dk, &g.dv};
+  for (int n = 0; n < 3; ++n)
+    for (double x : *t[n])
+      if (!std::isnan(x)) s[n] = std::max(s[n], std::fabs(x));
+  return s;
+}
+
+std::array<double, 3> gradient_differences(const Gradients& a, const Gradients& b) {
+  return {max_abs_difference(a.dq, b.dq), max_abs_difference(a.dk, b.dk), max_abs_difference(a.dv, b.dv)};
+}
+
+GradientCheck check_gradients(const Problem& p, const Sequences& sq, const Gradients& ref, const void* dq,
+                              const void* dk, const void* dv, const std::array<tolerance::Bound, 3>& bounds) {
+  GradientCheck e;
+  auto check = [&](int t, const char* name, const void* buf, long long offset, double r, int b, int row, int h, int dd) {
+    if (std::isnan(r)) return;
+    const double g = load_element(p.dtype, buf, offset);
+    const double err = std::fabs(g - r);
+    e.max_abs[t] = std::isfinite(err) ? std::max(e.max_abs[t], err) : std::numeric_limits<double>::infinity();
+    e.max_ref[t] = std::max(e.max_ref[t], std::fabs(r));
+    if (!bounds[t].ok(g, r) && e.bad++ == 0) {
+      std::ostringstream os;
+      os << name << "(b=" << b << ",row=" << row << ",h=" << h << ",d=" << dd << ") = " << g << ", expected " << r
+         << " (bound " << bounds[t].atol << " + " << bounds[t].rtol << "|ref|)";
+      e.first_bad = os.str();
+    }
+  };
+  for (int b = 0; b < p.batch; ++b) {
+    for (int i = 0; i < sq.len_q(p, b); ++i)
+      for (int h = 0; h < p.heads_q; ++h)
+        for (int dd = 0; dd < p.head_dim; ++dd)
+          check(0, "dQ", dq, sq.q_offset(p, p.q, b, i, h) + dd, ref.dq[o_index(p, b, i, h, dd)], b, i, h, dd);
+    const int stored = p.total_k > 0 ? sq.cu_seqlens_k[b + 1] - sq.cu_seqlens_k[b] : p.seqlen_k;
+    for (int j = 0; j < stored; ++j)
+      for (int hk = 0; hk < p.heads_kv; ++hk)
+        for (int dd = 0; dd < p.head_dim; ++dd) {
+          check(1, "dK", dk, sq.kv_offset(p, p.k, b, j, hk) + dd, ref.dk[kv_index(p, b, j, hk, dd)], b, j, hk, dd);
+          check(2, "dV", dv, sq.kv_offset(p, p.v, b, j, hk) + dd, ref.dv[kv_index(p, b, j, hk, dd)], b, j, hk, dd);
+        }
+  }
+  return e;
 }
 
 }  // namespace flashcore::verify

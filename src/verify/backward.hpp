@@ -7,10 +7,13 @@
 // (tests/test_backward.cpp checks it against finite differences of the fp64 forward, oracle.hpp).
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "verify/oracle.hpp"
+#include "verify/tolerance.hpp"
 
 namespace flashcore::verify {
 
@@ -36,5 +39,23 @@ inline std::size_t kv_index(const Problem& p, int b, int j, int hk, int d) {
 Gradients attention_backward(const Problem& p, const void* q, const void* k, const void* v, const void* o,
                              const void* d_o, Precision precision, int threads = 1, const HeadParams& heads = {},
                              const Sequences& seqs = {});
+
+/// Max |x| of each gradient tensor (dQ, dK, dV) of an oracle result, NaN skipped: the scales of the
+/// gradient bounds (tolerance::reference_gradient_bound, kernel_gradient_bound).
+std::array<double, 3> gradient_scales(const Gradients& g);
+/// Max |a - b| of each gradient tensor (the naive same-precision error: a = Same, b = Exact).
+std::array<double, 3> gradient_differences(const Gradients& a, const Gradients& b);
+
+/// dQ, dK, dV of a backend (host buffers of the problem's dtype with Q's, K's, V's strides) against an
+/// oracle result, each tensor with its bound: every element the layout stores (rows past a cache's
+/// length against 0); elements the oracle marks NaN are skipped. A NaN in a gradient fails.
+struct GradientCheck {
+  std::array<double, 3> max_abs{};  // dQ, dK, dV; +inf when an element is NaN or inf
+  std::array<double, 3> max_ref{};  // max |ref| of each
+  long long bad = 0;                // elements beyond their bound
+  std::string first_bad;            // the first of them, in words
+};
+GradientCheck check_gradients(const Problem& p, const Sequences& seqs, const Gradients& ref, const void* dq,
+                              const void* dk, const void* dv, const std::array<tolerance::Bound, 3>& bounds);
 
 }  // namespace flashcore::verify

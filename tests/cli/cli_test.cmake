@@ -115,6 +115,21 @@ elseif(CASE STREQUAL "variants")
   fc_expect("${OUT}" "variants  : window=\\(3,5\\)" "the variants line")
   fc_expect("${OUT}" "result: PASS" "the validation result")
 
+elseif(CASE STREQUAL "backward")
+  # The backward pass after the forward, validated against the fp64 backward oracle: every variant
+  # with GQA, then varlen; --no-lse and --page-size are usage errors.
+  fc_run(0 run -b 2 --hq 4 --hkv 2 --seqlen-q 37 --seqlen-k 61 -d 32 --causal --window-left 13 --softcap 20
+         --alibi --sinks 1.5 --backward --validate --repeat 1)
+  fc_expect("${OUT}" "backward: +reference-host" "the backward line")
+  fc_expect("${OUT}" "gradients: +vs the fp64 backward oracle: dQ max err" "the gradients line")
+  fc_expect("${OUT}" "bound reference[^\n]*: PASS" "the gradients' result")
+  fc_run(0 run --json --seqlens-q 30,1,50 --seqlens-k 40,5,60 --varlen-k -d 16 --dtype bf16 --backward --validate
+         --repeat 1)
+  file(WRITE "${WORK}/backward.json" "${OUT}")
+  fc_expect("${OUT}" "\"backward\": {[^}]*\"passed\": true" "the JSON's backward object")
+  fc_error(2 "--backward needs the forward's LSE" run --backward --no-lse)
+  fc_error(2 "--backward: the backward pass has no paged K/V" run --backward --seqlens-k 30,40 --page-size 16)
+
 elseif(CASE STREQUAL "varlen")
   # Varlen Q and K/V (packed by the lengths), causal per sequence, validated against the fp64
   # oracle of src/verify; the JSON says the layout, GB/s is reported.

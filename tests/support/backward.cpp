@@ -53,53 +53,24 @@ verify::Gradients backward_oracle(const BackwardData& d, verify::Precision preci
                                     exact_o ? nullptr : d.fwd.o.data(), d.d_o.data(), precision, threads, d.fwd.head_params(), d.fwd.sequences());
 }
 
-namespace {
-void note_bad(GradientErrors& e, const std::string& what) {
-  if (e.bad++ == 0) e.first_bad = what;
-}
-}  // namespace
-
 GradientErrors compare_gradients(const BackwardData& d, const verify::Gradients& ref,
                                  const std::array<flashcore::tolerance::Bound, 3>& bounds,
                                  flashcore::tolerance::Bound sinks_bound) {
-  const Problem& p = d.fwd.problem;
-  const verify::Sequences sq = d.fwd.sequences();
+  const verify::GradientCheck c =
+      verify::check_gradients(d.fwd.problem, d.fwd.sequences(), ref, d.dq.data(), d.dk.data(), d.dv.data(), bounds);
   GradientErrors e;
-  auto check = [&](int t, const char* name, const std::vector<unsigned char>& buf, long long offset, double r,
-                   int b, int row, int h, int dd) {
-    if (std::isnan(r)) return;
-    const double g = verify::load_element(p.dtype, buf.data(), offset);
-    const double err = std::fabs(g - r);
-    e.max_abs[t] = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(e.max_abs[t], err);
-    e.max_ref[t] = std::max(e.max_ref[t], std::fabs(r));
-    if (!bounds[t].ok(g, r)) {
-      std::ostringstream os;
-      os << name << "(b=" << b << ",row=" << row << ",h=" << h << ",d=" << dd << ") = " << g << ", expected " << r
-         << " (bound " << bounds[t].atol << " + " << bounds[t].rtol << "|ref|)";
-      note_bad(e, os.str());
-    }
-  };
-  for (int b = 0; b < p.batch; ++b) {
-    for (int i = 0; i < sq.len_q(p, b); ++i)
-      for (int h = 0; h < p.heads_q; ++h)
-        for (int dd = 0; dd < p.head_dim; ++dd)
-          check(0, "dQ", d.dq, sq.q_offset(p, p.q, b, i, h) + dd, ref.dq[verify::o_index(p, b, i, h, dd)], b, i, h, dd);
-    const int stored = p.total_k > 0 ? d.fwd.cu_seqlens_k[b + 1] - d.fwd.cu_seqlens_k[b] : p.seqlen_k;
-    for (int j = 0; j < stored; ++j)
-      for (int hk = 0; hk < p.heads_kv; ++hk)
-        for (int dd = 0; dd < p.head_dim; ++dd) {
-          check(1, "dK", d.dk, sq.kv_offset(p, p.k, b, j, hk) + dd, ref.dk[verify::kv_index(p, b, j, hk, dd)], b, j, hk, dd);
-          check(2, "dV", d.dv, sq.kv_offset(p, p.v, b, j, hk) + dd, ref.dv[verify::kv_index(p, b, j, hk, dd)], b, j, hk, dd);
-        }
-  }
+  e.max_abs = c.max_abs;
+  e.max_ref = c.max_ref;
+  e.bad = c.bad;
+  e.first_bad = c.first_bad;
   for (std::size_t h = 0; h < d.dsinks.size() && h < ref.dsinks.size(); ++h) {
     const double g = d.dsinks[h], r = ref.dsinks[h];
     e.dsinks_max_abs = std::max(e.dsinks_max_abs, std::isnan(g) ? std::numeric_limits<double>::infinity() : std::fabs(g - r));
     e.dsinks_max_ref = std::max(e.dsinks_max_ref, std::fabs(r));
-    if (!sinks_bound.ok(g, r)) {
+    if (!sinks_bound.ok(g, r) && e.bad++ == 0) {
       std::ostringstream os;
       os << "dsinks(h=" << h << ") = " << g << ", expected " << r;
-      note_bad(e, os.str());
+      e.first_bad = os.str();
     }
   }
   return e;
@@ -114,17 +85,9 @@ std::string GradientErrors::summary() const {
 }
 
 std::array<double, 3> gradient_differences(const verify::Gradients& a, const verify::Gradients& b) {
-  return {verify::max_abs_difference(a.dq, b.dq), verify::max_abs_difference(a.dk, b.dk),
-          verify::max_abs_difference(a.dv, b.dv)};
+  return verify::gradient_differences(a, b);
 }
 
-std::array<double, 3> gradient_scales(const verify::Gradients& g) {
-  std::array<double, 3> s{};
-  const std::vector<double>* t[] = {&g.dq, &g.dk, &g.dv};
-  for (int n = 0; n < 3; ++n)
-    for (double x : *t[n])
-      if (!std::isnan(x)) s[n] = std::max(s[n], std::fabs(x));
-  return s;
-}
+std::array<double, 3> gradient_scales(const verify::Gradients& g) { return verify::gradient_scales(g); }
 
 }  // namespace fctest
