@@ -102,9 +102,7 @@ BackwardOutcome run_backward_step(const RunArgs& a, HostData& d, flashcore::Memo
   }
   out.repeat = a.repeat;
   if (!samples.empty()) {
-    std::vector<double> s = samples;
-    std::sort(s.begin(), s.end());
-    out.median_us = s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+    out.median_us = median(samples);
     out.tflops = 2.5 * work_of(d).flops / (out.median_us * 1e-6) / 1e12;
   }
   if (a.validate) {

@@ -160,6 +160,8 @@ struct Outcome {
   bool have_final = false;
 };
 
+/// Median of timing samples (NaN when there are none).
+double median(std::vector<double> v);
 /// A message on one line ("; " between its lines).
 std::string one_line(std::string s);
 /// The library's words for forcing a backend ("Options::backend") in the CLI's ("--backend").

@@ -37,7 +37,7 @@ void check_case(const Case& c, std::uint64_t salt) {
   BackwardData d = fctest::make_backward_data(c, fctest::run_seed() ^ (salt * 0x9e3779b97f4a7c15ull));
   run_reference_backward(d);
   const verify::Gradients ref = fctest::backward_oracle(d, verify::Precision::Exact, 2);
-  const std::array<double, 3> scale = fctest::gradient_scales(ref);
+  const std::array<double, 3> scale = verify::gradient_scales(ref);
   std::array<tolerance::Bound, 3> bounds;
   for (int t = 0; t < 3; ++t) bounds[t] = tolerance::reference_gradient_bound(c.dtype, scale[t]);
   double sinks_scale = 0;

@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <ostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "flashcore/flashcore.hpp"
+#include "support/testing.hpp"
 
 namespace fcgpu {
 
@@ -43,5 +46,26 @@ inline std::string sanitize(std::string s) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
 }
+
+/// One parameter of the per-backend suites: a backend and a case it is asked to run.
+struct BackendCase {
+  std::string backend;
+  fctest::Case c;
+};
+inline void PrintTo(const BackendCase& g, std::ostream* os) { *os << g.backend << " " << g.c.name(); }
+/// Every backend with every case.
+inline std::vector<BackendCase> every_pair(const std::vector<std::string>& backends, const std::vector<fctest::Case>& cases) {
+  std::vector<BackendCase> out;
+  for (const std::string& b : backends)
+    for (const fctest::Case& c : cases) out.push_back({b, c});
+  return out;
+}
+/// The test name of a parameter (INSTANTIATE_TEST_SUITE_P's name generator): backend_case, sanitized.
+struct BackendCaseName {
+  template <class Info>
+  std::string operator()(const Info& info) const {
+    return sanitize(info.param.backend + "_" + info.param.c.name());
+  }
+};
 
 }  // namespace fcgpu

@@ -25,7 +25,6 @@ using flashcore::DType;
 namespace {
 
 using fcgpu::have_device;
-using fcgpu::sanitize;
 
 std::vector<std::string> device_backends() {
   std::vector<std::string> out;
@@ -239,19 +238,6 @@ std::vector<Case> gpu_cases() {
   return out;
 }
 
-struct GpuParam {
-  std::string backend;
-  Case c;
-};
-void PrintTo(const GpuParam& g, std::ostream* os) { *os << g.backend << " " << g.c.name(); }
-
-std::vector<GpuParam> gpu_params() {
-  std::vector<GpuParam> out;
-  for (const auto& b : device_backends())
-    for (const Case& c : gpu_cases()) out.push_back({b, c});
-  return out;
-}
-
 // The attention variants (tests/test_variants.cpp has their definitions checked on the host): each
 // alone and together, with causal, GQA, odd lengths, Lq != Lk, head dims native and padded, windows
 // that skip whole tiles (long sequences), and decode-like rows (Lq = 1, long Lk: split-KV).
@@ -287,12 +273,6 @@ std::vector<Case> variant_cases() {
   return out;
 }
 
-std::vector<GpuParam> variant_params() {
-  std::vector<GpuParam> out;
-  for (const auto& b : device_backends())
-    for (const Case& c : variant_cases()) out.push_back({b, c});
-  return out;
-}
 
 // Sequences (tests/test_sequences.cpp checks the definitions on the host): decode rows against
 // cache lengths (empty and length-1 caches), several queries per sequence, pages of 16..256 rows
@@ -333,44 +313,41 @@ std::vector<Case> sequence_cases() {
   return out;
 }
 
-std::vector<GpuParam> sequence_params() {
-  std::vector<GpuParam> out;
-  for (const auto& b : device_backends())
-    for (const Case& c : sequence_cases()) out.push_back({b, c});
-  return out;
-}
 
-class DeviceCases : public ::testing::TestWithParam<GpuParam> {};
+class DeviceCases : public ::testing::TestWithParam<fcgpu::BackendCase> {};
 TEST_P(DeviceCases, MatchesFp64Oracle) {
   REQUIRE_DEVICE();
   std::string declined;
   if (!check_on_device(GetParam().backend, GetParam().c, 7, 0, &declined))
     GTEST_SKIP() << GetParam().backend << " declines: " << declined;
 }
-INSTANTIATE_TEST_SUITE_P(Gpu, DeviceCases, ::testing::ValuesIn(gpu_params()),
-                         [](const auto& info) { return sanitize(info.param.backend + "_" + info.param.c.name()); });
+INSTANTIATE_TEST_SUITE_P(Gpu, DeviceCases,
+                         ::testing::ValuesIn(fcgpu::every_pair(device_backends(), gpu_cases())),
+                         fcgpu::BackendCaseName());
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DeviceCases);
 
-class VariantCases : public ::testing::TestWithParam<GpuParam> {};
+class VariantCases : public ::testing::TestWithParam<fcgpu::BackendCase> {};
 TEST_P(VariantCases, MatchesFp64Oracle) {
   REQUIRE_DEVICE();
   std::string declined;
   if (!check_on_device(GetParam().backend, GetParam().c, 8, 0, &declined))
     GTEST_SKIP() << GetParam().backend << " declines: " << declined;
 }
-INSTANTIATE_TEST_SUITE_P(Gpu, VariantCases, ::testing::ValuesIn(variant_params()),
-                         [](const auto& info) { return sanitize(info.param.backend + "_" + info.param.c.name()); });
+INSTANTIATE_TEST_SUITE_P(Gpu, VariantCases,
+                         ::testing::ValuesIn(fcgpu::every_pair(device_backends(), variant_cases())),
+                         fcgpu::BackendCaseName());
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(VariantCases);
 
-class SequenceCases : public ::testing::TestWithParam<GpuParam> {};
+class SequenceCases : public ::testing::TestWithParam<fcgpu::BackendCase> {};
 TEST_P(SequenceCases, MatchesFp64Oracle) {
   REQUIRE_DEVICE();
   std::string declined;
   if (!check_on_device(GetParam().backend, GetParam().c, 9, 0, &declined))
     GTEST_SKIP() << GetParam().backend << " declines: " << declined;
 }
-INSTANTIATE_TEST_SUITE_P(Gpu, SequenceCases, ::testing::ValuesIn(sequence_params()),
-                         [](const auto& info) { return sanitize(info.param.backend + "_" + info.param.c.name()); });
+INSTANTIATE_TEST_SUITE_P(Gpu, SequenceCases,
+                         ::testing::ValuesIn(fcgpu::every_pair(device_backends(), sequence_cases())),
+                         fcgpu::BackendCaseName());
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SequenceCases);
 
 }  // namespace

@@ -21,8 +21,6 @@ namespace tolerance = flashcore::tolerance;
 
 namespace {
 
-using fcgpu::sanitize;
-
 // A backward call's host buffers mirrored on the device; freed with it.
 struct DeviceBackward {
   std::vector<void*> owned;
@@ -99,24 +97,11 @@ std::vector<Case> cases() {
   return out;
 }
 
-struct Param {
-  std::string backend;
-  Case c;
-};
-void PrintTo(const Param& p, std::ostream* os) { *os << p.backend << " " << p.c.name(); }
-
-std::vector<Param> params() {
-  std::vector<Param> out;
-  for (const std::string& b : backward_backends())
-    for (const Case& c : cases()) out.push_back({b, c});
-  return out;
-}
-
-class BackwardCases : public ::testing::TestWithParam<Param> {};
+class BackwardCases : public ::testing::TestWithParam<fcgpu::BackendCase> {};
 
 TEST_P(BackwardCases, MatchesFp64Oracle) {
   REQUIRE_DEVICE();
-  const Param& prm = GetParam();
+  const fcgpu::BackendCase& prm = GetParam();
   const Case& c = prm.c;
   BackwardData h = fctest::make_backward_data(c, fctest::run_seed() ^ 0xb4c3);
   DeviceBackward d(h);
@@ -133,7 +118,7 @@ TEST_P(BackwardCases, MatchesFp64Oracle) {
   flashcore::run_backward(h.fwd.problem, d.t, d.g, opts);
   d.download(h);
   const verify::Gradients ref = fctest::backward_oracle(h, verify::Precision::Exact, 8);
-  const std::array<double, 3> scale = fctest::gradient_scales(ref);
+  const std::array<double, 3> scale = verify::gradient_scales(ref);
   double sinks_scale = 0;
   for (double x : ref.dsinks) sinks_scale = std::max(sinks_scale, std::fabs(x));
   std::array<tolerance::Bound, 3> bounds;
@@ -141,7 +126,7 @@ TEST_P(BackwardCases, MatchesFp64Oracle) {
     for (int t = 0; t < 3; ++t) bounds[t] = tolerance::reference_gradient_bound(c.dtype, scale[t]);
   } else {
     const std::array<double, 3> naive =
-        fctest::gradient_differences(fctest::backward_oracle(h, verify::Precision::Same, 8), ref);
+        verify::gradient_differences(fctest::backward_oracle(h, verify::Precision::Same, 8), ref);
     for (int t = 0; t < 3; ++t) bounds[t] = tolerance::kernel_gradient_bound(c.dtype, naive[t], scale[t]);
   }
   const fctest::GradientErrors e =
@@ -153,8 +138,9 @@ TEST_P(BackwardCases, MatchesFp64Oracle) {
 // Builds whose Kokkos has no CUDA backend register no device backend with a backward pass (no
 // reference-cuda): the suite then has no case, which is not an error.
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(BackwardCases);
-INSTANTIATE_TEST_SUITE_P(Gpu, BackwardCases, ::testing::ValuesIn(params()),
-                         [](const auto& info) { return sanitize(info.param.backend + "_" + info.param.c.name()); });
+INSTANTIATE_TEST_SUITE_P(Gpu, BackwardCases,
+                         ::testing::ValuesIn(fcgpu::every_pair(backward_backends(), cases())),
+                         fcgpu::BackendCaseName());
 
 }  // namespace
 

@@ -84,10 +84,4 @@ std::string GradientErrors::summary() const {
   return os.str();
 }
 
-std::array<double, 3> gradient_differences(const verify::Gradients& a, const verify::Gradients& b) {
-  return verify::gradient_differences(a, b);
-}
-
-std::array<double, 3> gradient_scales(const verify::Gradients& g) { return verify::gradient_scales(g); }
-
 }  // namespace fctest

@@ -46,9 +46,4 @@ GradientErrors compare_gradients(const BackwardData& d, const flashcore::verify:
                                  const std::array<flashcore::tolerance::Bound, 3>& bounds,
                                  flashcore::tolerance::Bound sinks_bound);
 
-/// Max |a - b| of each gradient tensor between two oracle results (the naive same-precision error).
-std::array<double, 3> gradient_differences(const flashcore::verify::Gradients& a, const flashcore::verify::Gradients& b);
-/// Max |x| of each gradient tensor of an oracle result (NaN skipped).
-std::array<double, 3> gradient_scales(const flashcore::verify::Gradients& g);
-
 }  // namespace fctest

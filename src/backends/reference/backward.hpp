@@ -102,11 +102,7 @@ struct DqRows {
       dos(d) = static_cast<Acc>(In::load(a.d_o, o_off + d));
       dqs(d) = Acc(0);
     });
-    Acc delta = Acc(0);
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, D),
-        [&](int d, Acc& s) { s += static_cast<Acc>(In::load(a.d_o, o_off + d)) * static_cast<Acc>(In::load(a.o, o_off + d)); },
-        delta);
+    const Acc delta = a.delta(b, h, i);  // the value the dK/dV kernel uses for this row, bit for bit
     team.team_barrier();
 
     const numeric::KeyRange keys = numeric::visible_keys(i, len_q, len_k, a.causal, a.window_left, a.window_right);

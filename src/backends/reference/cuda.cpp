@@ -45,34 +45,35 @@ class CudaReference final : public Backend {
   std::string description() const override {
     return "portable Kokkos reference on Kokkos::Cuda (fp32 accumulation; every dtype, head_dim, mask and stride; forward and backward)";
   }
-  Support supports(const Query& q) const override {
-    DeviceInfo dev;
-    std::string why;
-    if (!detail::current_cuda_device(&dev, &why)) return Support::no(why);
-    why = common_limits(*q.problem);
-    return why.empty() ? Support::yes() : Support::no(why);
-  }
+  Support supports(const Query& q) const override { return on_current_device(common_limits(*q.problem)); }
   void run(const Query& q, const Options& opts) const override {
-    // An execution space instance on the caller's stream; nullptr is CUDA's default stream (not
-    // Kokkos' own default instance), so the ordering is the one a CUDA user expects.
-    const Kokkos::Cuda exec = instance_for(static_cast<cudaStream_t>(opts.stream));
-    launch_for_dtype(exec, *q.problem, *q.tensors);
-    const cudaError_t err = cudaPeekAtLastError();
-    if (err != cudaSuccess) throw Error("backend", std::string("reference-cuda: launch failed: ") + cudaGetErrorString(err));
+    enqueue(opts, "launch", [&](const Kokkos::Cuda& exec) { launch_for_dtype(exec, *q.problem, *q.tensors); });
   }
   Support supports_backward(const Query& q) const override {
-    DeviceInfo dev;
-    std::string why;
-    if (!detail::current_cuda_device(&dev, &why)) return Support::no(why);
-    why = backward_limits(*q.problem);
-    return why.empty() ? Support::yes() : Support::no(why);
+    return on_current_device(backward_limits(*q.problem));
   }
   void run_backward(const Query& q, const Options& opts) const override {
-    const Kokkos::Cuda exec = instance_for(static_cast<cudaStream_t>(opts.stream));
-    launch_backward(exec, *q.problem, *q.tensors, *q.gradients);
+    enqueue(opts, "backward launch",
+            [&](const Kokkos::Cuda& exec) { launch_backward(exec, *q.problem, *q.tensors, *q.gradients); });
+  }
+
+ private:
+  // Yes when there is a current CUDA device and the problem's own limits (`why`, "" = none) allow it.
+  static Support on_current_device(const std::string& why) {
+    DeviceInfo dev;
+    std::string no_device;
+    if (!detail::current_cuda_device(&dev, &no_device)) return Support::no(no_device);
+    return why.empty() ? Support::yes() : Support::no(why);
+  }
+  // Enqueues launch(exec) on an execution space instance on the caller's stream (nullptr is CUDA's
+  // default stream, not Kokkos' own default instance, so the ordering is the one a CUDA user
+  // expects); a failed launch is an Error.
+  template <class Launch>
+  static void enqueue(const Options& opts, const char* what, Launch&& launch) {
+    launch(instance_for(static_cast<cudaStream_t>(opts.stream)));
     const cudaError_t err = cudaPeekAtLastError();
     if (err != cudaSuccess)
-      throw Error("backend", std::string("reference-cuda: backward launch failed: ") + cudaGetErrorString(err));
+      throw Error("backend", std::string("reference-cuda: ") + what + " failed: " + cudaGetErrorString(err));
   }
 };
 
