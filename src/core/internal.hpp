@@ -44,26 +44,24 @@ void validate_sequences(const Problem& p, const int* cu_seqlens_q, const int* cu
 /// Throws Error (field `what`) when the copy fails or the build has no CUDA.
 void copy_to_host(void* dst, const void* src, std::size_t bytes, void* stream, const char* what);
 
-/// Validates the pointers of a call against a validated problem: non-null, not overlapping
-/// the outputs. Throws Error naming the tensor.
-void validate_tensors(const Problem& p, const Tensors& t);
-
 /// The byte range of one tensor of a call, named.
 struct Range {
   const char* name;
   const char* begin;
   const char* end;
 };
-/// Every tensor of a forward call: q, k, v, o, then lse, the per-head parameters and the sequence
-/// arrays that are given.
-std::vector<Range> tensor_ranges(const Problem& p, const Tensors& t);
-/// Throws Error naming r[i] when r[i] overlaps any other range, for i in [first, last) (the outputs).
-void check_outputs_apart(const std::vector<Range>& r, std::size_t first, std::size_t last, const char* why);
+
+/// Validates the pointers of a call against a validated problem: non-null, not overlapping
+/// the outputs. Throws Error naming the tensor. Returns the byte ranges of the call's tensors (q, k,
+/// v, o, then lse, the per-head parameters and the sequence arrays that are given), for
+/// validate_gradients.
+std::vector<Range> validate_tensors(const Problem& p, const Tensors& t);
 
 /// Validates a backward call's gradients against a validated problem (without paged K/V) and its
-/// validated forward tensors: the forward's LSE given, d_o, dq, dk, dv non-null, dsinks only with sinks, every gradient
-/// output apart from every other tensor. Throws Error naming the field.
-void validate_gradients(const Problem& p, const Tensors& t, const Gradients& g);
+/// validated forward tensors, whose byte ranges validate_tensors returned: the forward's LSE given,
+/// d_o, dq, dk, dv non-null, dsinks only with sinks, every gradient output apart from every other
+/// tensor. Throws Error naming the field.
+void validate_gradients(const Problem& p, const Tensors& t, const Gradients& g, std::vector<Range> forward_ranges);
 
 /// The per-head parameters (alibi_slopes, sinks) in host memory: every value finite, else Error
 /// naming the tensor, the head and the value. (Device-memory values are not read.)

@@ -93,8 +93,8 @@ Selection select(const Problem& p, const Tensors& t, const Options& opts, const 
   if (g != nullptr && p.page_size > 0)
     throw Error("page_size", "page_size " + std::to_string(p.page_size) +
                                  ": the backward pass has no paged K/V (pass K and V dense, or packed with cu_seqlens_k)");
-  detail::validate_tensors(p, t);
-  if (g != nullptr) detail::validate_gradients(p, t, *g);
+  std::vector<detail::Range> ranges = detail::validate_tensors(p, t);
+  if (g != nullptr) detail::validate_gradients(p, t, *g, std::move(ranges));
   Selection sel;
   Query& q = sel.query;
   q.problem = &p;
@@ -272,45 +272,20 @@ Report run_backward(const Problem& p, const Tensors& forward, const Gradients& g
 namespace detail {
 
 namespace {
+// The byte range of a tensor of the problem's dtype with strides s and extents x.
+Range tensor_range(const Problem& p, const char* name, const void* ptr, const Strides& s, TensorExtents x, int heads) {
+  const char* b = static_cast<const char*>(ptr);
+  return Range{name, b, b + span_elements(s, x.outer, x.rows, heads, p.head_dim) * dtype_size(p.dtype)};
+}
 // The variants' per-head parameter arrays of a call, named (null when off).
 std::array<std::pair<const char*, const float*>, 2> head_parameters(const Tensors& t) {
   return {{{"alibi_slopes", t.alibi_slopes}, {"sinks", t.sinks}}};
 }
-}  // namespace
-
-void validate_tensors(const Problem& p, const Tensors& t) {
-  const std::pair<const char*, const void*> required[] = {{"q", t.q}, {"k", t.k}, {"v", t.v}, {"o", t.o}};
-  for (const auto& [name, ptr] : required)
-    if (ptr == nullptr) throw Error(name, std::string(name) + ": pointer is null");
-
-  // The sequence arrays: each one present exactly when the problem's layout uses it.
-  const struct {
-    const char* name;
-    const void* ptr;
-    bool used;
-    const char* field;
-  } arrays[] = {{"cu_seqlens_q", t.cu_seqlens_q, p.total_q > 0, "total_q"},
-                {"cu_seqlens_k", t.cu_seqlens_k, p.total_k > 0, "total_k"},
-                {"block_table", t.block_table, p.page_size > 0, "page_size"}};
-  for (const auto& a : arrays) {
-    if (a.used && a.ptr == nullptr)
-      throw Error(a.name, std::string(a.name) + ": pointer is null, but " + a.field + " > 0 says the layout needs it");
-    if (!a.used && a.ptr != nullptr)
-      throw Error(a.name, std::string(a.name) + ": given, but " + a.field + " is 0 (set " + a.field +
-                              " to use it, or pass nullptr)");
-  }
-
-  const std::vector<Range> r = tensor_ranges(p, t);
-  const std::size_t n_outputs = t.lse != nullptr ? 2 : 1;  // o and lse: r[3], r[4]
-  check_outputs_apart(r, 3, 3 + n_outputs, "in-place attention is not supported");
-}
 
 std::vector<Range> tensor_ranges(const Problem& p, const Tensors& t) {
-  const int es = dtype_size(p.dtype);
   const TensorExtents qx = q_extents(p), kx = kv_extents(p);
   auto range = [&](const char* name, const void* ptr, const Strides& s, TensorExtents x, int heads) {
-    const char* b = static_cast<const char*>(ptr);
-    return Range{name, b, b + span_elements(s, x.outer, x.rows, heads, p.head_dim) * es};
+    return tensor_range(p, name, ptr, s, x, heads);
   };
   std::vector<Range> r = {range("q", t.q, p.q, qx, p.heads_q), range("k", t.k, p.k, kx, p.heads_kv),
                           range("v", t.v, p.v, kx, p.heads_kv), range("o", t.o, p.o, qx, p.heads_q)};
@@ -336,8 +311,37 @@ void check_outputs_apart(const std::vector<Range>& r, std::size_t first, std::si
       if (j != i && r[i].begin < r[j].end && r[j].begin < r[i].end)
         throw Error(r[i].name, std::string(r[i].name) + ": output memory overlaps " + r[j].name + " (" + why + ")");
 }
+}  // namespace
 
-void validate_gradients(const Problem& p, const Tensors& t, const Gradients& g) {
+std::vector<Range> validate_tensors(const Problem& p, const Tensors& t) {
+  const std::pair<const char*, const void*> required[] = {{"q", t.q}, {"k", t.k}, {"v", t.v}, {"o", t.o}};
+  for (const auto& [name, ptr] : required)
+    if (ptr == nullptr) throw Error(name, std::string(name) + ": pointer is null");
+
+  // The sequence arrays: each one present exactly when the problem's layout uses it.
+  const struct {
+    const char* name;
+    const void* ptr;
+    bool used;
+    const char* field;
+  } arrays[] = {{"cu_seqlens_q", t.cu_seqlens_q, p.total_q > 0, "total_q"},
+                {"cu_seqlens_k", t.cu_seqlens_k, p.total_k > 0, "total_k"},
+                {"block_table", t.block_table, p.page_size > 0, "page_size"}};
+  for (const auto& a : arrays) {
+    if (a.used && a.ptr == nullptr)
+      throw Error(a.name, std::string(a.name) + ": pointer is null, but " + a.field + " > 0 says the layout needs it");
+    if (!a.used && a.ptr != nullptr)
+      throw Error(a.name, std::string(a.name) + ": given, but " + a.field + " is 0 (set " + a.field +
+                              " to use it, or pass nullptr)");
+  }
+
+  std::vector<Range> r = tensor_ranges(p, t);
+  const std::size_t n_outputs = t.lse != nullptr ? 2 : 1;  // o and lse: r[3], r[4]
+  check_outputs_apart(r, 3, 3 + n_outputs, "in-place attention is not supported");
+  return r;
+}
+
+void validate_gradients(const Problem& p, const Tensors& t, const Gradients& g, std::vector<Range> r) {
   if (t.lse == nullptr)
     throw Error("lse", "lse: pointer is null, but the backward pass needs the forward's LSE (Tensors::lse)");
   const std::pair<const char*, const void*> required[] = {{"d_o", g.d_o}, {"dq", g.dq}, {"dk", g.dk}, {"dv", g.dv}};
@@ -345,12 +349,9 @@ void validate_gradients(const Problem& p, const Tensors& t, const Gradients& g) 
     if (ptr == nullptr) throw Error(name, std::string(name) + ": pointer is null");
   if (g.dsinks != nullptr && t.sinks == nullptr)
     throw Error("dsinks", "dsinks: given, but the call has no sinks (Tensors::sinks is null)");
-  std::vector<Range> r = tensor_ranges(p, t);
-  const int es = dtype_size(p.dtype);
   const TensorExtents qx = q_extents(p), kx = kv_extents(p);
   auto range = [&](const char* name, const void* ptr, const Strides& s, TensorExtents x, int heads) {
-    const char* b = static_cast<const char*>(ptr);
-    return Range{name, b, b + span_elements(s, x.outer, x.rows, heads, p.head_dim) * es};
+    return tensor_range(p, name, ptr, s, x, heads);
   };
   r.push_back(range("d_o", g.d_o, p.o, qx, p.heads_q));
   const std::size_t first = r.size();
