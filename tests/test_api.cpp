@@ -43,21 +43,25 @@ struct CountingBackend : flashcore::Backend {
 
 }  // namespace
 
-TEST(Registry, HostReferenceIsRegisteredAndChosenForHostData) {
+TEST(Registry, HostBackendsAreRegisteredAndThePortableTierChosenForHostData) {
   EnvGuard env(nullptr);
   const auto names = flashcore::backend_names();
   ASSERT_NE(std::find(names.begin(), names.end(), "reference-host"), names.end());
+  ASSERT_NE(std::find(names.begin(), names.end(), "portable-host"), names.end());
   fctest::Case c;
   fctest::HostData d = fctest::make_data(c, 1);
   const flashcore::Report r = flashcore::explain(d.problem, d.tensors());
-  EXPECT_EQ(r.chosen, "reference-host");
-  EXPECT_EQ(r.chosen_kind, flashcore::BackendKind::Reference);
+  EXPECT_EQ(r.chosen, "portable-host");
+  EXPECT_EQ(r.chosen_kind, flashcore::BackendKind::Portable);
   EXPECT_EQ(r.how, "automatic");
   EXPECT_EQ(r.mode, flashcore::SelectionMode::Automatic);
   EXPECT_EQ(r.decisions.size(), names.size());
   for (const auto& dec : r.decisions) {
-    if (dec.backend == "reference-host") {
+    if (dec.backend == "portable-host") {
       EXPECT_EQ(dec.code, flashcore::DecisionCode::Chosen);
+      EXPECT_EQ(dec.kind, flashcore::BackendKind::Portable);
+    } else if (dec.backend == "reference-host") {
+      EXPECT_EQ(dec.code, flashcore::DecisionCode::NotAsked) << "it comes after portable-host";
       EXPECT_EQ(dec.kind, flashcore::BackendKind::Reference);
     } else if (dec.backend != "test-counting") {
       EXPECT_FALSE(dec.ok);
@@ -87,8 +91,8 @@ TEST(Registry, CustomBackendForcedByOptionAndEnvironment) {
   fctest::HostData d = fctest::make_data(c, 2);
   {
     EnvGuard env(nullptr);
-    // automatic: the reference has higher priority
-    EXPECT_EQ(flashcore::run(d.problem, d.tensors()).chosen, "reference-host");
+    // automatic: the portable tier has the highest priority on host data
+    EXPECT_EQ(flashcore::run(d.problem, d.tensors()).chosen, "portable-host");
     flashcore::Options opts;
     opts.backend = "test-counting";
     const int before = CountingBackend::calls;
@@ -141,7 +145,7 @@ TEST(CApi, ComputesAttention) {
   ASSERT_EQ(fc_attention(&p, d.q.data(), d.k.data(), d.v.data(), d.o.data(), d.lse.data(), FC_LOC_HOST, "", nullptr),
             FC_OK)
       << fc_last_error();
-  EXPECT_STREQ(fc_last_backend(), "reference-host");
+  EXPECT_STREQ(fc_last_backend(), "portable-host");
   const fctest::Errors e = fctest::compare(d, fctest::oracle(d));
   EXPECT_EQ(e.bad, 0) << e.first_bad;
   EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
@@ -210,7 +214,7 @@ TEST(KokkosViews, LayoutRightAndSubviewOfBHSD) {
   auto [q, k, v, o, lse] = host_views(d);
   flashcore::ViewOptions opts;
   opts.causal = true;
-  EXPECT_EQ(flashcore::run(q, k, v, o, lse, opts).chosen, "reference-host");
+  EXPECT_EQ(flashcore::run(q, k, v, o, lse, opts).chosen, "portable-host");
   fctest::Errors e = fctest::compare(d, ref);
   EXPECT_EQ(e.bad, 0) << e.first_bad;
   EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
@@ -300,7 +304,7 @@ TEST(KokkosViews, UnsupportedViewsAreErrorsNamingTheTensor) {
   expect_view_error([&] { flashcore::run(q, k, v, o, lse_left); }, "lse", "must be contiguous", o);
   // Every accepted View still works after the errors (and writes o).
   Kokkos::View<float***, Kokkos::HostSpace> lse("lse", B, H, L);
-  EXPECT_EQ(flashcore::run(q, k, v, o, lse).chosen, "reference-host");
+  EXPECT_EQ(flashcore::run(q, k, v, o, lse).chosen, "portable-host");
   for (std::size_t i = 0; i < o.size(); ++i) ASSERT_NEAR(o.data()[i], 1.0f, 1e-6f) << i;
 }
 
@@ -310,7 +314,7 @@ TEST(KokkosViews, NullLseViewMeansNoLse) {
   Kokkos::deep_copy(v, 2.0f);
   Kokkos::deep_copy(o, std::nanf(""));
   Kokkos::View<float***, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> no_lse(nullptr, 0, 0, 0);
-  EXPECT_EQ(flashcore::run(q, k, v, o, no_lse).chosen, "reference-host");
+  EXPECT_EQ(flashcore::run(q, k, v, o, no_lse).chosen, "portable-host");
   for (std::size_t i = 0; i < o.size(); ++i) ASSERT_NEAR(o.data()[i], 2.0f, 1e-6f) << i;
 }
 
@@ -543,7 +547,7 @@ TEST(CApi, SequenceLayoutsGiveTheBitsOfTheCppApi) {
     SCOPED_TRACE(s.name);
     SeqData cpp = make_seq_data(s.lq, s.lk, s.kv, s.dense_q, s.causal, fctest::run_seed() + 40);
     SeqData c = make_seq_data(s.lq, s.lk, s.kv, s.dense_q, s.causal, fctest::run_seed() + 40);
-    ASSERT_EQ(flashcore::run(cpp.p, cpp.tensors()).chosen, "reference-host");
+    ASSERT_EQ(flashcore::run(cpp.p, cpp.tensors()).chosen, "portable-host");
     expect_written(cpp);
     const fc_problem cp = c_problem(c);
     ASSERT_EQ(fc_attention(&cp, c.q.data(), c.k.data(), c.v.data(), c.o.data(), c.lse.data(), FC_LOC_HOST, nullptr,
@@ -627,7 +631,7 @@ TEST(KokkosViews, SequenceLayoutsGiveTheBitsOfTheCppApi) {
     opts.sequences.cu_seqlens_q = HostU<int*>(vd.cu_q.data(), vd.cu_q.size());
     opts.sequences.seqlens_k = HostU<int*>(vd.lens_k.data(), vd.lens_k.size());
     opts.sequences.block_table = HostU<int**>(vd.table.data(), p.batch, p.pages_per_seq);
-    EXPECT_EQ(flashcore::run(q, k, v, o, lse, opts).chosen, "reference-host");
+    EXPECT_EQ(flashcore::run(q, k, v, o, lse, opts).chosen, "portable-host");
     expect_same_outputs(cpp, vd);
   }
   {
@@ -743,6 +747,6 @@ TEST(KokkosViews, BadSequenceViewsAreErrorsNamingTheField) {
   dense.sequences.max_seqlen_k = 6;
   expect_error([&] { flashcore::run(qd, kd, kd, od, dense); }, "max_seqlen_k", "differs from the 5 keys");
   // The good call works afterwards.
-  EXPECT_EQ(flashcore::run(q, k, v, o, lse, good).chosen, "reference-host");
+  EXPECT_EQ(flashcore::run(q, k, v, o, lse, good).chosen, "portable-host");
   expect_written(d);
 }

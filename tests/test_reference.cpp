@@ -5,6 +5,8 @@
 #include <random>
 
 #include "backends/reference/reference_api.hpp"
+#include "support/cases.hpp"
+#include "support/oracle_check.hpp"
 #include "support/testing.hpp"
 
 using fctest::Case;
@@ -13,71 +15,18 @@ using flashcore::DType;
 
 namespace {
 
-// Runs one case on the host reference and checks O and LSE against the oracle, with the
-// per-dtype bound of src/verify/tolerance.hpp.
-void check_case(const Case& c, std::uint64_t salt = 0) {
-  SCOPED_TRACE(c.name());
-  fctest::HostData d = fctest::make_data(c, fctest::run_seed() ^ (salt * 0x9e3779b97f4a7c15ull));
-  flashcore::Options opts;
-  opts.backend = "reference-host";
-  const flashcore::Report r = flashcore::run(d.problem, d.tensors(), opts);
-  EXPECT_EQ(r.chosen, "reference-host");
-  const fctest::OracleOut ref = fctest::oracle(d);
-  const fctest::Errors e = fctest::compare(d, ref);
-  EXPECT_EQ(e.bad, 0) << "max abs " << e.max_abs << ", worst/bound " << e.worst_ratio << "; first: " << e.first_bad;
-  EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
-}
-
-std::vector<Case> acceptance_set() {
-  std::vector<Case> out;
-  const int shapes[][4] = {{1, 8, 512, 64}, {1, 8, 128, 64}, {2, 4, 256, 64}, {1, 8, 1024, 64}, {4, 8, 64, 128}};
-  for (auto& s : shapes)
-    for (bool causal : {false, true}) {
-      Case c;
-      c.batch = s[0];
-      c.heads_q = c.heads_kv = s[1];
-      c.seqlen_q = c.seqlen_k = s[2];
-      c.head_dim = s[3];
-      c.dtype = DType::F16;
-      c.causal = causal;
-      out.push_back(c);
-    }
-  return out;
-}
+void check_case(const Case& c, std::uint64_t salt = 0) { fctest::expect_matches_oracle("reference-host", c, salt); }
 
 class Acceptance : public ::testing::TestWithParam<Case> {};
 TEST_P(Acceptance, MatchesOracle) { check_case(GetParam()); }
-INSTANTIATE_TEST_SUITE_P(Reference, Acceptance, ::testing::ValuesIn(acceptance_set()),
+INSTANTIATE_TEST_SUITE_P(Reference, Acceptance, ::testing::ValuesIn(fctest::acceptance_set()),
                          [](const auto& info) { return info.param.name(); });
 
 using fctest::make_case;
 
-std::vector<Case> corner_set() {
-  std::vector<Case> out;
-  for (bool causal : {false, true}) {
-    out.push_back(make_case(1, 2, 2, 1, 1, 64, DType::F16, causal));      // L = 1
-    out.push_back(make_case(1, 2, 2, 1, 300, 64, DType::F16, causal));    // one query row, many keys
-    out.push_back(make_case(1, 2, 2, 300, 1, 64, DType::F16, causal));    // one key: causal masks all but the last row
-    out.push_back(make_case(2, 3, 3, 77, 77, 64, DType::F16, causal));    // odd length
-    out.push_back(make_case(1, 2, 2, 113, 203, 64, DType::F16, causal));  // Lq < Lk
-    out.push_back(make_case(1, 2, 2, 203, 113, 64, DType::F16, causal));  // Lq > Lk: fully masked rows
-    out.push_back(make_case(1, 8, 1, 65, 97, 64, DType::F16, causal));    // MQA
-    out.push_back(make_case(2, 8, 2, 64, 64, 64, DType::BF16, causal));   // GQA 4:1
-    out.push_back(make_case(1, 16, 2, 50, 70, 64, DType::F16, causal));   // GQA 8:1
-    for (int d : {1, 8, 32, 80, 96, 128, 256}) out.push_back(make_case(1, 2, 1, 33, 45, d, DType::F16, causal));
-    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
-      out.push_back(make_case(2, 4, 2, 70, 70, 64, dt, causal, Layout::BSHD));
-      out.push_back(make_case(2, 4, 2, 70, 90, 64, dt, causal, Layout::BHSD));
-      out.push_back(make_case(2, 4, 4, 31, 29, 48, dt, causal, Layout::Padded));
-    }
-    out.push_back(make_case(1, 2, 2, 40, 300, 64, DType::F32, causal));  // more keys than one chunk
-  }
-  return out;
-}
-
 class Corners : public ::testing::TestWithParam<Case> {};
 TEST_P(Corners, MatchesOracle) { check_case(GetParam(), 1); }
-INSTANTIATE_TEST_SUITE_P(Reference, Corners, ::testing::ValuesIn(corner_set()),
+INSTANTIATE_TEST_SUITE_P(Reference, Corners, ::testing::ValuesIn(fctest::corner_set()),
                          [](const auto& info) { return info.param.name(); });
 
 }  // namespace

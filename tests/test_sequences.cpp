@@ -9,6 +9,8 @@
 #include <functional>
 #include <random>
 
+#include "support/cases.hpp"
+#include "support/oracle_check.hpp"
 #include "support/testing.hpp"
 #include "verify/elements.hpp"
 
@@ -27,72 +29,12 @@ void run_host(fctest::HostData& d) {
   flashcore::run(d.problem, d.tensors(), opts);
 }
 
-void check_case(const Case& c, std::uint64_t salt) {
-  SCOPED_TRACE(c.name());
-  fctest::HostData d = fctest::make_data(c, fctest::run_seed() ^ (salt * 0x9e3779b97f4a7c15ull));
-  run_host(d);
-  const fctest::Errors e = fctest::compare(d, fctest::oracle(d));
-  EXPECT_EQ(e.bad, 0) << "max abs " << e.max_abs << ", worst/bound " << e.worst_ratio << "; first: " << e.first_bad;
-  EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
-}
-
-std::vector<Case> sequence_set() {
-  std::vector<Case> out;
-  for (bool causal : {false, true}) {
-    // varlen Q and K/V, packed: empty sequences (Lq 0; Lk 0 with queries: O = 0, LSE = -inf), Lq > Lk
-    out.push_back(sequence_case(4, 2, 64, DType::F16, causal, {5, 0, 17, 1, 3}, {9, 4, 11, 0, 40}, KvStore::Packed));
-    // varlen Q against a KV cache of capacity 130 with per-sequence lengths (length-1 and empty caches)
-    out.push_back(sequence_case(4, 1, 32, DType::BF16, causal, {1, 3, 2, 4}, {100, 1, 0, 77}, KvStore::Batched, 0, 1, 30));
-    // decode: one query per sequence against cache lengths, GQA 8:2
-    out.push_back(sequence_case(8, 2, 128, DType::F16, causal, {}, {1, 64, 200, 129}, KvStore::Batched, 0, 1, 56));
-    // several queries per sequence (speculative decode), fixed Lq 4
-    out.push_back(sequence_case(4, 2, 64, DType::F32, causal, {}, {3, 4, 90}, KvStore::Batched, 0, 4, 10));
-    // paged: pages of 16 with partly filled last pages and a length-1 cache
-    out.push_back(sequence_case(4, 2, 64, DType::F16, causal, {}, {1, 16, 17, 50}, KvStore::Paged, 16));
-    // paged pages of 32 with varlen Q (an empty one)
-    out.push_back(sequence_case(2, 1, 48, DType::BF16, causal, {4, 1, 0, 7}, {33, 64, 5, 70}, KvStore::Paged, 32));
-    // paged pages of 64, more keys than a page
-    out.push_back(sequence_case(6, 3, 96, DType::F16, causal, {}, {130, 64, 0}, KvStore::Paged, 64, 2));
-    // every sequence at the bound (no seqlens_k): the last page partly filled
-    out.push_back(sequence_case(2, 2, 16, DType::F32, causal, {2, 5}, {}, KvStore::Paged, 16, 1, 0));
-  }
-  // Layouts: head-major (B,H,S,D)-like packed tensors and padded strides, packed and paged.
-  out.push_back(sequence_case(4, 2, 40, DType::F16, true, {6, 0, 9}, {6, 3, 20}, KvStore::Packed, 0, 1, 0, Layout::BHSD));
-  out.push_back(sequence_case(4, 2, 40, DType::F16, false, {6, 2, 9}, {30, 3, 20}, KvStore::Paged, 16, 1, 0, Layout::Padded));
-  out.push_back(sequence_case(2, 1, 1, DType::F32, true, {3, 8}, {8, 2}, KvStore::Batched, 0, 1, 5, Layout::Padded));
-  // With the variants: each sequence's diagonal.
-  Case v = sequence_case(4, 2, 64, DType::F16, true, {5, 2, 12}, {40, 7, 12}, KvStore::Packed);
-  v.window_left = 6, v.softcap = 20, v.alibi = true, v.sinks = true;
-  out.push_back(v);
-  Case w = sequence_case(4, 4, 32, DType::BF16, false, {}, {1, 33, 80}, KvStore::Paged, 16, 3);
-  w.window_left = 10, w.window_right = 2, w.alibi = true;
-  out.push_back(w);
-  return out;
-}
+void check_case(const Case& c, std::uint64_t salt) { fctest::expect_matches_oracle("reference-host", c, salt); }
 
 class Sequences : public ::testing::TestWithParam<Case> {};
 TEST_P(Sequences, ReferenceMatchesOracle) { check_case(GetParam(), 11); }
-INSTANTIATE_TEST_SUITE_P(Reference, Sequences, ::testing::ValuesIn(sequence_set()),
+INSTANTIATE_TEST_SUITE_P(Reference, Sequences, ::testing::ValuesIn(fctest::sequence_set()),
                          [](const auto& info) { return info.param.name(); });
-
-// A random case of sequences: 1-5 sequences with lengths 0..max_len (some empty), random storage.
-Case random_sequences(std::mt19937_64& rng, int max_len) {
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  const int batch = pick(1, 5);
-  const bool varlen_q = pick(0, 1);
-  std::vector<int> lq, lk;
-  for (int b = 0; b < batch; ++b) {
-    if (varlen_q) lq.push_back(pick(0, 3) == 0 ? 0 : pick(1, max_len / 4));
-    lk.push_back(pick(0, 5) == 0 ? pick(0, 1) : pick(1, max_len));
-  }
-  const KvStore kv = static_cast<KvStore>(pick(0, 2));
-  const int page = 16 << pick(0, 2);
-  const int hkv = pick(1, 2);
-  Case c = sequence_case(hkv * pick(1, 4), hkv, std::vector<int>{8, 32, 64, 128}[pick(0, 3)],
-                    static_cast<DType>(pick(0, 2)), pick(0, 1) == 1, lq, lk, kv, page, pick(1, 8), pick(0, 9),
-                    static_cast<Layout>(pick(0, 2)));
-  return fctest::with_random_variants(c, rng);
-}
 
 // The raw bytes of a case's O as rows (b, i, h) in logical order, for bitwise comparisons across layouts.
 std::vector<double> logical_o(const fctest::HostData& d) {
@@ -117,7 +59,7 @@ std::vector<float> logical_lse(const fctest::HostData& d) {
 
 TEST(Sequences, RandomProperty) {
   std::mt19937_64 rng(fctest::run_seed() + 31);
-  for (int n = 0; n < 40; ++n) check_case(random_sequences(rng, 150), 300 + n);
+  for (int n = 0; n < 40; ++n) check_case(fctest::random_sequences(rng, 150), 300 + n);
 }
 
 TEST(Sequences, PagedEqualsContiguousCache) {

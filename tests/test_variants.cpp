@@ -8,6 +8,8 @@
 #include <random>
 
 #include "core/numeric.hpp"
+#include "support/cases.hpp"
+#include "support/oracle_check.hpp"
 #include "support/testing.hpp"
 
 using fctest::Case;
@@ -17,50 +19,11 @@ using flashcore::DType;
 
 namespace {
 
-// Runs the case on the host reference; O and LSE against the oracle with the dtype's bound.
-void check_case(const Case& c, std::uint64_t salt) {
-  SCOPED_TRACE(c.name());
-  fctest::HostData d = fctest::make_data(c, fctest::run_seed() ^ (salt * 0x9e3779b97f4a7c15ull));
-  flashcore::Options opts;
-  opts.backend = "reference-host";
-  flashcore::run(d.problem, d.tensors(), opts);
-  const fctest::Errors e = fctest::compare(d, fctest::oracle(d));
-  EXPECT_EQ(e.bad, 0) << "max abs " << e.max_abs << ", worst/bound " << e.worst_ratio << "; first: " << e.first_bad;
-  EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
-}
-
-Case with(Case c, int wl, int wr, double cap = 0, bool alibi = false, bool sinks = false) {
-  c.window_left = wl, c.window_right = wr, c.softcap = cap, c.alibi = alibi, c.sinks = sinks;
-  return c;
-}
-
-std::vector<Case> variant_set() {
-  std::vector<Case> out;
-  for (bool causal : {false, true}) {
-    const Case sq = make_case(2, 4, 2, 77, 77, 64, DType::F16, causal);   // GQA 2:1, odd length
-    const Case lq = make_case(1, 4, 1, 203, 113, 32, DType::BF16, causal);  // Lq > Lk: rows above the diagonal
-    const Case lk = make_case(1, 2, 2, 40, 300, 48, DType::F32, causal);  // Lq < Lk, several chunks of keys
-    for (const Case& base : {sq, lq, lk}) {
-      out.push_back(with(base, 16, causal ? -1 : 16));  // local band
-      out.push_back(with(base, 0, 0));                  // the diagonal key only
-      out.push_back(with(base, 130, -1));               // left bound only
-      if (!causal) out.push_back(with(base, -1, 5));    // right bound only
-      out.push_back(with(base, -1, -1, 5.0));           // soft-capping
-      out.push_back(with(base, -1, -1, 0, true));       // ALiBi
-      out.push_back(with(base, -1, -1, 0, false, true));  // sinks
-      out.push_back(with(base, 9, causal ? -1 : 2, 30.0, true, true));  // all of them
-    }
-    // Layouts and head dims.
-    out.push_back(with(make_case(2, 4, 2, 31, 29, 80, DType::F16, causal, Layout::Padded), 7, -1, 10.0, true, true));
-    out.push_back(with(make_case(1, 2, 1, 33, 45, 1, DType::F32, causal, Layout::BHSD), 3, causal ? 0 : 4, 0, true));
-    out.push_back(with(make_case(1, 2, 1, 33, 45, 256, DType::BF16, causal), 20, -1, 0, false, true));
-  }
-  return out;
-}
+void check_case(const Case& c, std::uint64_t salt) { fctest::expect_matches_oracle("reference-host", c, salt); }
 
 class Variants : public ::testing::TestWithParam<Case> {};
 TEST_P(Variants, ReferenceMatchesOracle) { check_case(GetParam(), 7); }
-INSTANTIATE_TEST_SUITE_P(Reference, Variants, ::testing::ValuesIn(variant_set()),
+INSTANTIATE_TEST_SUITE_P(Reference, Variants, ::testing::ValuesIn(fctest::variant_set()),
                          [](const auto& info) { return info.param.name(); });
 
 // Runs a case's data as it is on the host reference (fp32 data: the identities below are exact up

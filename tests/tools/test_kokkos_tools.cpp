@@ -82,17 +82,27 @@ class KokkosTools : public ::testing::Test {
 TEST_F(KokkosTools, ToolLibraryIsLoaded) { ASSERT_EQ(fc_recorder_loaded(), 1) << "Kokkos did not load the recorder"; }
 
 TEST_F(KokkosTools, HostRunIsARegionNamedAfterTheBackendWithLabelledLaunches) {
+  // Automatic: portable-host, whose launch label names its kernel, dtype and tiles (13 queries: a
+  // block of 16 rows); forced: reference-host.
   for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
     fctest::Case c = fctest::make_case(2, 4, 2, 13, 29, 32, dt, true);
-    fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 1);
-    fc_recorder_clear();
-    EXPECT_EQ(flashcore::run(d.problem, d.tensors()).chosen, "reference-host");
-    const auto inside = expect_one_region(events(), "reference-host");
-    ASSERT_EQ(inside.size(), 1u) << joined(events());
-    EXPECT_EQ(inside[0], std::string("for flashcore::reference[") + flashcore::to_string(dt) + " in, fp32 acc]");
-    // The region wraps real work: the result is right.
-    const fctest::Errors e = fctest::compare(d, fctest::oracle(d));
-    EXPECT_EQ(e.bad, 0) << e.first_bad;
+    for (const std::string forced : {"", "reference-host"}) {
+      SCOPED_TRACE(forced);
+      fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 1);
+      fc_recorder_clear();
+      flashcore::Options opts;
+      opts.backend = forced;
+      const std::string chosen = flashcore::run(d.problem, d.tensors(), opts).chosen;
+      EXPECT_EQ(chosen, forced.empty() ? "portable-host" : forced);
+      const auto inside = expect_one_region(events(), chosen);
+      ASSERT_EQ(inside.size(), 1u) << joined(events());
+      const std::string dtype = flashcore::to_string(dt);
+      EXPECT_EQ(inside[0], forced.empty() ? "for flashcore::portable[cpu, " + dtype + ", 16x64 tiles]"
+                                          : "for flashcore::reference[" + dtype + " in, fp32 acc]");
+      // The region wraps real work: the result is right.
+      const fctest::Errors e = fctest::compare(d, fctest::oracle(d));
+      EXPECT_EQ(e.bad, 0) << e.first_bad;
+    }
   }
 }
 
@@ -105,7 +115,7 @@ TEST_F(KokkosTools, CApiCallIsARegionToo) {
   ASSERT_EQ(fc_attention(&p, d.q.data(), d.k.data(), d.v.data(), d.o.data(), nullptr, FC_LOC_HOST, nullptr, nullptr),
             FC_OK)
       << fc_last_error();
-  expect_one_region(events(), "reference-host");
+  expect_one_region(events(), "portable-host");
 }
 
 TEST_F(KokkosTools, NoRegionWithoutWorkAndRegionsClosedOnErrors) {
@@ -161,6 +171,9 @@ TEST_F(KokkosTools, DeviceRunsAreRegionsNamedAfterTheBackend) {
     if (name.rfind("reference", 0) == 0) {
       ASSERT_FALSE(inside.empty()) << joined(events());
       EXPECT_EQ(inside.back(), "for flashcore::reference[fp16 in, fp32 acc]") << joined(events());
+    } else if (name.rfind("portable", 0) == 0) {
+      ASSERT_FALSE(inside.empty()) << joined(events());
+      EXPECT_EQ(inside.back().rfind("for flashcore::portable[team, fp16, ", 0), 0u) << joined(events());
     } else {
       EXPECT_TRUE(inside.empty()) << "the tuned kernels launch no Kokkos work" << joined(events());
     }

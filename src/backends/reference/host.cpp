@@ -1,7 +1,6 @@
 // The Kokkos reference instantiated for the default host execution space (OpenMP or Serial):
 // "reference-host", and the fp64 oracle mode the tools validate with.
-#include <mutex>
-
+#include "backends/common/kokkos_exec.hpp"
 #include "backends/reference/backward.hpp"
 #include "backends/reference/reference.hpp"
 #include "backends/reference/reference_api.hpp"
@@ -12,29 +11,7 @@ namespace flashcore::reference {
 namespace {
 
 using HostExec = Kokkos::DefaultHostExecutionSpace;
-
-// Runs launch(exec) to completion on a host execution space. Host launches are serialized, and
-// a thread on which the default host space cannot launch (Kokkos 3.x OpenMP: any thread but the
-// one that initialized Kokkos) uses Kokkos::Serial instead.
-template <class Launch>
-void on_host([[maybe_unused]] const char* who, Launch&& launch) {
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (kc::default_host_space_usable_here()) {
-    HostExec exec;
-    launch(exec);
-    exec.fence();
-    return;
-  }
-#if defined(KOKKOS_ENABLE_SERIAL)
-  Kokkos::Serial exec;
-  launch(exec);
-  exec.fence();
-#else
-  throw Error("backend", std::string(who) + ": Kokkos' " + HostExec::name() +
-                             " backend accepts work only from the thread that initialized Kokkos");
-#endif
-}
+using kexec::on_host;
 
 class HostReference final : public Backend {
  public:

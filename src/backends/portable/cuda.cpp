@@ -1,0 +1,36 @@
+// The portable tier on Kokkos::Cuda: "portable-cuda", the team kernel (team_tiles.hpp). Device memory in, device memory out; runs on
+// the caller's stream and does not synchronize. Compiled only when Kokkos has its CUDA backend.
+#include "backends/common/kokkos_exec.hpp"
+#include "backends/portable/portable_api.hpp"
+#include "backends/portable/team_tiles.hpp"
+
+namespace flashcore::portable {
+
+namespace {
+
+class CudaPortable final : public Backend {
+ public:
+  std::string name() const override { return "portable-cuda"; }
+  int priority() const override { return 50; }
+  MemoryLocation location() const override { return MemoryLocation::Device; }
+  BackendKind kind() const override { return BackendKind::Portable; }
+  std::string description() const override {
+    const Tiles t = team::choose_tiles<Kokkos::Cuda>(64);
+    return "tiled Kokkos forward on Kokkos::Cuda (" + std::to_string(t.bm) + "x" + std::to_string(t.bn) +
+           " tiles at head_dim 64 in team scratch; fp32 accumulation, no tensor cores; every dtype, head_dim, mask, "
+           "stride, variant and sequence layout; forward only)";
+  }
+  Support supports(const Query& q) const override {
+    return kexec::on_current_cuda_device(limits(*q.problem, team::choose_tiles<Kokkos::Cuda>(q.problem->head_dim)));
+  }
+  void run(const Query& q, const Options& opts) const override {
+    kexec::enqueue_cuda("portable-cuda", opts, "launch",
+                        [&](const Kokkos::Cuda& exec) { team::launch(exec, *q.problem, *q.tensors); });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaPortable>(); }
+
+}  // namespace flashcore::portable
