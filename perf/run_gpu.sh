@@ -11,19 +11,21 @@
 #   PREFIX_gap.png            reference-to-tuned gap per shape (log scale)
 #   PREFIX_flashcore.json     flashcore_bench JSON, tuned device backends
 #   PREFIX_flashcore_ref.json flashcore_bench JSON, reference-cuda
+#   PREFIX_flashcore_portable.json flashcore_bench JSON, portable-cuda (when built)
 #   PREFIX.log                the whole console output
-# (7 files: within what a device run brings back.)
+# (8 files: within what a device run brings back.)
 #
 # Steps, each under its own time limit so that the whole run stays under ~6 minutes on an H100
 # (flashcore_bench gets --max-seconds a little under its limit: benchmarks that would start later
 # are reported as skipped and the JSON stays complete; `timeout` is the backstop):
-#   1. flashcore_bench --device-only, all device backends but reference-cuda   (T_TUNED, 150 s)
-#   2. flashcore_bench --device-only --backends=reference-cuda                 (T_REF, 100 s)
+#   1. flashcore_bench --device-only, the tuned device backends                (T_TUNED, 150 s)
+#   2. flashcore_bench --device-only --backends=portable-cuda, when built     (T_PORT, 80 s)
+#   3. flashcore_bench --device-only --backends=reference-cuda                 (T_REF, 100 s)
 #      (slow on the big shapes; run last among ours so a time-out costs only its tail; if it
 #      crashes, it is run again with --timing=launches in the time left)
-#   3. perf/sdpa_compare.py: torch SDPA flash / cuDNN / mem-efficient, merge, table, plots (T_TORCH, 100 s)
+#   4. perf/sdpa_compare.py: torch SDPA flash / cuDNN / mem-efficient, merge, table, plots (T_TORCH, 100 s)
 #      (if it fails, the table is made again from our numbers alone, --no-torch)
-# Environment: QUICK=1 fewer repetitions; T_TUNED, T_REF, T_TORCH seconds; BENCH_ARGS extra
+# Environment: QUICK=1 fewer repetitions; T_TUNED, T_PORT, T_REF, T_TORCH seconds; BENCH_ARGS extra
 # flashcore_bench flags (e.g. "--shapes=1,8,1024,64"); SDPA_ARGS extra sdpa_compare.py flags.
 set -uo pipefail
 
@@ -33,6 +35,7 @@ BIN=${1:-.gpu/bin}
 OUTDIR=${OUT:-perf/results/tmp}
 T_TUNED=${T_TUNED:-150}
 T_REF=${T_REF:-100}
+T_PORT=${T_PORT:-80}
 T_TORCH=${T_TORCH:-100}
 QUICK=${QUICK:-0}
 
@@ -81,14 +84,26 @@ run() {
   grep -v '^attn/' "$PREFIX.list" | head -n 40
   rm -f "$PREFIX.list"
 
-  echo "== 1/3 tuned device backends (limit ${T_TUNED}s)"
-  timeout -k 10 "$T_TUNED" "$bench" --device-only --backends=all,-reference-cuda --max-seconds=$((T_TUNED - 20)) \
+  echo "== 1/4 tuned device backends (limit ${T_TUNED}s)"
+  timeout -k 10 "$T_TUNED" "$bench" --device-only --backends=all,-reference-cuda,-portable-cuda \
+    --max-seconds=$((T_TUNED - 20)) \
     "${quick[@]}" "${extra[@]}" \
     --benchmark_color=false --benchmark_out="${PREFIX}_flashcore.json" --benchmark_out_format=json
   local rc1=$?
   echo "== step 1 exit $rc1 after $((SECONDS - t0))s"
 
-  echo "== 2/3 reference-cuda (limit ${T_REF}s)"
+  local ours_port=()
+  if "$bench" --device-only --backends=portable-cuda --benchmark_list_tests=true "${extra[@]}" 2>/dev/null |
+    grep -q '^attn/'; then
+    echo "== 2/4 portable-cuda (limit ${T_PORT}s)"
+    timeout -k 10 "$T_PORT" "$bench" --device-only --backends=portable-cuda --max-seconds=$((T_PORT - 20)) \
+      "${quick[@]}" "${extra[@]}" \
+      --benchmark_color=false --benchmark_out="${PREFIX}_flashcore_portable.json" --benchmark_out_format=json
+    echo "== step 2 (portable) exit $? after $((SECONDS - t0))s"
+    ours_port=(--ours "${PREFIX}_flashcore_portable.json")
+  fi
+
+  echo "== 3/4 reference-cuda (limit ${T_REF}s)"
   local t2=$SECONDS
   timeout -k 10 "$T_REF" "$bench" --device-only --backends=reference-cuda --max-seconds=$((T_REF - 25)) \
     "${quick[@]}" "${extra[@]}" \
@@ -107,14 +122,15 @@ run() {
   fi
   echo "== step 2 exit $rc2 after $((SECONDS - t0))s"
 
-  echo "== 3/3 torch SDPA and the report (limit ${T_TORCH}s)"
+  echo "== 4/4 torch SDPA and the report (limit ${T_TORCH}s)"
   PYTHONUNBUFFERED=1 timeout -k 10 "$T_TORCH" python3 perf/sdpa_compare.py --ours "${PREFIX}_flashcore.json" \
-    --ours "${PREFIX}_flashcore_ref.json" --out-prefix "$PREFIX" "${sdpa_quick[@]}" "${sdpa_extra[@]}"
+    --ours "${PREFIX}_flashcore_ref.json" "${ours_port[@]}" --out-prefix "$PREFIX" "${sdpa_quick[@]}" \
+    "${sdpa_extra[@]}"
   local rc3=$?
   if [[ $rc3 != 0 ]]; then
     echo "== sdpa_compare.py failed (exit $rc3); the table from our numbers alone"
     python3 perf/sdpa_compare.py --no-torch --ours "${PREFIX}_flashcore.json" --ours "${PREFIX}_flashcore_ref.json" \
-      --out-prefix "$PREFIX" "${sdpa_extra[@]}"
+      "${ours_port[@]}" --out-prefix "$PREFIX" "${sdpa_extra[@]}"
   fi
   echo "== done in $((SECONDS - t0))s: exits tuned=$rc1 reference=$rc2 torch=$rc3 (124 = time limit)"
   ls -l "$PREFIX"* 2>/dev/null

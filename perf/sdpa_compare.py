@@ -366,13 +366,14 @@ def _first_line(e):
 # ------------------------------------------------------------------------------------------
 
 def order_backends(names, contexts):
-    """References first, then the tuned backends in registry order (context 'backends')."""
+    """The Kokkos tiers first (references, then the portable tier), then the tuned backends in
+    registry order (context 'backends'). The first list is never 'best'."""
     reg = []
     for c in contexts:
         for n in str(c.get("backends", "")).split(","):
             if n and n not in reg:
                 reg.append(n)
-    refs = sorted(n for n in names if n.startswith("reference"))
+    refs = sorted(n for n in names if n.startswith("reference")) + sorted(n for n in names if n.startswith("portable"))
     tuned = [n for n in reg if n in names and n not in refs]
     tuned += sorted(n for n in names if n not in refs and n not in tuned)
     return refs, tuned
@@ -398,8 +399,10 @@ def merge(cases, ours, torch_res, contexts):
                         ("torch-efficient", "speedup_vs_efficient")):
             tt = t.get(tp, {})
             row[col] = (tt["us"] / best[0]) if best and "us" in tt else None
-        ref = next((o[n] for n in refs if n in o and "us" in o[n]), None)
+        ref = next((o[n] for n in refs if n.startswith("reference") and n in o and "us" in o[n]), None)
         row["reference_over_tuned"] = (ref["us"] / best[0]) if best and ref else None
+        port = next((o[n] for n in refs if n.startswith("portable") and n in o and "us" in o[n]), None)
+        row["portable_over_tuned"] = (port["us"] / best[0]) if best and port else None
         rows.append(row)
     return rows, refs, tuned
 
@@ -438,11 +441,13 @@ def write_markdown(path, rows, refs, tuned, meta):
                  "`-` = not run")
     lines.append("- ours: inputs (B,L,H,D); torch: inputs (B,H,L,D). best = fastest tuned backend of ours; "
                  "vs flash / vs cuDNN = torch time / best time (>1: we are faster); ref gap = reference time / "
-                 "best time")
+                 "best time; portable gap = portable tier time / best time")
     lines.append("")
-    head = ["shape (B,H,L,D)", "dtype", "causal"] + cols + ["best", "vs flash", "vs cuDNN", "ref gap"]
+    has_portable = any(n.startswith("portable") for n in refs)
+    gaps = ["ref gap"] + (["portable gap"] if has_portable else [])
+    head = ["shape (B,H,L,D)", "dtype", "causal"] + cols + ["best", "vs flash", "vs cuDNN"] + gaps
     lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "|".join(["---"] * 3 + ["--:"] * len(cols) + ["---"] + ["--:"] * 3) + "|")
+    lines.append("|" + "|".join(["---"] * 3 + ["--:"] * len(cols) + ["---"] + ["--:"] * (2 + len(gaps))) + "|")
     notes = []
     for r in rows:
         cells = ["%d,%d,%d,%d" % tuple(r["shape"]), r["dtype"], "yes" if r["causal"] else "no"]
@@ -455,6 +460,8 @@ def write_markdown(path, rows, refs, tuned, meta):
                 notes.append("%s %s: %s" % (r["key"], c, e["note"]))
         cells += [r["best_ours"] or "-", _ratio(r["speedup_vs_flash"]), _ratio(r["speedup_vs_cudnn"]),
                   _ratio(r["reference_over_tuned"])]
+        if has_portable:
+            cells.append(_ratio(r.get("portable_over_tuned")))
         lines.append("| " + " | ".join(cells) + " |")
     if notes:
         lines.append("")
@@ -625,9 +632,9 @@ def _fake_bench_json(path, shapes, truncate=False):
            "device_name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sm_count": "132",
            "clock_mhz": "1980", "git_commit": "abc1234", "build_type": "Release", "kokkos_version": "Kokkos 3.4.1",
            "flashcore_version": "0.1.0", "backends": "cuda-flash,cuda-flash-allwarps,cuda-flash-warpspec,"
-                                                      "reference-cuda,reference-host"}
+                                                      "portable-cuda,reference-cuda,reference-host"}
     benches = []
-    rates = {"reference-cuda": 8.0, "cuda-flash": 420.0, "cuda-flash-allwarps": 380.0, "cuda-flash-warpspec": 420.0}
+    rates = {"reference-cuda": 8.0, "portable-cuda": 20.0, "cuda-flash": 420.0, "cuda-flash-allwarps": 380.0, "cuda-flash-warpspec": 420.0}
     for shape in shapes:
         for dtype in DTYPES:
             for causal in (False, True):
@@ -699,6 +706,7 @@ def self_test(prefix):
     r0 = j["cases"][0]
     assert r0["best_ours"] in ("cuda-flash", "cuda-flash-warpspec", "cuda-flash-allwarps")
     assert r0["speedup_vs_flash"] and r0["reference_over_tuned"] > 10
+    assert r0["portable_over_tuned"] > 5 and "portable gap" in md, "the portable tier is a column, never 'best'"
     for p in made:
         assert os.path.getsize(p) > 10000, p
     assert len(made) == 2, "plots: %s" % made

@@ -152,7 +152,10 @@ TEST(PortableHost, LargeScoresStayStable) {
 TEST(PortableHost, IsWhatHostDataGetsAndDeclinesTheBackwardPass) {
   fctest::BackwardData d =
       fctest::make_backward_data(make_case(1, 2, 1, 20, 30, 32, DType::F16, true), fctest::run_seed() + 63);
-  EXPECT_EQ(flashcore::explain(d.fwd.problem, d.fwd.tensors()).chosen, "portable-host");
+  const flashcore::Report fwd = flashcore::explain(d.fwd.problem, d.fwd.tensors());
+  EXPECT_EQ(fwd.chosen, "portable-host");
+  // The plan names the kernel and its tiles: 20 queries in a block of 32 rows, head dim 32 as is.
+  EXPECT_EQ(fwd.plan, "portable-cpu bm=32 bn=64 dp=32 threads=1") << fwd.to_string();
   const flashcore::Report r = flashcore::explain_backward(d.fwd.problem, d.fwd.tensors(), d.gradients());
   EXPECT_EQ(r.chosen, "reference-host") << r.to_string();
   EXPECT_NE(r.to_string().find("portable-host: no - has no backward pass"), std::string::npos) << r.to_string();

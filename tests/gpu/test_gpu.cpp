@@ -1,4 +1,4 @@
-// GPU tests: every device backend (reference-cuda and the tuned kernels) on device memory,
+// GPU tests: every device backend (reference-cuda, portable-cuda and the tuned kernels) on device memory,
 // checked against the fp64 host oracle; large problems checked on sampled rows and against the
 // device reference. Without a CUDA device every test skips with the reason.
 #include <cuda_runtime_api.h>
@@ -36,6 +36,15 @@ std::vector<std::string> device_backends() {
 bool is_reference(const std::string& name) {
   for (const auto& b : flashcore::backends())
     if (b.name == name) return b.kind == flashcore::BackendKind::Reference;
+  return false;
+}
+
+// The Kokkos tiers (reference-cuda, portable-cuda): every dtype, head dim, mask, variant and
+// sequence layout is promised, fp32 accumulation throughout, so the reference's bound applies.
+bool is_kokkos_tier(const std::string& name) {
+  for (const auto& b : flashcore::backends())
+    if (b.name == name)
+      return b.kind == flashcore::BackendKind::Reference || b.kind == flashcore::BackendKind::Portable;
   return false;
 }
 
@@ -139,7 +148,7 @@ size_t device_smem_optin() {
 }
 bool promised(const std::string& backend, const fctest::HostData& h) {
   const flashcore::Problem& p = h.problem;
-  if (is_reference(backend)) return true;
+  if (is_kokkos_tier(backend)) return true;
   const int d = p.head_dim;
   if (p.dtype == DType::F32 || d % 8 != 0 || d < 8 || d > 256) return false;
   if (p.page_size > 0) return paged_promised(backend, h);
@@ -187,7 +196,7 @@ bool check_on_device(const std::string& backend, const Case& c, std::uint64_t sa
   const fctest::OracleOut& ref = cached_oracle(h, c.name() + "/" + std::to_string(salt), row_stride);
   fctest::Errors e;
   double bound_abs = 0;
-  if (is_reference(backend)) {
+  if (is_kokkos_tier(backend)) {
     e = fctest::compare(h, ref);
   } else {
     const double naive = fctest::naive_error(h, ref, row_stride);
@@ -415,7 +424,7 @@ TEST(Gpu, RandomShapesProperty) {
     for (int n = 0; n < 25; ++n) {
       // Tuned kernels: fp16/bf16 only; head dims they do and do not promise.
       const Case c = fctest::random_case(rng, 300, {16, 40, 64, 64, 80, 96, 128, 128, 192, 256, 36},
-                                         is_reference(backend) ? DType::F32 : DType::F16);
+                                         is_kokkos_tier(backend) ? DType::F32 : DType::F16);
       ran += check_on_device(backend, c, 200 + n) ? 1 : 0;
     }
   }
@@ -431,7 +440,7 @@ TEST(Gpu, RandomVariantsProperty) {
   for (const auto& backend : device_backends())
     for (int n = 0; n < 25; ++n) {
       const Case c = fctest::with_random_variants(
-          fctest::random_case(rng, 600, {16, 64, 64, 80, 128, 128, 192}, is_reference(backend) ? DType::F32 : DType::F16),
+          fctest::random_case(rng, 600, {16, 64, 64, 80, 128, 128, 192}, is_kokkos_tier(backend) ? DType::F32 : DType::F16),
           rng);
       ran += check_on_device(backend, c, 400 + n) ? 1 : 0;
     }
@@ -558,8 +567,8 @@ TEST(Gpu, AutomaticChoiceForDeviceData) {
   ASSERT_FALSE(r.chosen.empty());
   const auto names = device_backends();
   EXPECT_EQ(r.chosen, names.front()) << "the highest-priority device backend that can run it";
-  // Host data goes to the host reference.
-  EXPECT_EQ(flashcore::explain(h.problem, h.tensors()).chosen, "reference-host");
+  // Host data goes to the portable tier on the host.
+  EXPECT_EQ(flashcore::explain(h.problem, h.tensors()).chosen, "portable-host");
 }
 
 #if defined(FLASHCORE_HAVE_KOKKOS_CUDA)

@@ -202,10 +202,9 @@ struct Kernel {
   }
 };
 
-/// Runs the CPU kernel for p on exec (a host execution space).
+/// Runs the CPU kernel for p on exec (a host execution space) with tiles t (choose_tiles).
 template <class ExecSpace>
-void launch(const ExecSpace& exec, const Problem& p, const Tensors& tn) {
-  const Tiles t = choose_tiles(p.head_dim, p.seqlen_q);
+void launch(const ExecSpace& exec, const Problem& p, const Tensors& tn, const Tiles& t) {
   dispatch(p, tn, [&](auto in_tag, auto variants_tag) {
     using In = decltype(in_tag);
     constexpr bool kVariants = decltype(variants_tag)::value;

@@ -21,11 +21,14 @@ class CudaPortable final : public Backend {
            "stride, variant and sequence layout; forward only)";
   }
   Support supports(const Query& q) const override {
-    return kexec::on_current_cuda_device(limits(*q.problem, team::choose_tiles<Kokkos::Cuda>(q.problem->head_dim)));
+    const Tiles t = team::choose_tiles<Kokkos::Cuda>(q.problem->head_dim);
+    const Support device = kexec::on_current_cuda_device(limits(*q.problem, t));
+    return device.ok ? plan_or_decline(*q.problem, "team", t) : device;
   }
   void run(const Query& q, const Options& opts) const override {
+    const Tiles t = planned_tiles(q, [&] { return team::choose_tiles<Kokkos::Cuda>(q.problem->head_dim); });
     kexec::enqueue_cuda("portable-cuda", opts, "launch",
-                        [&](const Kokkos::Cuda& exec) { team::launch(exec, *q.problem, *q.tensors); });
+                        [&](const Kokkos::Cuda& exec) { team::launch(exec, *q.problem, *q.tensors, t); });
   }
 };
 

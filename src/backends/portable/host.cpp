@@ -24,12 +24,15 @@ class HostPortable final : public Backend {
            "forward only)";
   }
   Support supports(const Query& q) const override {
-    const std::string why = limits(*q.problem, cpu::choose_tiles(q.problem->head_dim, q.problem->seqlen_q));
-    return why.empty() ? Support::yes() : Support::no(why);
+    return plan_or_decline(*q.problem, "cpu", tiles(*q.problem));
   }
   void run(const Query& q, const Options&) const override {
-    kexec::on_host("portable-host", [&](const auto& exec) { cpu::launch(exec, *q.problem, *q.tensors); });
+    const Tiles t = planned_tiles(q, [&] { return tiles(*q.problem); });
+    kexec::on_host("portable-host", [&](const auto& exec) { cpu::launch(exec, *q.problem, *q.tensors, t); });
   }
+
+ private:
+  static Tiles tiles(const Problem& p) { return cpu::choose_tiles(p.head_dim, p.seqlen_q); }
 };
 
 }  // namespace

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "backends/reference/kokkos_compat.hpp"
@@ -159,6 +160,34 @@ inline std::string limits(const Problem& p, const Tiles& t) {
   const long long blocks = static_cast<long long>(p.batch) * p.heads_q * ((p.seqlen_q + t.bm - 1) / t.bm);
   if (blocks > 2147483647LL) return "batch*heads_q*query blocks = " + std::to_string(blocks) + " exceeds 2^31-1";
   return {};
+}
+
+/// The plan of one call (supports() makes it, run() launches it): which kernel, which tiles.
+struct TilePlan final : Plan {
+  const char* kernel = "";
+  Tiles tiles;
+  std::string describe() const override {
+    return std::string("portable-") + kernel + " bm=" + std::to_string(tiles.bm) + " bn=" + std::to_string(tiles.bn) +
+           " dp=" + std::to_string(tiles.dp) + " threads=" + std::to_string(tiles.team_size) +
+           (tiles.o_level1 ? " o=level1" : "");
+  }
+};
+
+/// yes with the plan, or no with the reason.
+inline Support plan_or_decline(const Problem& p, const char* kernel, const Tiles& t) {
+  const std::string why = limits(p, t);
+  if (!why.empty()) return Support::no(why);
+  auto plan = std::make_shared<TilePlan>();
+  plan->kernel = kernel;
+  plan->tiles = t;
+  return Support::yes(std::move(plan));
+}
+
+/// The tiles supports() planned for this call (or `fallback`, computed again, without a plan).
+template <class Fallback>
+Tiles planned_tiles(const Query& q, const Fallback& fallback) {
+  const auto* plan = dynamic_cast<const TilePlan*>(q.plan);
+  return plan != nullptr ? plan->tiles : fallback();
 }
 
 }  // namespace flashcore::portable

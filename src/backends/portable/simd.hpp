@@ -40,8 +40,9 @@ FC_SIMD i8 load(const int* p) {
   return v;
 }
 FC_SIMD void store(float* p, f8 v) { std::memcpy(p, &v, sizeof v); }
-FC_SIMD f8 splat(float x) { return f8{} + x; }
-FC_SIMD i8 splat(int x) { return i8{} + x; }
+// (Written out: `f8{} + x` would make the compiler add 0, which it must keep as -0 + 0 is +0.)
+FC_SIMD f8 splat(float x) { return f8{x, x, x, x, x, x, x, x}; }
+FC_SIMD i8 splat(int x) { return i8{x, x, x, x, x, x, x, x}; }
 FC_SIMD i8 bits(f8 x) { return (i8)x; }  // a bit cast between vector types of one size
 FC_SIMD f8 from_bits(i8 x) { return (f8)x; }
 FC_SIMD i8 to_int(f8 x) { return __builtin_convertvector(x, i8); }

@@ -179,10 +179,9 @@ struct Kernel {
   }
 };
 
-/// Enqueues the team kernel for p on exec (the tiles from choose_tiles<ExecSpace>).
+/// Enqueues the team kernel for p on exec with tiles t (choose_tiles<ExecSpace>).
 template <class ExecSpace>
-void launch(const ExecSpace& exec, const Problem& p, const Tensors& tn) {
-  const Tiles t = choose_tiles<ExecSpace>(p.head_dim);
+void launch(const ExecSpace& exec, const Problem& p, const Tensors& tn, const Tiles& t) {
   dispatch(p, tn, [&](auto in_tag, auto variants_tag) {
     using In = decltype(in_tag);
     constexpr bool kVariants = decltype(variants_tag)::value;
