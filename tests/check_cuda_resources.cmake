@@ -22,9 +22,10 @@ set(allowed_kernel "flash_fwd_kernelILi(128E(6__half|13__nv_bfloat16)Lb1|32E(6__
 set(allowed_bytes 44)
 set(allowed_variant_kernel "flash_fwd_hopper_kernelILi128E.*VariantMask")
 set(allowed_variant_bytes 164)
-# The mma.sync kernels (sm80/instances/: one file per head dim) and the decode kernel
-# (decode/instances/) for ARCH; for ARCH 90 also the Hopper kernel (sm90/, sm_90a).
-file(GLOB instances ${SRC}/src/backends/cuda/sm80/instances/*.cu ${SRC}/src/backends/cuda/decode/instances/*.cu)
+# The mma.sync kernels (sm80/instances/: one file per head dim), the decode kernel (decode/instances/)
+# and the backward kernels (backward/instances/) for ARCH; for ARCH 90 also the Hopper kernel (sm90/, sm_90a).
+file(GLOB instances ${SRC}/src/backends/cuda/sm80/instances/*.cu ${SRC}/src/backends/cuda/decode/instances/*.cu
+                    ${SRC}/src/backends/cuda/backward/instances/*.cu)
 set(units "")
 foreach(source IN LISTS instances)
   get_filename_component(name ${source} NAME_WE)

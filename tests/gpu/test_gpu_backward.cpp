@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 
 #include "gpu/gpu_support.hpp"
@@ -59,7 +60,7 @@ struct DeviceBackward {
 std::vector<std::string> backward_backends() {
   std::vector<std::string> out;
   for (const auto& b : flashcore::backends())
-    if (b.name == "reference-cuda") out.push_back(b.name);  // the tuned backward joins when it lands
+    if (b.name == "reference-cuda" || b.name == "cuda-flash") out.push_back(b.name);
   return out;
 }
 
@@ -69,12 +70,15 @@ bool is_reference(const std::string& name) {
   return false;
 }
 
-// What a backend promises to run: the reference every case; a tuned backward fp16/bf16 problems
-// without variants or sequence layouts, head dims 64 and 128 (src/backends/cuda/flash_bwd.h).
+// What a backend promises to run: the reference every case; the tuned backward (cuda-flash,
+// src/backends/cuda/flash_bwd.h) fp16/bf16 problems without variants or sequence layouts, head dims
+// exactly 32, 64, 96 and 128 (any causal, GQA and stride layout of the cases below). Its gradients are
+// held to a tuned kernel's bound (kernel_gradient_bound: twice the naive same-precision error).
 bool promised(const std::string& backend, const Case& c) {
   if (is_reference(backend)) return true;
   if (backend != "cuda-flash") return false;
-  return c.dtype != DType::F32 && !c.has_variant() && !c.has_sequences() && (c.head_dim == 64 || c.head_dim == 128);
+  const bool built_head_dim = c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 96 || c.head_dim == 128;
+  return c.dtype != DType::F32 && !c.has_variant() && !c.has_sequences() && built_head_dim;
 }
 
 std::vector<Case> cases() {
@@ -85,6 +89,7 @@ std::vector<Case> cases() {
     out.push_back(make_case(1, 2, 2, 130, 257, 128, DType::F16, causal));          // Lq < Lk, D = 128
     out.push_back(make_case(2, 2, 1, 64, 64, 128, DType::BF16, causal, fctest::Layout::BHSD));
     out.push_back(make_case(1, 3, 3, 33, 40, 96, DType::F16, causal, fctest::Layout::Padded));
+    out.push_back(make_case(2, 6, 2, 150, 70, 32, DType::BF16, causal));        // D = 32, GQA 3, Lq > Lk
     out.push_back(make_case(1, 2, 1, 45, 61, 40, DType::F32, causal));
     Case v = make_case(1, 4, 2, 90, 120, 64, DType::F16, causal);
     v.window_left = 20, v.window_right = causal ? -1 : 5, v.softcap = 20, v.alibi = true, v.sinks = true;
@@ -94,6 +99,13 @@ std::vector<Case> cases() {
     out.push_back(fctest::sequence_case(2, 1, 128, DType::F16, causal, {}, {20, 171, 0}, Case::KvStore::Batched, 0,
                                         70, 9));
   }
+  // What the tuned backward runs, more widely: seeded random shapes (a fixed seed, so that the test
+  // names are the same in every process) of its head dims, GQA groups, layouts and lengths, and two
+  // larger problems (many key and query tiles per block).
+  std::mt19937_64 rng(2026);
+  for (int n = 0; n < 14; ++n) out.push_back(fctest::random_case(rng, 400, {32, 64, 96, 128}, DType::F16));
+  out.push_back(make_case(2, 8, 2, 1024, 1024, 128, DType::BF16, true));
+  out.push_back(make_case(1, 4, 4, 1000, 777, 64, DType::F16, false));
   return out;
 }
 

@@ -1,6 +1,8 @@
 // The tuned CUDA kernels behind the Backend interface. One backend per variant, so each can be forced
 // and benchmarked by name; "cuda-flash" picks the faster kernel per shape. supports() makes the plan
-// (plan.cu: every check, the kernel, its launch shape), run() launches it.
+// (plan.cu: every check, the kernel, its launch shape), run() launches it. "cuda-flash" also has the
+// backward pass (flash_bwd.h, backward/plan_bwd.cu): supports_backward() plans it, run_backward() runs it.
+#include "backends/cuda/flash_bwd.h"
 #include "backends/cuda/flash_fwd.h"
 #include "core/internal.hpp"
 #include "core/sequences.hpp"
@@ -46,12 +48,62 @@ FlashFwdParams make_params(const Problem& p, const Tensors& t) {
   return f;
 }
 
+// The backward's parameters: the forward's (make_params: sizes, strides, scale, variants, sequence
+// arrays; flash_bwd_plan declines the last two) and the gradients, dO with O's strides, dQ with Q's,
+// dK with K's, dV with V's (flashcore.hpp, Gradients).
+FlashBwdParams make_bwd_params(const Problem& p, const Tensors& t, const Gradients& g) {
+  const FlashFwdParams f = make_params(p, t);
+  FlashBwdParams b{};
+  b.q = f.q, b.k = f.k, b.v = f.v, b.o = f.o, b.d_o = g.d_o;
+  b.lse = f.lse;
+  b.dq = g.dq, b.dk = g.dk, b.dv = g.dv;
+  b.batch = f.batch, b.heads_q = f.heads_q, b.heads_kv = f.heads_kv;
+  b.seqlen_q = f.seqlen_q, b.seqlen_k = f.seqlen_k, b.head_dim = f.head_dim;
+  b.q_batch_stride = f.q_batch_stride, b.q_seq_stride = f.q_seq_stride, b.q_head_stride = f.q_head_stride;
+  b.k_batch_stride = f.k_batch_stride, b.k_seq_stride = f.k_seq_stride, b.k_head_stride = f.k_head_stride;
+  b.v_batch_stride = f.v_batch_stride, b.v_seq_stride = f.v_seq_stride, b.v_head_stride = f.v_head_stride;
+  b.o_batch_stride = f.o_batch_stride, b.o_seq_stride = f.o_seq_stride, b.o_head_stride = f.o_head_stride;
+  b.do_batch_stride = f.o_batch_stride, b.do_seq_stride = f.o_seq_stride, b.do_head_stride = f.o_head_stride;
+  b.dq_batch_stride = f.q_batch_stride, b.dq_seq_stride = f.q_seq_stride, b.dq_head_stride = f.q_head_stride;
+  b.dk_batch_stride = f.k_batch_stride, b.dk_seq_stride = f.k_seq_stride, b.dk_head_stride = f.k_head_stride;
+  b.dv_batch_stride = f.v_batch_stride, b.dv_seq_stride = f.v_seq_stride, b.dv_head_stride = f.v_head_stride;
+  b.scale = f.scale;
+  b.causal = f.causal;
+  b.bf16 = f.bf16;
+  b.window_left = f.window_left, b.window_right = f.window_right;
+  b.softcap = f.softcap;
+  b.alibi_slopes = f.alibi_slopes;
+  b.sinks = f.sinks;
+  b.dsinks = g.dsinks;
+  b.cu_seqlens_q = f.cu_seqlens_q, b.cu_seqlens_k = f.cu_seqlens_k, b.seqlens_k = f.seqlens_k;
+  b.block_table = f.block_table;
+  b.total_q = f.total_q, b.total_k = f.total_k;
+  b.page_size = f.page_size, b.pages_per_seq = f.pages_per_seq;
+  return b;
+}
+
 // The plan of one call, as the registry hands it from supports() to run().
 struct CudaPlan final : Plan {
   FlashFwdParams params;
   FlashFwdPlan launch;
   std::string describe() const override { return launch.describe(); }
 };
+// The same for the backward (supports_backward() to run_backward()).
+struct CudaBwdPlan final : Plan {
+  FlashBwdParams params;
+  FlashBwdPlan launch;
+  std::string describe() const override { return launch.describe(); }
+};
+
+// The device the tuned kernels run on, or why not (no device, compute capability below 8.0).
+std::string tuned_device(DeviceLimits* dev) {
+  std::string why;
+  if (!device_limits(dev, &why)) return why;
+  if (dev->cc_major < 8)
+    return "device " + dev->name + " has compute capability " + std::to_string(dev->cc_major) + "." +
+           std::to_string(dev->cc_minor) + "; this kernel needs 8.0 or newer";
+  return {};
+}
 
 class FlashBackend final : public Backend {
  public:
@@ -70,12 +122,8 @@ class FlashBackend final : public Backend {
 
   Support supports(const Query& q) const override {
     DeviceLimits dev;
-    std::string why;
-    if (!device_limits(&dev, &why)) return Support::no(why);
-    if (dev.cc_major < 8)
-      return Support::no("device " + dev.name + " has compute capability " +
-                         std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) +
-                         "; this kernel needs 8.0 or newer");
+    std::string why = tuned_device(&dev);
+    if (!why.empty()) return Support::no(why);
     if (q.problem->dtype == DType::F32) return Support::no("dtype fp32 is not supported (fp16 and bf16 only)");
     auto plan = std::make_shared<CudaPlan>();
     plan->params = make_params(*q.problem, *q.tensors);
@@ -90,6 +138,35 @@ class FlashBackend final : public Backend {
     const cudaError_t err = plan != nullptr ? flash_fwd_run(plan->params, plan->launch, stream)
                                             : flash_fwd(make_params(*q.problem, *q.tensors), stream, variant_);
     if (err != cudaSuccess) throw Error("backend", name_ + ": kernel launch failed: " + cudaGetErrorString(err));
+  }
+
+  // The backward pass (backward/: delta, dK/dV and dQ kernels): "cuda-flash" only.
+  Support supports_backward(const Query& q) const override {
+    if (variant_ != FlashVariant::Auto)
+      return Support::no("has no backward pass (the tuned backward runs as cuda-flash)");
+    DeviceLimits dev;
+    std::string why = tuned_device(&dev);
+    if (!why.empty()) return Support::no(why);
+    if (q.problem->dtype == DType::F32) return Support::no("dtype fp32 is not supported (fp16 and bf16 only)");
+    auto plan = std::make_shared<CudaBwdPlan>();
+    plan->params = make_bwd_params(*q.problem, *q.tensors, *q.gradients);
+    why = flash_bwd_plan(plan->params, dev, &plan->launch);
+    if (!why.empty()) return Support::no(why);
+    return Support::yes(std::move(plan));
+  }
+
+  void run_backward(const Query& q, const Options& opts) const override {
+    const auto stream = static_cast<cudaStream_t>(opts.stream);
+    CudaBwdPlan fresh;
+    const auto* plan = dynamic_cast<const CudaBwdPlan*>(q.plan);
+    if (plan == nullptr) {  // run without a plan from supports_backward(): make one
+      const Support s = supports_backward(q);
+      if (!s.ok) throw Error("backend", name_ + ": backward not supported: " + s.reason);
+      fresh = *static_cast<const CudaBwdPlan*>(s.plan.get());
+      plan = &fresh;
+    }
+    const cudaError_t err = flash_bwd_run(plan->params, plan->launch, stream);
+    if (err != cudaSuccess) throw Error("backend", name_ + ": backward launch failed: " + cudaGetErrorString(err));
   }
 
  private:

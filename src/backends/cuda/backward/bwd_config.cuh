@@ -1,0 +1,49 @@
+// Tile sizes, block shapes and kernel arguments of the backward kernels (backward/). Host code
+// includes this too: the plan (plan_bwd.cu) sizes shared memory, grids and the workspace from it.
+#pragma once
+
+#include <cstddef>
+
+#include "backends/cuda/flash_bwd.h"
+#include "backends/cuda/sm80/config.cuh"  // TileConfig (smem row of a swizzled tile), kBlockN
+
+namespace flashcore::cuda::detail {
+
+constexpr int kBwdBlockM = 64;        // query rows per tile
+constexpr int kBwdBlockN = kBlockN;   // keys per tile (64: the forward's tile ops are sized for it)
+constexpr int kBwdWarps = 4;          // 16 rows (keys in dK/dV, queries in dQ) per warp
+constexpr int kBwdThreads = 32 * kBwdWarps;
+constexpr int kBwdDeltaThreads = 256;
+constexpr int kBwdDeltaThreadsPerRow = 8;  // lanes sharing one row's dot product dO_i·O_i
+static_assert(kBwdWarps * 16 == kBwdBlockM && kBwdBlockM == kBwdBlockN, "one 16-row tile per warp");
+
+// The head dims the backward is compiled for (one instance file each); a problem runs only on its own.
+constexpr bool bwd_head_dim_built(int d) { return d == 32 || d == 64 || d == 96 || d == 128; }
+
+template <int D>
+struct BwdConfig {
+  using Tile = TileConfig<D>;
+  static constexpr int kRow = Tile::kRow;          // elements of one swizzled smem row
+  static constexpr int kTileBytes = 64 * Tile::kRowBytes;
+  // A operands (the warp's 16 rows of K and V in dK/dV, of Q and dO in dQ) held in registers for the
+  // whole kernel, or re-read from shared memory (ldmatrix) at every k16 step. In registers they cost
+  // D/4 registers each next to the 2 x D/2-float dK, dV accumulators: only up to D = 64 (ptxas, sm_90).
+  static constexpr bool kDkdvARegs = D <= 64;
+  static constexpr bool kDqARegs = D <= 64;
+  // dK/dV: [K][V][Q x 2][dO x 2] tiles + [lse2 x 2][delta x 2] x 64 floats.
+  static constexpr size_t kSmemDkdv = size_t(6) * kTileBytes + 4 * 64 * sizeof(float);
+  // dQ: [Q][dO][K x 2][V x 2] tiles.
+  static constexpr size_t kSmemDq = size_t(6) * kTileBytes;
+};
+
+// What the backward kernels receive (by value).
+struct BwdArgs {
+  FlashBwdParams p;
+  float scale_log2;       // scale · log2(e): P = exp2(S·scale_log2 − lse2)
+  int group;              // heads_q / heads_kv
+  int seqlen_q_rounded;   // workspace row pitch per (batch, query head)
+  float* delta;           // [batch][heads_q][seqlen_q_rounded]: dO_i·O_i (0 past seqlen_q)
+  float* lse2;            // [batch][heads_q][seqlen_q_rounded]: LSE_i·log2(e); +inf where LSE = -inf or past seqlen_q
+};
+
+}  // namespace flashcore::cuda::detail

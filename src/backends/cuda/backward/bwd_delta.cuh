@@ -1,0 +1,66 @@
+// The backward's first kernel: per query row i of (batch, query head), delta_i = dO_i·O_i (fp32) and
+// lse2_i = LSE_i·log2(e) (the main kernels use exp2), into the workspace [batch][heads_q][seqlen_q_rounded].
+// Rows that see no key (LSE = -inf) and the padding rows past seqlen_q get lse2 = +inf and delta = 0, so
+// that every P of theirs is exp2(S·c − inf) = 0: they add nothing to dK, dV and their dQ is 0, with no
+// mask for them in the main kernels.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backends/cuda/backward/bwd_config.cuh"
+
+namespace flashcore::cuda::detail {
+
+__device__ __forceinline__ float2 unpack2(uint32_t x, __half) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&x));
+}
+__device__ __forceinline__ float2 unpack2(uint32_t x, __nv_bfloat16) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&x));
+}
+
+// Grid (seqlen_q_rounded / rows per block, heads_q, batch); kBwdDeltaThreadsPerRow lanes per row, each
+// on every 8th 16-byte chunk of the row, then a shuffle sum (fixed order: deterministic).
+template <typename Elem>
+__global__ void __launch_bounds__(kBwdDeltaThreads) flash_bwd_delta_kernel(const __grid_constant__ BwdArgs a) {
+  constexpr int kRowsPerBlock = kBwdDeltaThreads / kBwdDeltaThreadsPerRow;
+  const FlashBwdParams& p = a.p;
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kBwdDeltaThreadsPerRow;
+  const int sub = threadIdx.x % kBwdDeltaThreadsPerRow;
+  const bool in = row < p.seqlen_q;
+  float acc = 0.f;
+  if (in) {
+    const Elem* o = static_cast<const Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride + row * p.o_seq_stride;
+    const Elem* d = static_cast<const Elem*>(p.d_o) + b * p.do_batch_stride + h * p.do_head_stride +
+                    row * p.do_seq_stride;
+    for (int c = sub; c < p.head_dim / 8; c += kBwdDeltaThreadsPerRow) {
+      const uint4 ov = *reinterpret_cast<const uint4*>(o + c * 8);
+      const uint4 dv = *reinterpret_cast<const uint4*>(d + c * 8);
+      const uint32_t ow[4] = {ov.x, ov.y, ov.z, ov.w}, dw[4] = {dv.x, dv.y, dv.z, dv.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 of = unpack2(ow[j], Elem{}), df = unpack2(dw[j], Elem{});
+        acc = fmaf(of.x, df.x, acc);
+        acc = fmaf(of.y, df.y, acc);
+      }
+    }
+  }
+#pragma unroll
+  for (int off = kBwdDeltaThreadsPerRow / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (sub == 0 && row < a.seqlen_q_rounded) {
+    const long long w = ((long long)b * p.heads_q + h) * a.seqlen_q_rounded + row;
+    float lse2 = INFINITY;
+    if (in) {
+      const float l = p.lse[((long long)b * p.heads_q + h) * p.seqlen_q + row];
+      if (l != -INFINITY) lse2 = l * 1.4426950408889634f;
+    }
+    a.delta[w] = in ? acc : 0.f;
+    a.lse2[w] = lse2;
+  }
+}
+
+}  // namespace flashcore::cuda::detail

@@ -1,0 +1,117 @@
+// The dK/dV kernel: one block per (batch, KV head, 64-key block), 4 warps, each owning 16 keys.
+// For every query head of the KV head's group (in order) and every 64-query tile that sees the key
+// block (causal: from the first query whose diagonal reaches it), with the keys on the MMA rows:
+//   Sᵀ  = K·Qᵀ                    (K the A operand, the Q tile the B operand)
+//   Pᵀ  = exp2(Sᵀ·scale·log2e − lse2)   (lse2 per column = query; +inf rows give 0)
+//   dV += Pᵀ·dO
+//   dPᵀ = V·dOᵀ
+//   dSᵀ = Pᵀ ∘ (dPᵀ − delta)
+//   dK += dSᵀ·Q                    (scale applied once at the end)
+// dK and dV stay in registers (fp32) and are written once: no atomics, a fixed summation order.
+// Q, dO and their 64 lse2/delta values stream through a two-slot cp.async ring (the next tile loads
+// while this one computes); K and V are loaded once.
+#pragma once
+
+#include "backends/cuda/backward/bwd_tile_ops.cuh"
+
+namespace flashcore::cuda::detail {
+
+template <int D, typename Elem, bool kCausal>
+__global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __grid_constant__ BwdArgs a) {
+  using Cfg = BwdConfig<D>;
+  constexpr int kTile = 64 * Cfg::kRow;  // elements of one [64 x D] tile
+  extern __shared__ __align__(128) unsigned char smem[];
+  Elem* sK = reinterpret_cast<Elem*>(smem);
+  Elem* sV = sK + kTile;
+  Elem* sQ = sV + kTile;       // 2 slots
+  Elem* sdO = sQ + 2 * kTile;  // 2 slots
+  float* s_lse2 = reinterpret_cast<float*>(sdO + 2 * kTile);  // [2][64]
+  float* s_delta = s_lse2 + 2 * 64;                            // [2][64]
+
+  const FlashBwdParams& p = a.p;
+  const int kb = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int len_q = p.seqlen_q, len_k = p.seqlen_k, diag = len_k - len_q;
+  const int k0 = kb * kBwdBlockN;
+
+  // Query tiles [m_first, n_m) see the key block: causal, query q sees key k0 iff q >= k0 - diag.
+  const int n_m = (len_q + kBwdBlockM - 1) / kBwdBlockM;
+  const int m_first = kCausal ? max(0, k0 - diag) / kBwdBlockM : 0;
+  const int m_count = max(0, n_m - m_first);
+  const int n_iters = a.group * m_count;
+
+  const Elem* gK = static_cast<const Elem*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
+  const Elem* gV = static_cast<const Elem*>(p.v) + b * p.v_batch_stride + hk * p.v_head_stride;
+  load_tile_async<D, Elem>(sK, gK, p.k_seq_stride, k0, kBwdBlockN, len_k, D, tid, kBwdThreads);
+  load_tile_async<D, Elem>(sV, gV, p.v_seq_stride, k0, kBwdBlockN, len_k, D, tid, kBwdThreads);
+
+  // Iteration it: query head hk·group + it / m_count, query tile m_first + it % m_count.
+  auto load_q_tile = [&](int it, int slot) {
+    const int h = hk * a.group + it / m_count, m = m_first + it % m_count;
+    const Elem* gQ = static_cast<const Elem*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
+    const Elem* gdO = static_cast<const Elem*>(p.d_o) + b * p.do_batch_stride + h * p.do_head_stride;
+    load_tile_async<D, Elem>(sQ + slot * kTile, gQ, p.q_seq_stride, m * kBwdBlockM, kBwdBlockM, len_q, D, tid,
+                             kBwdThreads);
+    load_tile_async<D, Elem>(sdO + slot * kTile, gdO, p.do_seq_stride, m * kBwdBlockM, kBwdBlockM, len_q, D, tid,
+                             kBwdThreads);
+    const long long w = ((long long)b * p.heads_q + h) * a.seqlen_q_rounded + m * kBwdBlockM;  // rows padded: in bounds
+    if (tid < 16) cp_async_16(smem_u32(s_lse2 + slot * 64 + 4 * tid), a.lse2 + w + 4 * tid, true);
+    else if (tid < 32) cp_async_16(smem_u32(s_delta + slot * 64 + 4 * (tid - 16)), a.delta + w + 4 * (tid - 16), true);
+  };
+  if (n_iters > 0) load_q_tile(0, 0);
+  cp_async_commit();
+
+  const LaneOffsets lo = lane_offsets<D>(lane);
+  AOperand<D, Cfg::kDkdvARegs> aK, aV;
+  aK.init(smem_u32(sK), 16 * warp, lane);
+  aV.init(smem_u32(sV), 16 * warp, lane);
+  if constexpr (Cfg::kDkdvARegs) {
+    cp_async_wait<0>();
+    __syncthreads();
+    aK.load();
+    aV.load();
+  }
+
+  float dk[D / 8][4], dv[D / 8][4];
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dk[j][e] = dv[j][e] = 0.f;
+
+  const int key_row0 = k0 + 16 * warp + (lane >> 2);
+#pragma unroll 1
+  for (int it = 0; it < n_iters; ++it) {
+    const int slot = it & 1;
+    if (it + 1 < n_iters) load_q_tile(it + 1, slot ^ 1);  // the slot the previous iteration released
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    const int q0 = (m_first + it % m_count) * kBwdBlockM;
+    const uint32_t tQ = smem_u32(sQ + slot * kTile), tdO = smem_u32(sdO + slot * kTile);
+
+    float s[kBlockN / 8][4];
+    nt_tile<D, Elem>(s, aK, tQ, lo);  // Sᵀ: keys x queries
+    if (bwd_tile_needs_mask<kCausal>(q0, k0, len_k, diag))
+      bwd_mask<kCausal, true>(s, key_row0, q0, lane, len_k, diag);
+    p_from_scores_cols(s, a.scale_log2, s_lse2 + slot * 64, lane);
+    pv_tile<D, Elem>(dv, s, tdO, lo);  // dV += Pᵀ·dO
+    float dp[kBlockN / 8][4];
+    nt_tile<D, Elem>(dp, aV, tdO, lo);  // dPᵀ = V·dOᵀ
+    ds_cols(dp, s, s_delta + slot * 64, lane);
+    pv_tile<D, Elem>(dk, dp, tQ, lo);  // dK += dSᵀ·Q
+    __syncthreads();  // the slot is free for the load two iterations on
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+
+  // dK·scale and dV staged in the Q slots, then 16-byte stores of the block's keys.
+  stage_acc_rows<D, Elem>(sQ, 16 * warp + (lane >> 2), lane, dk, p.scale);
+  stage_acc_rows<D, Elem>(sQ + kTile, 16 * warp + (lane >> 2), lane, dv, 1.f);
+  __syncthreads();
+  Elem* gdK = static_cast<Elem*>(p.dk) + b * p.dk_batch_stride + hk * p.dk_head_stride;
+  Elem* gdV = static_cast<Elem*>(p.dv) + b * p.dv_batch_stride + hk * p.dv_head_stride;
+  store_tile_rows<D, Elem>(gdK, p.dk_seq_stride, sQ, k0, len_k, tid, kBwdThreads);
+  store_tile_rows<D, Elem>(gdV, p.dv_seq_stride, sQ + kTile, k0, len_k, tid, kBwdThreads);
+}
+
+}  // namespace flashcore::cuda::detail

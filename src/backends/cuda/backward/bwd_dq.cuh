@@ -1,0 +1,99 @@
+// The dQ kernel: one block per (batch, query head, 64-query block), 4 warps, each owning 16 queries.
+// For every 64-key tile the block sees (causal: up to the last row's diagonal), queries on the rows:
+//   S  = Q·Kᵀ,  P = exp2(S·scale·log2e − lse2),  dP = dO·Vᵀ,  dS = P ∘ (dP − delta),  dQ += dS·K
+// (scale applied once at the end). dQ stays in registers (fp32) and is written once. K and V stream
+// through a two-slot cp.async ring; Q and dO are loaded once. Blocks are launched heaviest first
+// (causal: the last query blocks see the most keys).
+#pragma once
+
+#include "backends/cuda/backward/bwd_tile_ops.cuh"
+
+namespace flashcore::cuda::detail {
+
+template <int D, typename Elem, bool kCausal>
+__global__ void __launch_bounds__(kBwdThreads) flash_bwd_dq_kernel(const __grid_constant__ BwdArgs a) {
+  using Cfg = BwdConfig<D>;
+  constexpr int kTile = 64 * Cfg::kRow;
+  extern __shared__ __align__(128) unsigned char smem[];
+  Elem* sQ = reinterpret_cast<Elem*>(smem);
+  Elem* sdO = sQ + kTile;
+  Elem* sK = sdO + kTile;     // 2 slots
+  Elem* sV = sK + 2 * kTile;  // 2 slots
+
+  const FlashBwdParams& p = a.p;
+  const int qb = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / a.group;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int len_q = p.seqlen_q, len_k = p.seqlen_k, diag = len_k - len_q;
+  const int q0 = qb * kBwdBlockM;
+
+  // Keys [0, key_end) hold every key a row of the block sees.
+  const int key_end = kCausal ? min(len_k, q0 + kBwdBlockM + diag) : len_k;
+  const int n_tiles = key_end > 0 ? (key_end + kBwdBlockN - 1) / kBwdBlockN : 0;
+
+  const Elem* gQ = static_cast<const Elem*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
+  const Elem* gdO = static_cast<const Elem*>(p.d_o) + b * p.do_batch_stride + h * p.do_head_stride;
+  const Elem* gK = static_cast<const Elem*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
+  const Elem* gV = static_cast<const Elem*>(p.v) + b * p.v_batch_stride + hk * p.v_head_stride;
+  load_tile_async<D, Elem>(sQ, gQ, p.q_seq_stride, q0, kBwdBlockM, len_q, D, tid, kBwdThreads);
+  load_tile_async<D, Elem>(sdO, gdO, p.do_seq_stride, q0, kBwdBlockM, len_q, D, tid, kBwdThreads);
+  auto load_kv_tile = [&](int n, int slot) {
+    load_tile_async<D, Elem>(sK + slot * kTile, gK, p.k_seq_stride, n * kBwdBlockN, kBwdBlockN, len_k, D, tid,
+                             kBwdThreads);
+    load_tile_async<D, Elem>(sV + slot * kTile, gV, p.v_seq_stride, n * kBwdBlockN, kBwdBlockN, len_k, D, tid,
+                             kBwdThreads);
+  };
+  if (n_tiles > 0) load_kv_tile(0, 0);
+  cp_async_commit();
+
+  // This thread's two query rows: lse2 and delta from the workspace (rows padded to 64: in bounds).
+  const int lrow0 = 16 * warp + (lane >> 2);
+  const long long w = ((long long)b * p.heads_q + h) * a.seqlen_q_rounded + q0 + lrow0;
+  const float lse2_r0 = a.lse2[w], lse2_r1 = a.lse2[w + 8];
+  const float delta_r0 = a.delta[w], delta_r1 = a.delta[w + 8];
+
+  const LaneOffsets lo = lane_offsets<D>(lane);
+  AOperand<D, Cfg::kDqARegs> aQ, adO;
+  aQ.init(smem_u32(sQ), 16 * warp, lane);
+  adO.init(smem_u32(sdO), 16 * warp, lane);
+  if constexpr (Cfg::kDqARegs) {
+    cp_async_wait<0>();
+    __syncthreads();
+    aQ.load();
+    adO.load();
+  }
+
+  float dq[D / 8][4];
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.f;
+
+#pragma unroll 1
+  for (int n = 0; n < n_tiles; ++n) {
+    const int slot = n & 1;
+    if (n + 1 < n_tiles) load_kv_tile(n + 1, slot ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    const uint32_t tK = smem_u32(sK + slot * kTile), tV = smem_u32(sV + slot * kTile);
+
+    float s[kBlockN / 8][4];
+    nt_tile<D, Elem>(s, aQ, tK, lo);  // S = Q·Kᵀ
+    if (bwd_tile_needs_mask<kCausal>(q0, n * kBwdBlockN, len_k, diag))
+      bwd_mask<kCausal, false>(s, q0 + lrow0, n * kBwdBlockN, lane, len_k, diag);
+    p_from_scores_rows(s, a.scale_log2, lse2_r0, lse2_r1);
+    float dp[kBlockN / 8][4];
+    nt_tile<D, Elem>(dp, adO, tV, lo);  // dP = dO·Vᵀ
+    ds_rows(dp, s, delta_r0, delta_r1);
+    pv_tile<D, Elem>(dq, dp, tK, lo);  // dQ += dS·K
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+
+  stage_acc_rows<D, Elem>(sK, lrow0, lane, dq, p.scale);
+  __syncthreads();
+  Elem* gdQ = static_cast<Elem*>(p.dq) + b * p.dq_batch_stride + h * p.dq_head_stride;
+  store_tile_rows<D, Elem>(gdQ, p.dq_seq_stride, sK, q0, len_q, tid, kBwdThreads);
+}
+
+}  // namespace flashcore::cuda::detail

@@ -1,0 +1,179 @@
+// The per-warp pieces of the backward kernels (bwd_dkdv.cuh, bwd_dq.cuh), on top of the forward's
+// (sm80/tile_ops.cuh: tile loads, ldmatrix lane offsets, pv_tile; common/: mma.sync, swizzle, staging):
+//   AOperand          a warp's 16 rows of a swizzled tile as the MMA A operand (registers or re-read),
+//   nt_tile           C[16 x 64] = A[16 x D] · B[64 x D]ᵀ (S, Sᵀ, dP, dPᵀ); pv_tile does C += A[16 x 64] · B[64 x D],
+//   bwd_mask          causal + key tail, written once for both kernels (keys on rows or on columns),
+//   p_from_scores_*   P = exp2(S·scale·log2e − lse2) and dS = P ∘ (dP − delta), rows or columns,
+//   store_tile_rows   a staged [64 x D] tile to global memory, 16-byte stores.
+// Fragment layout (mma.sync m16n8 C, common/mask.cuh): a thread holds rows row0 = lane/4 and row0 + 8
+// of the warp's 16 rows and, in n8 column tile i, columns 8i + 2(lane%4) + {0,1}: s[i][0..1] row0, s[i][2..3] row0 + 8.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "backends/cuda/backward/bwd_config.cuh"
+#include "backends/cuda/common/elem_ops.cuh"
+#include "backends/cuda/common/epilogue.cuh"
+#include "backends/cuda/common/ptx.cuh"
+#include "backends/cuda/common/swizzle.cuh"
+#include "backends/cuda/sm80/tile_ops.cuh"
+
+namespace flashcore::cuda::detail {
+
+// A warp's 16 rows [row0, row0 + 16) of a swizzled [64 x D] smem tile as the A operand (row-major 16 x 16
+// per k16 step). kInRegs: all D/16 fragments loaded once (init) and kept; else each step re-reads its
+// fragment (ldmatrix_x4) from the tile. Lane l addresses row row0 + (l & 15), half-chunk l >> 4; with
+// row & 7 == l & 7 step kk = 4·grp + c is at addr + ((c << 5) ^ x0) + 128·grp (sm80/tile_ops.cuh, LaneBases).
+template <int D, bool kInRegs>
+struct AOperand {
+  uint32_t frag[kInRegs ? D / 16 : 1][4];
+  uint32_t addr, x0;
+  __device__ __forceinline__ void init(uint32_t tile, int row0, int lane) {
+    const int sw = lane & 7;
+    addr = tile + (row0 + (lane & 15)) * TileConfig<D>::kRowBytes + (((lane >> 4) ^ (sw & 1)) << 4);
+    x0 = (sw & 6) << 4;
+  }
+  __device__ __forceinline__ uint32_t step_addr(int kk) const {
+    return addr + ((uint32_t(kk & 3) << 5) ^ x0) + (kk >> 2) * 128;
+  }
+  // After the tile has landed (and a barrier): the fragments into registers (kInRegs only).
+  __device__ __forceinline__ void load() {
+    if constexpr (kInRegs) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(frag[kk], step_addr(kk));
+    }
+  }
+  __device__ __forceinline__ const uint32_t (&get(int kk, uint32_t (&tmp)[4]) const)[4] {
+    if constexpr (kInRegs) {
+      return frag[kk];
+    } else {
+      ldmatrix_x4(tmp, step_addr(kk));
+      return tmp;
+    }
+  }
+};
+
+// C = A · Bᵀ for a warp's 16 A rows and the 64 rows of the swizzled tile at sB (fp32 C-fragments:
+// c[i] covers B rows 8i..8i+7). B[k][n] = tile[n][k]: plain ldmatrix as in qk_tile (sm80/tile_ops.cuh).
+template <int D, typename Elem, bool kInRegs>
+__device__ __forceinline__ void nt_tile(float (&c)[kBlockN / 8][4], const AOperand<D, kInRegs>& a, uint32_t sB,
+                                        const LaneOffsets& lo) {
+  using Cfg = TileConfig<D>;
+#pragma unroll
+  for (int i = 0; i < Cfg::kSTiles; ++i) c[i][0] = c[i][1] = c[i][2] = c[i][3] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < Cfg::kQKSteps; ++kk) {
+    uint32_t tmp[4];
+    const uint32_t(&af)[4] = a.get(kk, tmp);
+    const uint32_t base = sB + lo.k[kk & 3] + (kk >> 2) * 128;
+#pragma unroll
+    for (int np = 0; np < Cfg::kSTiles / 2; ++np) {
+      uint32_t b[4];
+      ldmatrix_x4(b, base + np * 16 * Cfg::kRowBytes);
+      ElemOps<Elem>::mma(c[2 * np], af, b[0], b[1]);
+      ElemOps<Elem>::mma(c[2 * np + 1], af, b[2], b[3]);
+    }
+  }
+}
+
+// ---- Mask (both kernels) ----------------------------------------------------------------------------
+// Query q sees key k iff k < seqlen_k and (not causal or k <= q + diag), diag = seqlen_k − seqlen_q.
+// Query rows past seqlen_q and rows that see no key need no mask: their lse2 is +inf (bwd_delta.cuh),
+// so P = exp2(S·c − inf) = 0 whatever S is.
+//
+// Whether the 64 x 64 tile (queries q0.., keys k0..) has a pair some row does not see (block-uniform).
+template <bool kCausal>
+__device__ __forceinline__ bool bwd_tile_needs_mask(int q0, int k0, int len_k, int diag) {
+  return k0 + kBwdBlockN > len_k || (kCausal && k0 + kBwdBlockN - 1 > q0 + diag);
+}
+// -inf for the pairs not seen, in one warp fragment: rows row0, row0 + 8 (row0 = the warp's first row
+// + lane/4), column tile i from col0 + 8i. kKeysOnRows: rows are keys, columns queries (Sᵀ in dK/dV);
+// else rows are queries (S in dQ).
+template <bool kCausal, bool kKeysOnRows>
+__device__ __forceinline__ void bwd_mask(float (&s)[kBlockN / 8][4], int row0, int col0, int lane, int len_k,
+                                         int diag) {
+  const int t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < kBlockN / 8; ++i) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = row0 + (e >> 1) * 8, col = col0 + 8 * i + 2 * t + (e & 1);
+      const int q = kKeysOnRows ? col : row, k = kKeysOnRows ? row : col;
+      if (k >= len_k || (kCausal && k > q + diag)) s[i][e] = -INFINITY;
+    }
+  }
+}
+
+// ---- P and dS ---------------------------------------------------------------------------------------
+// Queries on rows (dQ): P = exp2(S·scale_log2 − lse2 of the row) in place.
+__device__ __forceinline__ void p_from_scores_rows(float (&s)[kBlockN / 8][4], float scale_log2, float lse2_r0,
+                                                   float lse2_r1) {
+#pragma unroll
+  for (int i = 0; i < kBlockN / 8; ++i) {
+    s[i][0] = fast_exp2(fmaf(s[i][0], scale_log2, -lse2_r0));
+    s[i][1] = fast_exp2(fmaf(s[i][1], scale_log2, -lse2_r0));
+    s[i][2] = fast_exp2(fmaf(s[i][2], scale_log2, -lse2_r1));
+    s[i][3] = fast_exp2(fmaf(s[i][3], scale_log2, -lse2_r1));
+  }
+}
+// dS = P ∘ (dP − delta of the row), into dp.
+__device__ __forceinline__ void ds_rows(float (&dp)[kBlockN / 8][4], const float (&p)[kBlockN / 8][4], float delta_r0,
+                                        float delta_r1) {
+#pragma unroll
+  for (int i = 0; i < kBlockN / 8; ++i) {
+    dp[i][0] = p[i][0] * (dp[i][0] - delta_r0);
+    dp[i][1] = p[i][1] * (dp[i][1] - delta_r0);
+    dp[i][2] = p[i][2] * (dp[i][2] - delta_r1);
+    dp[i][3] = p[i][3] * (dp[i][3] - delta_r1);
+  }
+}
+// Queries on columns (dK/dV): the tile's 64 lse2 (delta) values in shared memory, column 8i + 2t + e.
+__device__ __forceinline__ void p_from_scores_cols(float (&s)[kBlockN / 8][4], float scale_log2, const float* s_lse2,
+                                                   int lane) {
+  const int t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < kBlockN / 8; ++i) {
+    const float2 l = *reinterpret_cast<const float2*>(s_lse2 + 8 * i + 2 * t);
+    s[i][0] = fast_exp2(fmaf(s[i][0], scale_log2, -l.x));
+    s[i][1] = fast_exp2(fmaf(s[i][1], scale_log2, -l.y));
+    s[i][2] = fast_exp2(fmaf(s[i][2], scale_log2, -l.x));
+    s[i][3] = fast_exp2(fmaf(s[i][3], scale_log2, -l.y));
+  }
+}
+__device__ __forceinline__ void ds_cols(float (&dp)[kBlockN / 8][4], const float (&p)[kBlockN / 8][4],
+                                        const float* s_delta, int lane) {
+  const int t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < kBlockN / 8; ++i) {
+    const float2 d = *reinterpret_cast<const float2*>(s_delta + 8 * i + 2 * t);
+    dp[i][0] = p[i][0] * (dp[i][0] - d.x);
+    dp[i][1] = p[i][1] * (dp[i][1] - d.y);
+    dp[i][2] = p[i][2] * (dp[i][2] - d.x);
+    dp[i][3] = p[i][3] * (dp[i][3] - d.y);
+  }
+}
+
+// ---- Output -----------------------------------------------------------------------------------------
+// A warp's accumulator rows (C-fragments, D/8 n8 tiles) times `mul` -> rows lr0, lr0 + 8 of the
+// swizzled smem tile s (lr0 = the warp's first row + lane/4).
+template <int D, typename Elem>
+__device__ __forceinline__ void stage_acc_rows(Elem* s, int lr0, int lane, const float (&acc)[D / 8][4], float mul) {
+  const float m[2] = {mul, mul};
+  stage_o_rows<D, Elem>(s, lr0, lane, m, [&](int j, int e) { return acc[j][e]; });
+}
+// Rows [0, 64) of the staged tile s -> global rows row0 + r (those < len) of g (row stride `stride`
+// elements), 16-byte stores, all threads of the block.
+template <int D, typename Elem>
+__device__ __forceinline__ void store_tile_rows(Elem* g, long long stride, const Elem* s, int row0, int len, int tid,
+                                                int nthr) {
+  constexpr int kChunks = D / 8;
+  for (int c = tid; c < 64 * kChunks; c += nthr) {
+    const int r = c / kChunks, ch = c % kChunks;
+    if (row0 + r < len)
+      *reinterpret_cast<uint4*>(g + (long long)(row0 + r) * stride + ch * 8) =
+          *reinterpret_cast<const uint4*>(s + swz<D>(r, ch));
+  }
+}
+
+}  // namespace flashcore::cuda::detail

@@ -1,0 +1,61 @@
+// Launching the backward kernels: declared for the plan (plan_bwd.cu), defined where
+// FLASHCORE_BWD_INSTANCE is set: instances/bwd_hdim*.cu (one translation unit per head dim, both
+// dtypes, causal and not: they compile in parallel) and instances/bwd_delta.cu.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "backends/cuda/backward/bwd_config.cuh"
+#include "backends/cuda/kernels.h"  // raise_smem_limit
+
+namespace flashcore::cuda::detail {
+
+// delta and lse2 into the workspace (bwd_delta.cuh).
+cudaError_t launch_bwd_delta(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream);
+// The dK/dV kernel, then the dQ kernel, of head dim D (both read the workspace).
+template <int D>
+cudaError_t launch_bwd_head_dim(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream);
+
+}  // namespace flashcore::cuda::detail
+
+#ifdef FLASHCORE_BWD_INSTANCE
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backends/cuda/backward/bwd_delta.cuh"
+#include "backends/cuda/backward/bwd_dkdv.cuh"
+#include "backends/cuda/backward/bwd_dq.cuh"
+
+namespace flashcore::cuda::detail {
+
+template <int D, typename Elem, bool kCausal>
+cudaError_t launch_bwd_typed(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
+  void (*dkdv)(BwdArgs) = flash_bwd_dkdv_kernel<D, Elem, kCausal>;
+  void (*dq)(BwdArgs) = flash_bwd_dq_kernel<D, Elem, kCausal>;
+  // The forward's once-per-(kernel, device) raise of the dynamic shared memory limit (plan.cu).
+  cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(dkdv), plan.device, plan.smem_dkdv);
+  if (e != cudaSuccess) return e;
+  e = raise_smem_limit(reinterpret_cast<const void*>(dq), plan.device, plan.smem_dq);
+  if (e != cudaSuccess) return e;
+  dkdv<<<plan.grid_dkdv, plan.threads, plan.smem_dkdv, stream>>>(args);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  dq<<<plan.grid_dq, plan.threads, plan.smem_dq, stream>>>(args);
+  return cudaGetLastError();
+}
+
+template <int D>
+cudaError_t launch_bwd_head_dim(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
+  if (args.p.bf16)
+    return args.p.causal ? launch_bwd_typed<D, __nv_bfloat16, true>(plan, args, stream)
+                         : launch_bwd_typed<D, __nv_bfloat16, false>(plan, args, stream);
+  return args.p.causal ? launch_bwd_typed<D, __half, true>(plan, args, stream)
+                       : launch_bwd_typed<D, __half, false>(plan, args, stream);
+}
+
+}  // namespace flashcore::cuda::detail
+
+#define FLASHCORE_BWD_INSTANTIATE(D)                                                              \
+  template cudaError_t flashcore::cuda::detail::launch_bwd_head_dim<D>(                           \
+      const flashcore::cuda::FlashBwdPlan&, const flashcore::cuda::detail::BwdArgs&, cudaStream_t);
+#endif

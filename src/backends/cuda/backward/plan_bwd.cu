@@ -1,0 +1,154 @@
+// The backward's plan and run step (flash_bwd.h): every limit of the backward kernels checked once
+// (flash_bwd_plan), then the delta, dK/dV and dQ kernels launched without further checks (flash_bwd_run).
+// Host code only; the kernels are in backward/ (bwd_delta.cuh, bwd_dkdv.cuh, bwd_dq.cuh), one
+// translation unit per head dim (instances/).
+#include "backends/cuda/flash_bwd.h"
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "backends/cuda/backward/bwd_config.cuh"
+#include "backends/cuda/backward/launch_bwd.cuh"
+
+namespace flashcore::cuda {
+
+namespace {
+
+using detail::BwdConfig;
+using detail::kBwdBlockM;
+using detail::kBwdBlockN;
+
+bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
+
+// Dynamic shared memory per block of the two main kernels of head dim d (built head dims only).
+void bwd_smem(int d, size_t* dkdv, size_t* dq) {
+  switch (d) {
+    case 32: *dkdv = BwdConfig<32>::kSmemDkdv, *dq = BwdConfig<32>::kSmemDq; return;
+    case 64: *dkdv = BwdConfig<64>::kSmemDkdv, *dq = BwdConfig<64>::kSmemDq; return;
+    case 96: *dkdv = BwdConfig<96>::kSmemDkdv, *dq = BwdConfig<96>::kSmemDq; return;
+    default: *dkdv = BwdConfig<128>::kSmemDkdv, *dq = BwdConfig<128>::kSmemDq; return;
+  }
+}
+
+// The variants and sequence layouts the backward kernels do not have: "" or the field that is set.
+std::string unsupported_features(const FlashBwdParams& p) {
+  const std::string tail = " (the tuned backward has no attention variants; the reference backward runs them)";
+  if (p.window_left != -1) return "window_left " + std::to_string(p.window_left) + " is set" + tail;
+  if (p.window_right != -1) return "window_right " + std::to_string(p.window_right) + " is set" + tail;
+  if (p.softcap != 0.f) return "softcap " + std::to_string(p.softcap) + " is set" + tail;
+  if (p.alibi_slopes != nullptr) return "alibi_slopes is set" + tail;
+  if (p.sinks != nullptr) return "sinks is set" + tail;
+  if (p.dsinks != nullptr) return "dsinks is set" + tail;
+  const std::string seq = " (the tuned backward takes fixed-length batches only; the reference backward runs "
+                          "sequence layouts)";
+  if (p.cu_seqlens_q != nullptr || p.total_q != 0) return "cu_seqlens_q (varlen Q) is set" + seq;
+  if (p.cu_seqlens_k != nullptr || p.total_k != 0) return "cu_seqlens_k (varlen K/V) is set" + seq;
+  if (p.seqlens_k != nullptr) return "seqlens_k (cache lengths) is set" + seq;
+  if (p.block_table != nullptr || p.page_size != 0 || p.pages_per_seq != 0) return "block_table (paged K/V) is set" + seq;
+  return {};
+}
+
+}  // namespace
+
+std::string FlashBwdPlan::describe() const {
+  return "sm80-bwd D=" + std::to_string(head_dim) + " block=" + std::to_string(block_m) + "x" +
+         std::to_string(block_n) + " threads=" + std::to_string(threads) + " smem dkdv=" + std::to_string(smem_dkdv) +
+         " dq=" + std::to_string(smem_dq) + " workspace=" + std::to_string(workspace_bytes);
+}
+
+std::string flash_bwd_plan(const FlashBwdParams& p, const DeviceLimits& dev, FlashBwdPlan* plan) {
+  if (dev.cc_major < 8)
+    return "compute capability " + std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) +
+           " < 8.0 (the backward kernels need mma.sync bf16, cp.async)";
+  if (!detail::bwd_head_dim_built(p.head_dim))
+    return "head_dim " + std::to_string(p.head_dim) + ": the backward kernels are built for 32, 64, 96 and 128 only";
+  std::string why = unsupported_features(p);
+  if (!why.empty()) return why;
+  if (p.batch < 1 || p.batch > 65535) return "batch " + std::to_string(p.batch) + " not in [1, 65535]";
+  if (p.heads_q < 1 || p.heads_q > 65535) return "heads_q " + std::to_string(p.heads_q) + " not in [1, 65535]";
+  if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0)
+    return "heads_kv " + std::to_string(p.heads_kv) + " does not divide heads_q " + std::to_string(p.heads_q);
+  if (p.seqlen_q < 1) return "seqlen_q " + std::to_string(p.seqlen_q) + " < 1";
+  if (p.seqlen_k < 1) return "seqlen_k " + std::to_string(p.seqlen_k) + " < 1";
+  if (!(p.scale > 0.f) || !std::isfinite(p.scale)) return "scale must be finite and > 0";
+  const long long q_tiles = (p.seqlen_q + (long long)kBwdBlockM - 1) / kBwdBlockM;
+  const long long q_rounded = q_tiles * kBwdBlockM;
+  // Kernel indices are int: the padded query rows and a dK/dV block's (head, query tile) iterations.
+  if (q_rounded > INT_MAX || q_tiles * (p.heads_q / p.heads_kv) > INT_MAX)
+    return "seqlen_q " + std::to_string(p.seqlen_q) + " is too large for the backward kernels' int indices";
+  const struct { const void* ptr; const char* name; } ptrs[] = {
+      {p.q, "q"}, {p.k, "k"}, {p.v, "v"}, {p.o, "o"}, {p.d_o, "d_o"}, {p.dq, "dq"}, {p.dk, "dk"}, {p.dv, "dv"}};
+  for (const auto& x : ptrs) {
+    if (x.ptr == nullptr) return std::string(x.name) + " pointer is null";
+    if (!aligned16(x.ptr)) return std::string(x.name) + " pointer is not 16-byte aligned";
+  }
+  if (p.lse == nullptr) return "lse pointer is null (the backward needs the forward's LSE)";
+  if ((reinterpret_cast<uintptr_t>(p.lse) & 3u) != 0) return "lse pointer is not 4-byte aligned";
+  const struct { long long v; const char* name; } strides[] = {
+      {p.q_batch_stride, "q_batch_stride"},   {p.q_seq_stride, "q_seq_stride"},   {p.q_head_stride, "q_head_stride"},
+      {p.k_batch_stride, "k_batch_stride"},   {p.k_seq_stride, "k_seq_stride"},   {p.k_head_stride, "k_head_stride"},
+      {p.v_batch_stride, "v_batch_stride"},   {p.v_seq_stride, "v_seq_stride"},   {p.v_head_stride, "v_head_stride"},
+      {p.o_batch_stride, "o_batch_stride"},   {p.o_seq_stride, "o_seq_stride"},   {p.o_head_stride, "o_head_stride"},
+      {p.do_batch_stride, "do_batch_stride"}, {p.do_seq_stride, "do_seq_stride"}, {p.do_head_stride, "do_head_stride"},
+      {p.dq_batch_stride, "dq_batch_stride"}, {p.dq_seq_stride, "dq_seq_stride"}, {p.dq_head_stride, "dq_head_stride"},
+      {p.dk_batch_stride, "dk_batch_stride"}, {p.dk_seq_stride, "dk_seq_stride"}, {p.dk_head_stride, "dk_head_stride"},
+      {p.dv_batch_stride, "dv_batch_stride"}, {p.dv_seq_stride, "dv_seq_stride"}, {p.dv_head_stride, "dv_head_stride"}};
+  for (const auto& s : strides)
+    if (s.v % 8 != 0) return std::string(s.name) + " " + std::to_string(s.v) + " is not a multiple of 8 elements";
+
+  FlashBwdPlan out;
+  out.device = dev.index;
+  out.head_dim = p.head_dim;
+  out.block_m = kBwdBlockM;
+  out.block_n = kBwdBlockN;
+  out.threads = detail::kBwdThreads;
+  out.delta_threads = detail::kBwdDeltaThreads;
+  out.seqlen_q_rounded = (int)q_rounded;
+  bwd_smem(p.head_dim, &out.smem_dkdv, &out.smem_dq);
+  const size_t need = out.smem_dkdv > out.smem_dq ? out.smem_dkdv : out.smem_dq;
+  if (need > dev.smem_optin_per_block)
+    return "the backward kernels need " + std::to_string(need) + " bytes of shared memory per block at head_dim " +
+           std::to_string(p.head_dim) + ", device allows " + std::to_string(dev.smem_optin_per_block);
+  constexpr int kDeltaRows = detail::kBwdDeltaThreads / detail::kBwdDeltaThreadsPerRow;  // divides kBwdBlockM
+  static_assert(kBwdBlockM % kDeltaRows == 0, "delta blocks tile the padded rows");
+  out.grid_delta = dim3((unsigned)(q_rounded / kDeltaRows), (unsigned)p.heads_q, (unsigned)p.batch);
+  out.grid_dkdv = dim3((unsigned)((p.seqlen_k + kBwdBlockN - 1) / kBwdBlockN), (unsigned)p.heads_kv, (unsigned)p.batch);
+  out.grid_dq = dim3((unsigned)q_tiles, (unsigned)p.heads_q, (unsigned)p.batch);
+  out.workspace_bytes = 2 * sizeof(float) * (size_t)p.batch * p.heads_q * (size_t)q_rounded;
+  if (plan != nullptr) *plan = out;
+  return {};
+}
+
+cudaError_t flash_bwd_run(const FlashBwdParams& p, const FlashBwdPlan& plan, cudaStream_t stream) {
+  detail::BwdArgs args{};
+  args.p = p;
+  args.scale_log2 = p.scale * 1.4426950408889634f;
+  args.group = p.heads_q / p.heads_kv;
+  args.seqlen_q_rounded = plan.seqlen_q_rounded;
+  void* ws = nullptr;
+  cudaError_t e = cudaMallocAsync(&ws, plan.workspace_bytes, stream);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // not sticky: leave no error behind for the next launch check
+    return e;
+  }
+  // [delta][lse2], each batch x heads_q x seqlen_q_rounded floats (seqlen_q_rounded a multiple of 64:
+  // both halves and every 64-row tile of them 16-byte aligned for cp.async).
+  args.delta = static_cast<float*>(ws);
+  args.lse2 = args.delta + plan.workspace_bytes / (2 * sizeof(float));
+  e = detail::launch_bwd_delta(plan, args, stream);
+  if (e == cudaSuccess) {
+    switch (plan.head_dim) {
+      case 32: e = detail::launch_bwd_head_dim<32>(plan, args, stream); break;
+      case 64: e = detail::launch_bwd_head_dim<64>(plan, args, stream); break;
+      case 96: e = detail::launch_bwd_head_dim<96>(plan, args, stream); break;
+      case 128: e = detail::launch_bwd_head_dim<128>(plan, args, stream); break;
+      default: e = cudaErrorInvalidValue; break;  // the plan never gets here
+    }
+  }
+  const cudaError_t f = cudaFreeAsync(ws, stream);  // after the kernels, in stream order
+  return e != cudaSuccess ? e : f;
+}
+
+}  // namespace flashcore::cuda

@@ -1,0 +1,89 @@
+// FlashCore: fused attention backward (dQ, dK, dV of O = softmax(Q·Kᵀ·scale + mask)·V) on NVIDIA
+// tensor cores (mma.sync, compute capability 8.0+). Deterministic: no float atomics, every sum in a
+// fixed order, so the same call gives bitwise the same gradients every time.
+//
+// Plain C++ interface (no Kokkos), in two steps like the forward (flash_fwd.h, cudnn-frontend style):
+//   flash_bwd_plan()  checks the problem once, for one device, and decides everything a launch needs;
+//   flash_bwd_run()   launches a plan, with no further checks or choices.
+// Three kernels (backward/, README.md beside this file):
+//   delta    delta_i = dO_i·O_i and lse2_i = LSE_i·log2(e) into a workspace;
+//   dK/dV    one block per (batch, KV head, 64-key block): every query head of the group, every
+//            64-query tile that sees the block; dK, dV accumulated in registers, written once;
+//   dQ       one block per (batch, query head, 64-query block): every key tile it sees; dQ written once.
+// S and dP are recomputed in both of the last two (7 matmuls per tile pair instead of 5), in exchange
+// for no atomics and no fp32 dQ accumulator in global memory.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "backends/cuda/flash_fwd.h"  // DeviceLimits
+
+namespace flashcore::cuda {
+
+struct FlashBwdParams {
+  // Inputs: the forward's Q, K, V, its output O and LSE, and dO. Outputs: dQ, dK, dV. All tensors
+  // are of the problem's dtype (fp16 or bf16), device memory, head dim contiguous (stride 1).
+  const void* q; const void* k; const void* v; const void* o; const void* d_o;
+  const float* lse;           // fp32, contiguous [batch][heads_q][seqlen_q], natural log, -inf for rows that see no key
+  void* dq; void* dk; void* dv;
+  int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
+  long long q_batch_stride, q_seq_stride, q_head_stride;   // element strides; dim stride is 1
+  long long k_batch_stride, k_seq_stride, k_head_stride;
+  long long v_batch_stride, v_seq_stride, v_head_stride;
+  long long o_batch_stride, o_seq_stride, o_head_stride;
+  long long do_batch_stride, do_seq_stride, do_head_stride;   // dO (flashcore: O's strides)
+  long long dq_batch_stride, dq_seq_stride, dq_head_stride;   // dQ (flashcore: Q's)
+  long long dk_batch_stride, dk_seq_stride, dk_head_stride;   // dK (flashcore: K's)
+  long long dv_batch_stride, dv_seq_stride, dv_head_stride;   // dV (flashcore: V's)
+  float scale;                // already resolved (e.g. 1/sqrt(head_dim))
+  bool causal;                // bottom-right aligned: query i sees key j iff j <= i + seqlen_k - seqlen_q
+  bool bf16;                  // false: fp16
+  // Variants and sequence layouts, as in FlashFwdParams: the backward kernels have none of them and
+  // flash_bwd_plan declines any that is set (naming it).
+  int window_left = -1, window_right = -1;
+  float softcap = 0.f;
+  const float* alibi_slopes = nullptr;
+  const float* sinks = nullptr;
+  float* dsinks = nullptr;
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  const int* seqlens_k = nullptr;
+  const int* block_table = nullptr;
+  int total_q = 0, total_k = 0;
+  int page_size = 0, pages_per_seq = 0;
+};
+
+// Everything one call decided. Valid for the params (sizes, strides, dtype) and device it was made for.
+struct FlashBwdPlan {
+  int device = -1;
+  int head_dim = 0;             // the kernels' head dim (32, 64, 96 or 128: exactly the problem's)
+  int block_m = 64;             // query rows per tile (dQ kernel: per block)
+  int block_n = 64;             // keys per tile (dK/dV kernel: per block)
+  int threads = 128;            // per block, both main kernels (4 warps x 16 rows)
+  int delta_threads = 256;      // delta kernel
+  int seqlen_q_rounded = 0;     // workspace rows per (batch, query head): seqlen_q rounded up to block_m
+  dim3 grid_delta, grid_dkdv, grid_dq;
+  size_t smem_dkdv = 0, smem_dq = 0;  // dynamic shared memory per block
+  // Workspace: delta and lse2, 2 x batch x heads_q x seqlen_q_rounded floats, allocated by
+  // flash_bwd_run on the stream (cudaMallocAsync) and released there (cudaFreeAsync) after the kernels.
+  size_t workspace_bytes = 0;
+  // e.g. "sm80-bwd D=64 block=64x64 threads=128 smem dkdv=50176 dq=49152 workspace=65536"
+  std::string describe() const;
+};
+
+// "" and *plan filled when the backward kernels can run p on `dev`, else why not (naming the field and
+// value). Every limit is checked here once (dtype and head dim, variants, sequence layouts, GQA,
+// 16-byte alignment of the pointers and strides, grid limits, shared memory).
+std::string flash_bwd_plan(const FlashBwdParams& p, const DeviceLimits& dev, FlashBwdPlan* plan);
+
+// Launches a plan on `stream` (asynchronous; the current device must be plan.device): allocates the
+// workspace with cudaMallocAsync on `stream` (stream-ordered, from the device's default memory pool),
+// runs the three kernels, and frees it with cudaFreeAsync on `stream`. Every element of dQ, dK and
+// dV in the problem's extents is written. Returns the first failing status (allocation or launch).
+// Not capturable into a CUDA graph on drivers without stream-ordered allocation support in graphs.
+cudaError_t flash_bwd_run(const FlashBwdParams& p, const FlashBwdPlan& plan, cudaStream_t stream);
+
+}  // namespace flashcore::cuda
