@@ -15,6 +15,7 @@
 #   PREFIX.log                the whole console output
 # (8 files: within what a device run brings back.)
 #
+# First flashcore_gpu_peak (when built): the measured fp32 FMA peak, the portable tier's ceiling.
 # Steps, each under its own time limit so that the whole run stays under ~6 minutes on an H100
 # (flashcore_bench gets --max-seconds a little under its limit: benchmarks that would start later
 # are reported as skipped and the JSON stays complete; `timeout` is the backstop):
@@ -83,6 +84,10 @@ run() {
   echo "flashcore_bench: $(grep -c '^attn/' "$PREFIX.list") device benchmarks; declined and notes:"
   grep -v '^attn/' "$PREFIX.list" | head -n 40
   rm -f "$PREFIX.list"
+
+  if [[ -x $BIN/flashcore_gpu_peak ]]; then  # the fp32 ceiling of portable-cuda, into the log
+    timeout 60 "$BIN/flashcore_gpu_peak"
+  fi
 
   echo "== 1/4 tuned device backends (limit ${T_TUNED}s)"
   timeout -k 10 "$T_TUNED" "$bench" --device-only --backends=all,-reference-cuda,-portable-cuda \

@@ -22,6 +22,7 @@ truncated JSON of ours is read as far as it goes.
 
   sdpa_compare.py --ours bench.json --out-prefix perf/results/tmp/2026-11-21_h100
   sdpa_compare.py --self-test [--out-prefix DIR/x]     (no torch, no GPU: fabricated inputs)
+  sdpa_compare.py --ours ... --torch-from PREFIX.json --out-prefix NEW   (remake: torch numbers of an earlier run)
 """
 
 import argparse
@@ -532,38 +533,46 @@ def write_plots(prefix, rows, refs, tuned):
         plt.close(fig)
         made.append(p)
 
-    gap_rows = [r for r in rows if r["reference_over_tuned"]]
+    # The gap of each Kokkos tier to the fastest tuned backend: the reference, and the portable tier
+    # when it ran (one bar per tier and dtype).
+    series = [("reference_over_tuned", "reference")]
+    if any(r.get("portable_over_tuned") for r in rows):
+        series.append(("portable_over_tuned", "portable"))
+    gap_rows = [r for r in rows if any(r.get(k) for k, _ in series)]
     fig, axes = plt.subplots(2, 1, figsize=(max(8, 0.5 * len(rows) + 3), 8), squeeze=False)
     dtypes = sorted({r["dtype"] for r in rows})
+    bars_of = [(k, name, dt) for k, name in series for dt in dtypes]
     for ri, causal in enumerate((False, True)):
         ax = axes[ri][0]
         shapes = sorted({tuple(r["shape"]) for r in rows if r["causal"] == causal}, key=lambda s: (s[3], s[2], s[0] * s[1]))
-        width = 0.8 / max(1, len(dtypes))
-        for di, dtype in enumerate(dtypes):
+        width = 0.8 / max(1, len(bars_of))
+        for bi, (key, name, dtype) in enumerate(bars_of):
             ys = []
             for s in shapes:
                 m = [r for r in gap_rows if tuple(r["shape"]) == s and r["dtype"] == dtype and r["causal"] == causal]
-                ys.append(m[0]["reference_over_tuned"] if m else float("nan"))
-            xs = [i + (di - (len(dtypes) - 1) / 2) * width for i in range(len(shapes))]
-            bars = ax.bar(xs, [0 if math.isnan(y) else y for y in ys], width=width, label=dtype, bottom=0)
+                ys.append(m[0].get(key) or float("nan") if m else float("nan"))
+            xs = [i + (bi - (len(bars_of) - 1) / 2) * width for i in range(len(shapes))]
+            bars = ax.bar(xs, [0 if math.isnan(y) else y for y in ys], width=width, label="%s, %s" % (name, dtype),
+                          bottom=0)
             for bar, y in zip(bars, ys):
                 if not math.isnan(y):
                     ax.annotate("%.0fx" % y if y >= 10 else "%.1fx" % y, (bar.get_x() + bar.get_width() / 2, y),
-                                ha="center", va="bottom", fontsize=7)
+                                ha="center", va="bottom", fontsize=6)
         ax.set_xticks(range(len(shapes)))
         ax.set_xticklabels(["%d,%d,%d,%d" % s for s in shapes], fontsize=7, rotation=20)
-        finite = [r["reference_over_tuned"] for r in gap_rows if r["causal"] == causal]
+        finite = [r[k] for r in gap_rows if r["causal"] == causal for k, _ in series if r.get(k)]
         if finite:
             ax.set_yscale("log")
             ax.set_ylim(min(1.0, 0.8 * min(finite)), 2.0 * max(finite))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: "%gx" % y))
         ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_ylabel("reference time / best tuned time")
-        ax.set_title("Reference-to-tuned gap, %s (log scale)" % ("causal" if causal else "non-causal"), fontsize=10)
+        ax.set_ylabel("Kokkos tier time / best tuned time")
+        ax.set_title("Gap of the Kokkos tiers (%s) to the tuned kernels, %s (log scale)" %
+                     (" and ".join(n for _, n in series), "causal" if causal else "non-causal"), fontsize=10)
         ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
         if not gap_rows:
-            ax.text(0.5, 0.5, "no case has both a reference and a tuned time", transform=ax.transAxes,
+            ax.text(0.5, 0.5, "no case has both a Kokkos tier and a tuned time", transform=ax.transAxes,
                     ha="center", va="center")
     fig.tight_layout()
     p = prefix + "_gap.png"
@@ -746,6 +755,8 @@ def main(argv=None):
     ap.add_argument("--no-torch", action="store_true", help="only tabulate ours")
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--self-test", action="store_true", help="fabricated inputs, no torch; checks the report code")
+    ap.add_argument("--torch-from", default="", help="take torch's numbers from an earlier report (PREFIX.json of the "
+                    "same device run) instead of timing torch: remakes the table and plots off the GPU machine")
     a = ap.parse_args(argv)
     if a.self_test:
         return self_test(a.out_prefix)
@@ -770,7 +781,12 @@ def main(argv=None):
 
     torch_res, torch_info = {}, {}
     want = [(n, m) for n, m in TORCH_PATHS if n.split("-", 1)[1] in a.paths.split(",")]
-    if not a.no_torch:
+    if a.torch_from:
+        with open(a.torch_from) as f:
+            earlier = json.load(f)
+        torch_res = {r["key"]: r["torch"] for r in earlier["cases"]}
+        torch_info = {k: v for k, v in earlier.get("meta", {}).items() if k in ("device_name", "torch", "cuda", "cudnn")}
+    elif not a.no_torch:
         try:
             timer = TorchTimer(a)
             torch_info = timer.info
