@@ -24,6 +24,29 @@ constexpr int kKeyTile = 4;   // keys of S's register tile
 constexpr int kDimTile = 16;  // dims of P·V's register tile (two vectors); dp is a multiple
 constexpr int kPvRows = 4;    // rows of P·V's register tile
 
+/// The kernel's scratch arrays (level 1, one thread's block): laid out by one list (Carve).
+struct Arrays {
+  float *qt, *kn, *vn, *st, *os, *m, *l, *c, *row;
+  int *kb, *ke;
+
+  static Arrays carve(Carve& s, const Tiles& t) {
+    const std::size_t bm = t.bm, bn = t.bn, dp = t.dp;
+    Arrays a;
+    a.qt = s.take<float>(dp * bm);
+    a.kn = s.take<float>(bn * dp);
+    a.vn = s.take<float>(bn * dp);
+    a.st = s.take<float>(bn * bm);
+    a.os = s.take<float>(bm * dp);
+    a.m = s.take<float>(bm);
+    a.l = s.take<float>(bm);
+    a.c = s.take<float>(bm);
+    a.row = s.take<float>(dp);
+    a.kb = s.take<int>(bm);
+    a.ke = s.take<int>(bm);
+    return a;
+  }
+};
+
 /// Tiles for head_dim and the longest query sequence: 64 keys a tile, up to 64 rows a block (fewer
 /// for short queries: decode rows do not pay for 64), head_dim rounded up to 16.
 inline Tiles choose_tiles(int head_dim, int seqlen_q) {
@@ -33,10 +56,9 @@ inline Tiles choose_tiles(int head_dim, int seqlen_q) {
   t.bm = rows < 64 ? (rows > 0 ? rows : kRowTile) : 64;
   t.bn = 64;
   t.team_size = 1;
-  // qt + o (bm x dp), kn + vn (bn x dp), st (bn x bm), m, l, c, kb, ke (bm), alignment slack.
-  t.level1 = sizeof(float) * (2 * static_cast<std::size_t>(t.bm) * t.dp + 2 * static_cast<std::size_t>(t.bn) * t.dp +
-                              static_cast<std::size_t>(t.bn) * t.bm + 5 * static_cast<std::size_t>(t.bm)) +
-             10 * 64;
+  Carve count;
+  Arrays::carve(count, t);
+  t.level1 = count.bytes();
   return t;
 }
 
@@ -72,17 +94,12 @@ struct Kernel {
     const int rows16 = (rows + kRowTile - 1) / kRowTile * kRowTile;  // rows S computes
     const int rows4 = (rows + kPvRows - 1) / kPvRows * kPvRows;      // rows P·V computes
 
-    float* qt = take<float>(team, static_cast<std::size_t>(dp) * bm);
-    float* kn = take<float>(team, static_cast<std::size_t>(bn) * dp);
-    float* vn = take<float>(team, static_cast<std::size_t>(bn) * dp);
-    float* st = take<float>(team, static_cast<std::size_t>(bn) * bm);
-    float* os = take<float>(team, static_cast<std::size_t>(bm) * dp);
-    float* m = take<float>(team, bm);
-    float* l = take<float>(team, bm);
-    float* c = take<float>(team, bm);
-    float* row = take<float>(team, dp);
-    int* kb = take<int>(team, bm);
-    int* ke = take<int>(team, bm);
+    void* base = team.team_scratch(1).get_shmem(a.tiles.level1);
+    if (base == nullptr) Kokkos::abort("flashcore portable-cpu: the team scratch is smaller than the plan asked for");
+    Carve scratch(base);
+    const Arrays t = Arrays::carve(scratch, a.tiles);
+    float *qt = t.qt, *kn = t.kn, *vn = t.vn, *st = t.st, *os = t.os, *m = t.m, *l = t.l, *c = t.c, *row = t.row;
+    int *kb = t.kb, *ke = t.ke;
 
     const std::int64_t q_off = blk.h * a.sq.head, o_off = blk.h * a.so.head;
     const std::int64_t k_off = blk.hk * a.sk.head, v_off = blk.hk * a.sv.head;
@@ -196,10 +213,6 @@ struct Kernel {
     }
   }
 
-  template <class E>
-  static E* take(const member& team, std::size_t n) {
-    return static_cast<E*>(team.team_scratch(1).get_shmem(n * sizeof(E)));
-  }
 };
 
 /// Runs the CPU kernel for p on exec (a host execution space) with tiles t (choose_tiles).

@@ -44,6 +44,27 @@ struct Tiles {
   std::size_t level0 = 0, level1 = 0;
 };
 
+/// Lays a kernel's scratch arrays out one after another, each on a 64-byte boundary. The same
+/// list of take() calls runs twice: on a counter (Carve{}) when the plan sizes the scratch, and on
+/// the team's scratch when the kernel runs, so the bytes requested and the bytes used cannot
+/// disagree (Kokkos 3.4 does not check; 4.x returns nullptr past the end).
+class Carve {
+ public:
+  KOKKOS_INLINE_FUNCTION Carve() = default;
+  KOKKOS_INLINE_FUNCTION explicit Carve(void* base) : base_(reinterpret_cast<std::uintptr_t>(base)) {}
+  template <class E>
+  KOKKOS_INLINE_FUNCTION E* take(std::size_t n) {
+    E* p = reinterpret_cast<E*>(base_ + used_);
+    used_ += (n * sizeof(E) + 63) / 64 * 64;
+    return p;
+  }
+  KOKKOS_INLINE_FUNCTION std::size_t bytes() const { return used_; }
+
+ private:
+  std::uintptr_t base_ = 0;
+  std::size_t used_ = 0;
+};
+
 /// What both kernels read: the tensors (storage type S), the problem's fields, the tiles.
 template <class S>
 struct Args {

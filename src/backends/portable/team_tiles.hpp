@@ -14,12 +14,28 @@ namespace flashcore::portable::team {
 
 constexpr int R = 4, W = 4, kPad = 1;
 
-/// Scratch bytes of the arrays that always share level 0 (qt, kt, vt, p, m, l, c, kb, ke).
-inline std::size_t shared_bytes(int bm, int bn, int dp) {
-  return sizeof(float) * (static_cast<std::size_t>(dp) * bm + 2 * static_cast<std::size_t>(dp) * bn +
-                          static_cast<std::size_t>(bm) * (bn + kPad) + 3 * static_cast<std::size_t>(bm)) +
-         2 * sizeof(int) * bm + 8 * 64;  // alignment slack of each allocation
-}
+/// The kernel's scratch arrays, laid out by one list (Carve): all in level 0, except the O
+/// accumulator, which goes to `o_level` (level 0's carve again, or level 1's when o does not fit).
+struct Arrays {
+  float *qt, *kt, *vt, *p, *m, *l, *c, *os;
+  int *kb, *ke;
+
+  KOKKOS_INLINE_FUNCTION static Arrays carve(Carve& level0, Carve& o_level, int bm_, int bn_, int dp_) {
+    const std::size_t bm = bm_, bn = bn_, dp = dp_;
+    Arrays a;
+    a.qt = level0.take<float>(dp * bm);
+    a.kt = level0.take<float>(dp * bn);
+    a.vt = level0.take<float>(dp * bn);
+    a.p = level0.take<float>(bm * (bn + kPad));
+    a.m = level0.take<float>(bm);
+    a.l = level0.take<float>(bm);
+    a.c = level0.take<float>(bm);
+    a.kb = level0.take<int>(bm);
+    a.ke = level0.take<int>(bm);
+    a.os = o_level.take<float>(bm * dp);
+    return a;
+  }
+};
 
 /// The largest tile whose arrays fit ExecSpace's level-0 scratch, o in level 0 if it fits too.
 template <class ExecSpace>
@@ -31,13 +47,13 @@ Tiles choose_tiles(int head_dim) {
   for (int pass = 0; pass < 2; ++pass) {
     const bool o_in_l0 = pass == 0;
     for (const auto& s : shapes) {
-      const std::size_t l0 = shared_bytes(s[0], s[1], t.dp);
-      const std::size_t o = sizeof(float) * static_cast<std::size_t>(s[0]) * t.dp;
-      if ((o_in_l0 ? l0 + o : l0) > budget) continue;
+      Carve l0, l1;
+      Arrays::carve(l0, o_in_l0 ? l0 : l1, s[0], s[1], t.dp);
+      if (l0.bytes() > budget) continue;
       t.bm = s[0], t.bn = s[1];
       t.o_level1 = !o_in_l0;
-      t.level0 = o_in_l0 ? l0 + o : l0;
-      t.level1 = o_in_l0 ? 0 : o + 64;
+      t.level0 = l0.bytes();
+      t.level1 = l1.bytes();
       t.team_size = (s[0] / R) * (s[1] / W);
       return t;
     }
@@ -65,16 +81,13 @@ struct Kernel {
     const int bm = a.tiles.bm, bn = a.tiles.bn, dp = a.tiles.dp, D = a.head_dim, ps = bn + kPad;
     const int rows = blk.rows, j_end = blk.kmax;
 
-    float* qt = take<float>(team, 0, static_cast<std::size_t>(dp) * bm);
-    float* kt = take<float>(team, 0, static_cast<std::size_t>(dp) * bn);
-    float* vt = take<float>(team, 0, static_cast<std::size_t>(dp) * bn);
-    float* p = take<float>(team, 0, static_cast<std::size_t>(bm) * ps);
-    float* m = take<float>(team, 0, bm);
-    float* l = take<float>(team, 0, bm);
-    float* c = take<float>(team, 0, bm);
-    int* kb = take<int>(team, 0, bm);
-    int* ke = take<int>(team, 0, bm);
-    float* os = take<float>(team, a.tiles.o_level1 ? 1 : 0, static_cast<std::size_t>(bm) * dp);
+    void* base0 = team.team_scratch(0).get_shmem(a.tiles.level0);
+    if (base0 == nullptr) Kokkos::abort("flashcore portable team kernel: the team scratch is smaller than the plan asked for");
+    Carve l0(base0);
+    Carve l1(a.tiles.o_level1 ? team.team_scratch(1).get_shmem(a.tiles.level1) : nullptr);
+    const Arrays t = Arrays::carve(l0, a.tiles.o_level1 ? l1 : l0, bm, bn, dp);
+    float *qt = t.qt, *kt = t.kt, *vt = t.vt, *p = t.p, *m = t.m, *l = t.l, *c = t.c, *os = t.os;
+    int *kb = t.kb, *ke = t.ke;
 
     const std::int64_t q_off = blk.h * a.sq.head, o_off = blk.h * a.so.head;
     const std::int64_t k_off = blk.hk * a.sk.head, v_off = blk.hk * a.sv.head;
@@ -173,10 +186,6 @@ struct Kernel {
     });
   }
 
-  template <class E>
-  KOKKOS_INLINE_FUNCTION static E* take(const member& team, int level, std::size_t n) {
-    return static_cast<E*>(team.team_scratch(level).get_shmem(n * sizeof(E)));
-  }
 };
 
 /// Enqueues the team kernel for p on exec with tiles t (choose_tiles<ExecSpace>).
