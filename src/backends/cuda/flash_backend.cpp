@@ -48,37 +48,17 @@ FlashFwdParams make_params(const Problem& p, const Tensors& t) {
   return f;
 }
 
-// The backward's parameters: the forward's (make_params: sizes, strides, scale, variants, sequence
-// arrays; flash_bwd_plan declines the last two) and the gradients, dO with O's strides, dQ with Q's,
-// dK with K's, dV with V's (flashcore.hpp, Gradients).
+// The backward's parameters: the forward's (make_params) and the gradients, dO with O's strides,
+// dQ with Q's, dK with K's, dV with V's (flashcore.hpp, Gradients).
 FlashBwdParams make_bwd_params(const Problem& p, const Tensors& t, const Gradients& g) {
-  const FlashFwdParams f = make_params(p, t);
   FlashBwdParams b{};
-  b.q = f.q, b.k = f.k, b.v = f.v, b.o = f.o, b.d_o = g.d_o;
-  b.lse = f.lse;
-  b.dq = g.dq, b.dk = g.dk, b.dv = g.dv;
-  b.batch = f.batch, b.heads_q = f.heads_q, b.heads_kv = f.heads_kv;
-  b.seqlen_q = f.seqlen_q, b.seqlen_k = f.seqlen_k, b.head_dim = f.head_dim;
-  b.q_batch_stride = f.q_batch_stride, b.q_seq_stride = f.q_seq_stride, b.q_head_stride = f.q_head_stride;
-  b.k_batch_stride = f.k_batch_stride, b.k_seq_stride = f.k_seq_stride, b.k_head_stride = f.k_head_stride;
-  b.v_batch_stride = f.v_batch_stride, b.v_seq_stride = f.v_seq_stride, b.v_head_stride = f.v_head_stride;
-  b.o_batch_stride = f.o_batch_stride, b.o_seq_stride = f.o_seq_stride, b.o_head_stride = f.o_head_stride;
+  b.fwd = make_params(p, t);
+  const FlashFwdParams& f = b.fwd;
+  b.d_o = g.d_o, b.dq = g.dq, b.dk = g.dk, b.dv = g.dv, b.dsinks = g.dsinks;
   b.do_batch_stride = f.o_batch_stride, b.do_seq_stride = f.o_seq_stride, b.do_head_stride = f.o_head_stride;
   b.dq_batch_stride = f.q_batch_stride, b.dq_seq_stride = f.q_seq_stride, b.dq_head_stride = f.q_head_stride;
   b.dk_batch_stride = f.k_batch_stride, b.dk_seq_stride = f.k_seq_stride, b.dk_head_stride = f.k_head_stride;
   b.dv_batch_stride = f.v_batch_stride, b.dv_seq_stride = f.v_seq_stride, b.dv_head_stride = f.v_head_stride;
-  b.scale = f.scale;
-  b.causal = f.causal;
-  b.bf16 = f.bf16;
-  b.window_left = f.window_left, b.window_right = f.window_right;
-  b.softcap = f.softcap;
-  b.alibi_slopes = f.alibi_slopes;
-  b.sinks = f.sinks;
-  b.dsinks = g.dsinks;
-  b.cu_seqlens_q = f.cu_seqlens_q, b.cu_seqlens_k = f.cu_seqlens_k, b.seqlens_k = f.seqlens_k;
-  b.block_table = f.block_table;
-  b.total_q = f.total_q, b.total_k = f.total_k;
-  b.page_size = f.page_size, b.pages_per_seq = f.pages_per_seq;
   return b;
 }
 

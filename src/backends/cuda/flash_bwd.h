@@ -24,36 +24,19 @@
 namespace flashcore::cuda {
 
 struct FlashBwdParams {
-  // Inputs: the forward's Q, K, V, its output O and LSE, and dO. Outputs: dQ, dK, dV. All tensors
-  // are of the problem's dtype (fp16 or bf16), device memory, head dim contiguous (stride 1).
-  const void* q; const void* k; const void* v; const void* o; const void* d_o;
-  const float* lse;           // fp32, contiguous [batch][heads_q][seqlen_q], natural log, -inf for rows that see no key
+  // The forward call's problem and tensors (Q, K, V, its output O and its LSE, sizes, strides, scale,
+  // causal, dtype; variants and sequence arrays, which flash_bwd_plan declines, naming the field).
+  // LSE is required: fp32, contiguous [batch][heads_q][seqlen_q], natural log, -inf for rows that see no key.
+  FlashFwdParams fwd;
+  // dO (in), dQ, dK, dV (out): the problem's dtype, device memory, head dim contiguous; element strides
+  // (flashcore: dO has O's strides, dQ Q's, dK K's, dV V's).
+  const void* d_o;
   void* dq; void* dk; void* dv;
-  int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
-  long long q_batch_stride, q_seq_stride, q_head_stride;   // element strides; dim stride is 1
-  long long k_batch_stride, k_seq_stride, k_head_stride;
-  long long v_batch_stride, v_seq_stride, v_head_stride;
-  long long o_batch_stride, o_seq_stride, o_head_stride;
-  long long do_batch_stride, do_seq_stride, do_head_stride;   // dO (flashcore: O's strides)
-  long long dq_batch_stride, dq_seq_stride, dq_head_stride;   // dQ (flashcore: Q's)
-  long long dk_batch_stride, dk_seq_stride, dk_head_stride;   // dK (flashcore: K's)
-  long long dv_batch_stride, dv_seq_stride, dv_head_stride;   // dV (flashcore: V's)
-  float scale;                // already resolved (e.g. 1/sqrt(head_dim))
-  bool causal;                // bottom-right aligned: query i sees key j iff j <= i + seqlen_k - seqlen_q
-  bool bf16;                  // false: fp16
-  // Variants and sequence layouts, as in FlashFwdParams: the backward kernels have none of them and
-  // flash_bwd_plan declines any that is set (naming it).
-  int window_left = -1, window_right = -1;
-  float softcap = 0.f;
-  const float* alibi_slopes = nullptr;
-  const float* sinks = nullptr;
-  float* dsinks = nullptr;
-  const int* cu_seqlens_q = nullptr;
-  const int* cu_seqlens_k = nullptr;
-  const int* seqlens_k = nullptr;
-  const int* block_table = nullptr;
-  int total_q = 0, total_k = 0;
-  int page_size = 0, pages_per_seq = 0;
+  long long do_batch_stride, do_seq_stride, do_head_stride;
+  long long dq_batch_stride, dq_seq_stride, dq_head_stride;
+  long long dk_batch_stride, dk_seq_stride, dk_head_stride;
+  long long dv_batch_stride, dv_seq_stride, dv_head_stride;
+  float* dsinks = nullptr;  // the sinks' gradient: declined (no sinks in the tuned backward)
 };
 
 // Everything one call decided. Valid for the params (sizes, strides, dtype) and device it was made for.

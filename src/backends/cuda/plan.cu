@@ -16,6 +16,7 @@
 #include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/decode/config.cuh"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/limits.h"
 #include "backends/cuda/sm80/config.cuh"
 #include "backends/cuda/sm90/config.h"
 #include "core/internal.hpp"
@@ -94,50 +95,6 @@ size_t align_up(size_t x) { return (x + 255) & ~size_t(255); }
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
 
-// Limits every kernel shares: "" or why not, naming the field.
-std::string common_limits(const FlashFwdParams& p, const DeviceLimits& dev) {
-  if (dev.cc_major < 8)
-    return "compute capability " + std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) +
-           " < 8.0 (needs mma.sync bf16, cp.async)";
-  if (p.head_dim < 8 || p.head_dim > 256 || p.head_dim % 8 != 0)
-    return "head_dim " + std::to_string(p.head_dim) + " is not a multiple of 8 in [8, 256] (16-byte rows)";
-  if (p.batch < 1 || p.batch > 65535) return "batch " + std::to_string(p.batch) + " not in [1, 65535]";
-  if (p.heads_q < 1 || p.heads_q > 65535) return "heads_q " + std::to_string(p.heads_q) + " not in [1, 65535]";
-  if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0)
-    return "heads_kv " + std::to_string(p.heads_kv) + " does not divide heads_q " + std::to_string(p.heads_q);
-  if (p.seqlen_q < 1) return "seqlen_q " + std::to_string(p.seqlen_q) + " < 1";
-  if (p.seqlen_k < 1) return "seqlen_k " + std::to_string(p.seqlen_k) + " < 1";
-  if (!(p.scale > 0.f) || !std::isfinite(p.scale)) return "scale must be finite and > 0";
-  if (p.window_left < -1 || p.window_right < -1) return "window sides must be -1 (unbounded) or >= 0";
-  if (p.causal && p.window_right > 0) return "window_right must be -1 or 0 with causal";
-  if (!(p.softcap >= 0.f) || !std::isfinite(p.softcap)) return "softcap must be finite and >= 0";
-  const struct { const void* ptr; const char* name; } ptrs[] = {{p.q, "q"}, {p.k, "k"}, {p.v, "v"}, {p.o, "o"}};
-  for (const auto& x : ptrs) {
-    if (x.ptr == nullptr) return std::string(x.name) + " pointer is null";
-    if (!aligned16(x.ptr)) return std::string(x.name) + " pointer is not 16-byte aligned";
-  }
-  const struct { long long v; const char* name; } strides[] = {
-      {p.q_batch_stride, "q_batch_stride"}, {p.q_seq_stride, "q_seq_stride"}, {p.q_head_stride, "q_head_stride"},
-      {p.k_batch_stride, "k_batch_stride"}, {p.k_seq_stride, "k_seq_stride"}, {p.k_head_stride, "k_head_stride"},
-      {p.v_batch_stride, "v_batch_stride"}, {p.v_seq_stride, "v_seq_stride"}, {p.v_head_stride, "v_head_stride"},
-      {p.o_batch_stride, "o_batch_stride"}, {p.o_seq_stride, "o_seq_stride"}, {p.o_head_stride, "o_head_stride"}};
-  for (const auto& s : strides)
-    if (s.v % 8 != 0) return std::string(s.name) + " " + std::to_string(s.v) + " is not a multiple of 8 elements";
-  if (const FlashFwdLaunchOverride* ov = p.launch_override) {
-    if (ov->block_m && (ov->block_m % 16 || ov->block_m < 16 || ov->block_m > 128))
-      return "launch_override.block_m not in {16,32,...,128}";
-    if (ov->stages && (ov->stages < 2 || ov->stages > detail::kMaxDecodeStages))
-      return "launch_override.stages not in [2, 8]";
-    if (ov->splits < 0 || ov->splits > detail::kMaxDecodeSplits) return "launch_override.splits not in [0, 64]";
-    if (ov->key_split_warps && (ov->key_split_warps < 1 || ov->key_split_warps > 8))
-      return "launch_override.key_split_warps not in [1, 8]";
-  }
-  const size_t need = smem_bytes(p.head_dim, 16, 1, 2);  // the smallest mma.sync configuration
-  if (need > dev.smem_optin_per_block)
-    return "needs " + std::to_string(need) + " bytes of shared memory per block, device allows " +
-           std::to_string(dev.smem_optin_per_block);
-  return {};
-}
 
 // The Hopper kernel's own conditions; on success its TMA descriptors are in plan->tensor_maps.
 std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan) {
@@ -407,6 +364,51 @@ bool get_scratch(int device, cudaStream_t stream, size_t counter_bytes, size_t p
 
 }  // namespace
 
+// limits.h: the limits every tuned kernel shares, the backward kernels too.
+std::string detail::common_limits(const FlashFwdParams& p, const DeviceLimits& dev) {
+  if (dev.cc_major < 8)
+    return "compute capability " + std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) +
+           " < 8.0 (needs mma.sync bf16, cp.async)";
+  if (p.head_dim < 8 || p.head_dim > 256 || p.head_dim % 8 != 0)
+    return "head_dim " + std::to_string(p.head_dim) + " is not a multiple of 8 in [8, 256] (16-byte rows)";
+  if (p.batch < 1 || p.batch > 65535) return "batch " + std::to_string(p.batch) + " not in [1, 65535]";
+  if (p.heads_q < 1 || p.heads_q > 65535) return "heads_q " + std::to_string(p.heads_q) + " not in [1, 65535]";
+  if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0)
+    return "heads_kv " + std::to_string(p.heads_kv) + " does not divide heads_q " + std::to_string(p.heads_q);
+  if (p.seqlen_q < 1) return "seqlen_q " + std::to_string(p.seqlen_q) + " < 1";
+  if (p.seqlen_k < 1) return "seqlen_k " + std::to_string(p.seqlen_k) + " < 1";
+  if (!(p.scale > 0.f) || !std::isfinite(p.scale)) return "scale must be finite and > 0";
+  if (p.window_left < -1 || p.window_right < -1) return "window sides must be -1 (unbounded) or >= 0";
+  if (p.causal && p.window_right > 0) return "window_right must be -1 or 0 with causal";
+  if (!(p.softcap >= 0.f) || !std::isfinite(p.softcap)) return "softcap must be finite and >= 0";
+  const struct { const void* ptr; const char* name; } ptrs[] = {{p.q, "q"}, {p.k, "k"}, {p.v, "v"}, {p.o, "o"}};
+  for (const auto& x : ptrs) {
+    if (x.ptr == nullptr) return std::string(x.name) + " pointer is null";
+    if (!aligned16(x.ptr)) return std::string(x.name) + " pointer is not 16-byte aligned";
+  }
+  const struct { long long v; const char* name; } strides[] = {
+      {p.q_batch_stride, "q_batch_stride"}, {p.q_seq_stride, "q_seq_stride"}, {p.q_head_stride, "q_head_stride"},
+      {p.k_batch_stride, "k_batch_stride"}, {p.k_seq_stride, "k_seq_stride"}, {p.k_head_stride, "k_head_stride"},
+      {p.v_batch_stride, "v_batch_stride"}, {p.v_seq_stride, "v_seq_stride"}, {p.v_head_stride, "v_head_stride"},
+      {p.o_batch_stride, "o_batch_stride"}, {p.o_seq_stride, "o_seq_stride"}, {p.o_head_stride, "o_head_stride"}};
+  for (const auto& s : strides)
+    if (s.v % 8 != 0) return std::string(s.name) + " " + std::to_string(s.v) + " is not a multiple of 8 elements";
+  if (const FlashFwdLaunchOverride* ov = p.launch_override) {
+    if (ov->block_m && (ov->block_m % 16 || ov->block_m < 16 || ov->block_m > 128))
+      return "launch_override.block_m not in {16,32,...,128}";
+    if (ov->stages && (ov->stages < 2 || ov->stages > detail::kMaxDecodeStages))
+      return "launch_override.stages not in [2, 8]";
+    if (ov->splits < 0 || ov->splits > detail::kMaxDecodeSplits) return "launch_override.splits not in [0, 64]";
+    if (ov->key_split_warps && (ov->key_split_warps < 1 || ov->key_split_warps > 8))
+      return "launch_override.key_split_warps not in [1, 8]";
+  }
+  const size_t need = smem_bytes(p.head_dim, 16, 1, 2);  // the smallest mma.sync configuration
+  if (need > dev.smem_optin_per_block)
+    return "needs " + std::to_string(need) + " bytes of shared memory per block, device allows " +
+           std::to_string(dev.smem_optin_per_block);
+  return {};
+}
+
 const char* to_string(FlashKernel kernel) {
   switch (kernel) {
     case FlashKernel::Rows16: return "sm80-rows16";
@@ -446,7 +448,7 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
                            FlashFwdPlan* plan) {
   FlashFwdPlan out;
   out.device = dev.index;
-  std::string why = common_limits(p, dev);
+  std::string why = detail::common_limits(p, dev);
   if (!why.empty()) return why;
   // The decode kernel: forced, the only kernel that reads paged K/V, Auto's choice for the other
   // sequence layouts up to kMaxDecodeSeqlenQ queries, or for few query rows against many keys

@@ -27,7 +27,8 @@ __device__ __forceinline__ float2 unpack2(uint32_t x, __nv_bfloat16) {
 template <typename Elem>
 __global__ void __launch_bounds__(kBwdDeltaThreads) flash_bwd_delta_kernel(const __grid_constant__ BwdArgs a) {
   constexpr int kRowsPerBlock = kBwdDeltaThreads / kBwdDeltaThreadsPerRow;
-  const FlashBwdParams& p = a.p;
+  const FlashFwdParams& p = a.p.fwd;  // the forward call
+  const FlashBwdParams& g = a.p;      // dO and the gradients
   const int h = blockIdx.y, b = blockIdx.z;
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kBwdDeltaThreadsPerRow;
   const int sub = threadIdx.x % kBwdDeltaThreadsPerRow;
@@ -35,8 +36,8 @@ __global__ void __launch_bounds__(kBwdDeltaThreads) flash_bwd_delta_kernel(const
   float acc = 0.f;
   if (in) {
     const Elem* o = static_cast<const Elem*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride + row * p.o_seq_stride;
-    const Elem* d = static_cast<const Elem*>(p.d_o) + b * p.do_batch_stride + h * p.do_head_stride +
-                    row * p.do_seq_stride;
+    const Elem* d = static_cast<const Elem*>(g.d_o) + b * g.do_batch_stride + h * g.do_head_stride +
+                    row * g.do_seq_stride;
     for (int c = sub; c < p.head_dim / 8; c += kBwdDeltaThreadsPerRow) {
       const uint4 ov = *reinterpret_cast<const uint4*>(o + c * 8);
       const uint4 dv = *reinterpret_cast<const uint4*>(d + c * 8);

@@ -28,7 +28,8 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __gri
   float* s_lse2 = reinterpret_cast<float*>(sdO + 2 * kTile);  // [2][64]
   float* s_delta = s_lse2 + 2 * 64;                            // [2][64]
 
-  const FlashBwdParams& p = a.p;
+  const FlashFwdParams& p = a.p.fwd;  // the forward call
+  const FlashBwdParams& g = a.p;      // dO and the gradients
   const int kb = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int len_q = p.seqlen_q, len_k = p.seqlen_k, diag = len_k - len_q;
@@ -49,10 +50,10 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __gri
   auto load_q_tile = [&](int it, int slot) {
     const int h = hk * a.group + it / m_count, m = m_first + it % m_count;
     const Elem* gQ = static_cast<const Elem*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-    const Elem* gdO = static_cast<const Elem*>(p.d_o) + b * p.do_batch_stride + h * p.do_head_stride;
+    const Elem* gdO = static_cast<const Elem*>(g.d_o) + b * g.do_batch_stride + h * g.do_head_stride;
     load_tile_async<D, Elem>(sQ + slot * kTile, gQ, p.q_seq_stride, m * kBwdBlockM, kBwdBlockM, len_q, D, tid,
                              kBwdThreads);
-    load_tile_async<D, Elem>(sdO + slot * kTile, gdO, p.do_seq_stride, m * kBwdBlockM, kBwdBlockM, len_q, D, tid,
+    load_tile_async<D, Elem>(sdO + slot * kTile, gdO, g.do_seq_stride, m * kBwdBlockM, kBwdBlockM, len_q, D, tid,
                              kBwdThreads);
     const long long w = ((long long)b * p.heads_q + h) * a.seqlen_q_rounded + m * kBwdBlockM;  // rows padded: in bounds
     if (tid < 16) cp_async_16(smem_u32(s_lse2 + slot * 64 + 4 * tid), a.lse2 + w + 4 * tid, true);
@@ -108,10 +109,10 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __gri
   stage_acc_rows<D, Elem>(sQ, 16 * warp + (lane >> 2), lane, dk, p.scale);
   stage_acc_rows<D, Elem>(sQ + kTile, 16 * warp + (lane >> 2), lane, dv, 1.f);
   __syncthreads();
-  Elem* gdK = static_cast<Elem*>(p.dk) + b * p.dk_batch_stride + hk * p.dk_head_stride;
-  Elem* gdV = static_cast<Elem*>(p.dv) + b * p.dv_batch_stride + hk * p.dv_head_stride;
-  store_tile_rows<D, Elem>(gdK, p.dk_seq_stride, sQ, k0, len_k, tid, kBwdThreads);
-  store_tile_rows<D, Elem>(gdV, p.dv_seq_stride, sQ + kTile, k0, len_k, tid, kBwdThreads);
+  Elem* gdK = static_cast<Elem*>(g.dk) + b * g.dk_batch_stride + hk * g.dk_head_stride;
+  Elem* gdV = static_cast<Elem*>(g.dv) + b * g.dv_batch_stride + hk * g.dv_head_stride;
+  store_tile_rows<D, Elem>(gdK, g.dk_seq_stride, sQ, k0, len_k, tid, kBwdThreads);
+  store_tile_rows<D, Elem>(gdV, g.dv_seq_stride, sQ + kTile, k0, len_k, tid, kBwdThreads);
 }
 
 }  // namespace flashcore::cuda::detail

@@ -20,7 +20,8 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dq_kernel(const __grid_
   Elem* sK = sdO + kTile;     // 2 slots
   Elem* sV = sK + 2 * kTile;  // 2 slots
 
-  const FlashBwdParams& p = a.p;
+  const FlashFwdParams& p = a.p.fwd;  // the forward call
+  const FlashBwdParams& g = a.p;      // dO and the gradients
   const int qb = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / a.group;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -32,11 +33,11 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dq_kernel(const __grid_
   const int n_tiles = key_end > 0 ? (key_end + kBwdBlockN - 1) / kBwdBlockN : 0;
 
   const Elem* gQ = static_cast<const Elem*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const Elem* gdO = static_cast<const Elem*>(p.d_o) + b * p.do_batch_stride + h * p.do_head_stride;
+  const Elem* gdO = static_cast<const Elem*>(g.d_o) + b * g.do_batch_stride + h * g.do_head_stride;
   const Elem* gK = static_cast<const Elem*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
   const Elem* gV = static_cast<const Elem*>(p.v) + b * p.v_batch_stride + hk * p.v_head_stride;
   load_tile_async<D, Elem>(sQ, gQ, p.q_seq_stride, q0, kBwdBlockM, len_q, D, tid, kBwdThreads);
-  load_tile_async<D, Elem>(sdO, gdO, p.do_seq_stride, q0, kBwdBlockM, len_q, D, tid, kBwdThreads);
+  load_tile_async<D, Elem>(sdO, gdO, g.do_seq_stride, q0, kBwdBlockM, len_q, D, tid, kBwdThreads);
   auto load_kv_tile = [&](int n, int slot) {
     load_tile_async<D, Elem>(sK + slot * kTile, gK, p.k_seq_stride, n * kBwdBlockN, kBwdBlockN, len_k, D, tid,
                              kBwdThreads);
@@ -92,8 +93,8 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dq_kernel(const __grid_
 
   stage_acc_rows<D, Elem>(sK, lrow0, lane, dq, p.scale);
   __syncthreads();
-  Elem* gdQ = static_cast<Elem*>(p.dq) + b * p.dq_batch_stride + h * p.dq_head_stride;
-  store_tile_rows<D, Elem>(gdQ, p.dq_seq_stride, sK, q0, len_q, tid, kBwdThreads);
+  Elem* gdQ = static_cast<Elem*>(g.dq) + b * g.dq_batch_stride + h * g.dq_head_stride;
+  store_tile_rows<D, Elem>(gdQ, g.dq_seq_stride, sK, q0, len_q, tid, kBwdThreads);
 }
 
 }  // namespace flashcore::cuda::detail

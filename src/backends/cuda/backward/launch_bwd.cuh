@@ -46,10 +46,10 @@ cudaError_t launch_bwd_typed(const FlashBwdPlan& plan, const BwdArgs& args, cuda
 
 template <int D>
 cudaError_t launch_bwd_head_dim(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
-  if (args.p.bf16)
-    return args.p.causal ? launch_bwd_typed<D, __nv_bfloat16, true>(plan, args, stream)
+  if (args.p.fwd.bf16)
+    return args.p.fwd.causal ? launch_bwd_typed<D, __nv_bfloat16, true>(plan, args, stream)
                          : launch_bwd_typed<D, __nv_bfloat16, false>(plan, args, stream);
-  return args.p.causal ? launch_bwd_typed<D, __half, true>(plan, args, stream)
+  return args.p.fwd.causal ? launch_bwd_typed<D, __half, true>(plan, args, stream)
                        : launch_bwd_typed<D, __half, false>(plan, args, stream);
 }
 

@@ -11,6 +11,7 @@
 
 #include "backends/cuda/backward/bwd_config.cuh"
 #include "backends/cuda/backward/launch_bwd.cuh"
+#include "backends/cuda/limits.h"
 
 namespace flashcore::cuda {
 
@@ -33,14 +34,15 @@ void bwd_smem(int d, size_t* dkdv, size_t* dq) {
 }
 
 // The variants and sequence layouts the backward kernels do not have: "" or the field that is set.
-std::string unsupported_features(const FlashBwdParams& p) {
+std::string unsupported_features(const FlashBwdParams& b) {
+  const FlashFwdParams& p = b.fwd;
   const std::string tail = " (the tuned backward has no attention variants; the reference backward runs them)";
   if (p.window_left != -1) return "window_left " + std::to_string(p.window_left) + " is set" + tail;
   if (p.window_right != -1) return "window_right " + std::to_string(p.window_right) + " is set" + tail;
   if (p.softcap != 0.f) return "softcap " + std::to_string(p.softcap) + " is set" + tail;
   if (p.alibi_slopes != nullptr) return "alibi_slopes is set" + tail;
   if (p.sinks != nullptr) return "sinks is set" + tail;
-  if (p.dsinks != nullptr) return "dsinks is set" + tail;
+  if (b.dsinks != nullptr) return "dsinks is set" + tail;
   const std::string seq = " (the tuned backward takes fixed-length batches only; the reference backward runs "
                           "sequence layouts)";
   if (p.cu_seqlens_q != nullptr || p.total_q != 0) return "cu_seqlens_q (varlen Q) is set" + seq;
@@ -58,43 +60,33 @@ std::string FlashBwdPlan::describe() const {
          " dq=" + std::to_string(smem_dq) + " workspace=" + std::to_string(workspace_bytes);
 }
 
-std::string flash_bwd_plan(const FlashBwdParams& p, const DeviceLimits& dev, FlashBwdPlan* plan) {
-  if (dev.cc_major < 8)
-    return "compute capability " + std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) +
-           " < 8.0 (the backward kernels need mma.sync bf16, cp.async)";
+std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, FlashBwdPlan* plan) {
+  const FlashFwdParams& p = b.fwd;
+  // What every tuned kernel needs (sizes, scale, compute capability, the q, k, v, o pointers and strides).
+  std::string why = detail::common_limits(p, dev);
+  if (!why.empty()) return why;
   if (!detail::bwd_head_dim_built(p.head_dim))
     return "head_dim " + std::to_string(p.head_dim) + ": the backward kernels are built for 32, 64, 96 and 128 only";
-  std::string why = unsupported_features(p);
+  why = unsupported_features(b);
   if (!why.empty()) return why;
-  if (p.batch < 1 || p.batch > 65535) return "batch " + std::to_string(p.batch) + " not in [1, 65535]";
-  if (p.heads_q < 1 || p.heads_q > 65535) return "heads_q " + std::to_string(p.heads_q) + " not in [1, 65535]";
-  if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0)
-    return "heads_kv " + std::to_string(p.heads_kv) + " does not divide heads_q " + std::to_string(p.heads_q);
-  if (p.seqlen_q < 1) return "seqlen_q " + std::to_string(p.seqlen_q) + " < 1";
-  if (p.seqlen_k < 1) return "seqlen_k " + std::to_string(p.seqlen_k) + " < 1";
-  if (!(p.scale > 0.f) || !std::isfinite(p.scale)) return "scale must be finite and > 0";
   const long long q_tiles = (p.seqlen_q + (long long)kBwdBlockM - 1) / kBwdBlockM;
   const long long q_rounded = q_tiles * kBwdBlockM;
   // Kernel indices are int: the padded query rows and a dK/dV block's (head, query tile) iterations.
   if (q_rounded > INT_MAX || q_tiles * (p.heads_q / p.heads_kv) > INT_MAX)
     return "seqlen_q " + std::to_string(p.seqlen_q) + " is too large for the backward kernels' int indices";
-  const struct { const void* ptr; const char* name; } ptrs[] = {
-      {p.q, "q"}, {p.k, "k"}, {p.v, "v"}, {p.o, "o"}, {p.d_o, "d_o"}, {p.dq, "dq"}, {p.dk, "dk"}, {p.dv, "dv"}};
+  // What the backward adds: the LSE, dO and the gradients.
+  if (p.lse == nullptr) return "lse pointer is null (the backward needs the forward's LSE)";
+  if ((reinterpret_cast<uintptr_t>(p.lse) & 3u) != 0) return "lse pointer is not 4-byte aligned";
+  const struct { const void* ptr; const char* name; } ptrs[] = {{b.d_o, "d_o"}, {b.dq, "dq"}, {b.dk, "dk"}, {b.dv, "dv"}};
   for (const auto& x : ptrs) {
     if (x.ptr == nullptr) return std::string(x.name) + " pointer is null";
     if (!aligned16(x.ptr)) return std::string(x.name) + " pointer is not 16-byte aligned";
   }
-  if (p.lse == nullptr) return "lse pointer is null (the backward needs the forward's LSE)";
-  if ((reinterpret_cast<uintptr_t>(p.lse) & 3u) != 0) return "lse pointer is not 4-byte aligned";
   const struct { long long v; const char* name; } strides[] = {
-      {p.q_batch_stride, "q_batch_stride"},   {p.q_seq_stride, "q_seq_stride"},   {p.q_head_stride, "q_head_stride"},
-      {p.k_batch_stride, "k_batch_stride"},   {p.k_seq_stride, "k_seq_stride"},   {p.k_head_stride, "k_head_stride"},
-      {p.v_batch_stride, "v_batch_stride"},   {p.v_seq_stride, "v_seq_stride"},   {p.v_head_stride, "v_head_stride"},
-      {p.o_batch_stride, "o_batch_stride"},   {p.o_seq_stride, "o_seq_stride"},   {p.o_head_stride, "o_head_stride"},
-      {p.do_batch_stride, "do_batch_stride"}, {p.do_seq_stride, "do_seq_stride"}, {p.do_head_stride, "do_head_stride"},
-      {p.dq_batch_stride, "dq_batch_stride"}, {p.dq_seq_stride, "dq_seq_stride"}, {p.dq_head_stride, "dq_head_stride"},
-      {p.dk_batch_stride, "dk_batch_stride"}, {p.dk_seq_stride, "dk_seq_stride"}, {p.dk_head_stride, "dk_head_stride"},
-      {p.dv_batch_stride, "dv_batch_stride"}, {p.dv_seq_stride, "dv_seq_stride"}, {p.dv_head_stride, "dv_head_stride"}};
+      {b.do_batch_stride, "do_batch_stride"}, {b.do_seq_stride, "do_seq_stride"}, {b.do_head_stride, "do_head_stride"},
+      {b.dq_batch_stride, "dq_batch_stride"}, {b.dq_seq_stride, "dq_seq_stride"}, {b.dq_head_stride, "dq_head_stride"},
+      {b.dk_batch_stride, "dk_batch_stride"}, {b.dk_seq_stride, "dk_seq_stride"}, {b.dk_head_stride, "dk_head_stride"},
+      {b.dv_batch_stride, "dv_batch_stride"}, {b.dv_seq_stride, "dv_seq_stride"}, {b.dv_head_stride, "dv_head_stride"}};
   for (const auto& s : strides)
     if (s.v % 8 != 0) return std::string(s.name) + " " + std::to_string(s.v) + " is not a multiple of 8 elements";
 
@@ -121,9 +113,10 @@ std::string flash_bwd_plan(const FlashBwdParams& p, const DeviceLimits& dev, Fla
   return {};
 }
 
-cudaError_t flash_bwd_run(const FlashBwdParams& p, const FlashBwdPlan& plan, cudaStream_t stream) {
+cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cudaStream_t stream) {
+  const FlashFwdParams& p = b.fwd;
   detail::BwdArgs args{};
-  args.p = p;
+  args.p = b;
   args.scale_log2 = p.scale * 1.4426950408889634f;
   args.group = p.heads_q / p.heads_kv;
   args.seqlen_q_rounded = plan.seqlen_q_rounded;

@@ -5,7 +5,7 @@
 namespace flashcore::cuda::detail {
 
 cudaError_t launch_bwd_delta(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
-  if (args.p.bf16)
+  if (args.p.fwd.bf16)
     flash_bwd_delta_kernel<__nv_bfloat16><<<plan.grid_delta, plan.delta_threads, 0, stream>>>(args);
   else
     flash_bwd_delta_kernel<__half><<<plan.grid_delta, plan.delta_threads, 0, stream>>>(args);
