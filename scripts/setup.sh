@@ -142,7 +142,7 @@ fi
 say "cache: $CACHE"
 
 # ------------------------------------------------------- Debian packages ---
-REQUIRED_PKGS=(cmake ninja-build g++ gfortran make patch libgtest-dev libbenchmark-dev
+REQUIRED_PKGS=(cmake ninja-build g++ gfortran make patch libgtest-dev libbenchmark-dev libopenmpi-dev
   python3 xz-utils ca-certificates)
 # shellcheck disable=SC2206
 REQUIRED_PKGS+=(${FLASHCORE_EXTRA_PACKAGES:-})

@@ -55,6 +55,15 @@ inline double kernel_floor(DType dt) {
 }
 inline Bound kernel_bound(DType dt, double naive_max_abs_err) { return {2 * naive_max_abs_err + kernel_floor(dt), 0.0}; }
 
+/// Ring attention (context_parallel.hpp) against the same oracle: the bound of the backend that
+/// computed the partial attentions, plus one rounding of each partial output to the dtype before
+/// the fp32 merge. A partial output is a convex combination of V rows, so that rounding is at most
+/// rtol(dtype) * max|V| per element, and the merge weights sum to 1:
+///   |o - ref| <= partial.atol + rtol(dtype) * max|V| + partial.rtol * |ref|
+inline Bound ring_bound(DType dt, Bound partial, double max_abs_v) {
+  return {partial.atol + reference_bound(dt).rtol * max_abs_v, partial.rtol};
+}
+
 /// Gradients (run_backward) of the reference against the exact (fp64) gradients of the same inputs,
 /// per tensor (dQ, dK, dV) with scale = max |ref| over the tensor:
 ///   |g - ref| <= atol + rtol * |ref| + rtol * scale     (atol, rtol: reference_bound(dtype))
