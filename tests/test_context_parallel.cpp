@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -168,6 +169,9 @@ double max_abs(const fctest::HostData& d, const std::vector<unsigned char>& buf,
         for (int x = 0; x < d.problem.head_dim; ++x) m = std::max(m, std::fabs(fctest::element(d.problem, buf, s, b, i, h, x)));
   return m;
 }
+
+// GoogleTest prints the parameter with this (instead of a byte dump).
+void PrintTo(const RingCase& rc, std::ostream* os) { *os << rc.name(); }
 
 class Ring : public ::testing::TestWithParam<RingCase> {};
 
