@@ -44,6 +44,15 @@ TEST(PortableSimd, HalfToFloatMatchesTheScalarConversionOnEveryBitPattern) {
   }
 }
 
+// The team kernel's fp16 load (numeric::half_to_float_branchless).
+TEST(PortableTeamKernel, BranchlessHalfToFloatMatchesOnEveryBitPattern) {
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    const auto u = static_cast<std::uint16_t>(h);
+    ASSERT_EQ(bits_of(flashcore::numeric::half_to_float_branchless(u)), bits_of(flashcore::numeric::half_to_float(u)))
+        << "fp16 bits 0x" << std::hex << h;
+  }
+}
+
 TEST(PortableSimd, Bf16ToFloatMatchesTheScalarConversionOnEveryBitPattern) {
   for (std::uint32_t h0 = 0; h0 < 65536; h0 += simd::kLanes) {
     std::uint16_t in[simd::kLanes];
@@ -180,6 +189,13 @@ TEST(PortableTeamKernel, CornersVariantsAndSequences) {
     for (const Case& c : cases) check_team(c, salts[set]);
     ++set;
   }
+}
+
+// Its tiles end at 64 rows and 64 keys, its slices at 32 head dims, its padding at 64/128/256.
+TEST(PortableTeamKernel, TileEdges) {
+  for (const Case& c : tile_edges()) check_team(c, 24);
+  for (int d : {63, 64, 65, 127, 128, 129, 256})
+    check_team(make_case(2, 3, 1, 130, 200, d, d % 2 == 0 ? DType::BF16 : DType::F32, d % 3 == 0), 25);
 }
 
 TEST(PortableTeamKernel, RandomShapes) {

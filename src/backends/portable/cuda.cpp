@@ -15,10 +15,9 @@ class CudaPortable final : public Backend {
   MemoryLocation location() const override { return MemoryLocation::Device; }
   BackendKind kind() const override { return BackendKind::Portable; }
   std::string description() const override {
-    const Tiles t = team::choose_tiles<Kokkos::Cuda>(64);
-    return "tiled Kokkos forward on Kokkos::Cuda (" + std::to_string(t.bm) + "x" + std::to_string(t.bn) +
-           " tiles at head_dim 64 in team scratch; fp32 accumulation, no tensor cores; every dtype, head_dim, mask, "
-           "stride, variant and sequence layout; forward only)";
+    return "tiled Kokkos forward on Kokkos::Cuda (teams of 128 threads, 64 query rows x 64 keys a tile, O in "
+           "registers; fp32 accumulation, no tensor cores; every dtype, head_dim, mask, stride, variant and sequence "
+           "layout; forward only)";
   }
   Support supports(const Query& q) const override {
     const Tiles t = team::choose_tiles<Kokkos::Cuda>(q.problem->head_dim);

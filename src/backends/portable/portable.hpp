@@ -14,8 +14,9 @@
 //   3. the sink joins the denominator; O = o / l, LSE = m + log l (a row that sees no key: 0, -inf)
 //
 // Two kernels state the tiles for the two kinds of machine (the loop order is what differs):
-//   team_tiles.hpp  a team of threads per block, level-0 scratch (GPU shared memory); any
-//                   execution space (portable-cuda; tested on the host in CI)
+//   team_tiles.hpp  a team of 128 threads per block of 64 rows, O in registers, slices of Q, K
+//                   and V in level-0 scratch (GPU shared memory); any execution space
+//                   (portable-cuda; tested on the host in CI)
 //   cpu_tiles.hpp   one thread per block, 8-lane vectors (simd.hpp), level-1 scratch in cache
 //                   (portable-host)
 // This header holds what they share: the arguments, the block's rows and keys, the row's end.
@@ -37,10 +38,9 @@ using reference::Logit;
 
 /// The tile shape of one call: bm query rows per team, bn keys per tile, dp = head dim rounded up
 /// to the register tile (the padding is zero in Q, K and V), threads per team, scratch bytes per
-/// team in levels 0 and 1, and (team kernel) whether the O accumulator sits in level 1.
+/// team in levels 0 and 1.
 struct Tiles {
   int bm = 64, bn = 64, dp = 64, team_size = 1;
-  bool o_level1 = false;
   std::size_t level0 = 0, level1 = 0;
 };
 
@@ -93,9 +93,10 @@ struct Args {
 
 /// One team's block: which (b, h), its rows [i0, i0 + rows) and the union [kmin, kmax) of their
 /// visible keys (rows' ranges move right with the row: the first non-empty row's begin to the
-/// last non-empty row's end). rows <= 0: a block past its sequence's end.
+/// last non-empty row's end); [free_begin, free_end): the keys every row sees (empty when a row
+/// sees none), where no mask is needed. rows <= 0: a block past its sequence's end.
 struct Block {
-  int b, h, hk, len_q, len_k, i0, rows, kmin, kmax;
+  int b, h, hk, len_q, len_k, i0, rows, kmin, kmax, free_begin, free_end;
 
   template <class S>
   KOKKOS_INLINE_FUNCTION static Block of(const Args<S>& a, int league_rank) {
@@ -107,15 +108,21 @@ struct Block {
     k.len_q = a.seqs.len_q(k.b), k.len_k = a.seqs.len_k(k.b);
     k.i0 = qb * a.tiles.bm;
     k.rows = k.len_q - k.i0 < a.tiles.bm ? k.len_q - k.i0 : a.tiles.bm;
-    k.kmin = k.kmax = 0;
-    bool any = false;
+    k.kmin = k.kmax = k.free_begin = k.free_end = 0;
+    bool any = false, all = true;
     for (int r = 0; r < k.rows; ++r) {
       const numeric::KeyRange kr = k.keys(a, r);
-      if (kr.begin >= kr.end) continue;
-      if (!any) k.kmin = kr.begin;
+      if (kr.begin >= kr.end) {
+        all = false;
+        continue;
+      }
+      if (!any) k.kmin = k.free_begin = kr.begin, k.free_end = kr.end;
       k.kmax = kr.end;
+      k.free_begin = kr.begin > k.free_begin ? kr.begin : k.free_begin;
+      k.free_end = kr.end < k.free_end ? kr.end : k.free_end;
       any = true;
     }
+    if (!all || k.free_begin >= k.free_end) k.free_begin = k.free_end = 0;
     return k;
   }
   /// The keys row i0 + r sees.
@@ -189,8 +196,7 @@ struct TilePlan final : Plan {
   Tiles tiles;
   std::string describe() const override {
     return std::string("portable-") + kernel + " bm=" + std::to_string(tiles.bm) + " bn=" + std::to_string(tiles.bn) +
-           " dp=" + std::to_string(tiles.dp) + " threads=" + std::to_string(tiles.team_size) +
-           (tiles.o_level1 ? " o=level1" : "");
+           " dp=" + std::to_string(tiles.dp) + " threads=" + std::to_string(tiles.team_size);
   }
 };
 

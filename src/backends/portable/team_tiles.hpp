@@ -1,211 +1,448 @@
-// The portable tier's team kernel: a team of threads per block of bm query rows, every array of
-// the tile in level-0 scratch (GPU shared memory), register tiles of R x W per thread. Written for
-// GPUs (portable-cuda) but valid on any execution space; CI runs it on the host (run_team_on_host).
+// The portable tier's team kernel: a team of 128 threads per block of 64 query rows, written for
+// GPUs (portable-cuda) but valid on any execution space; CI runs it on the host
+// (run_team_kernel_on_host), where one thread plays the team's 128 in turn.
 //
-// Scratch layouts: qt[d][row] (Q transposed), kt[d][key] (K transposed), vt[key][d], p[row][key]
-// (rows padded by one float against bank conflicts), o[row][d] (level 1 when level 0 is full).
+// The team is 8 row groups x 16 column groups. Thread (rg, cg) owns rows rg·8 .. rg·8+7 of the
+// block for the whole call: their O accumulators (8 rows x CO head dims: cg·CO .. cg·CO+CO-1),
+// their running max m and their partial sum l (over the keys the thread scores) stay in registers.
+// Per tile of 64 keys:
+//   1. S = Q·Kᵀ: the thread scores its 8 rows against keys cg·4 .. cg·4+3 (32 accumulators),
+//      reading Q and K slices of 16 head dims staged in shared memory, transposed (qt[d][row],
+//      kt[d][key]) so that each step is 2 + 1 four-float loads for 32 FMAs.
+//   2. logit, mask (only in tiles some row does not see whole), the row's max over the tile: the
+//      16 threads of a row group each post the max of their 4 keys; after one barrier each reads
+//      the 16 and has m' = max(m, tile max). p = exp(s - m'), c = exp(m - m'), o *= c, l = c·l +
+//      sum p; P goes to shared memory transposed (pt[key][row]).
+//   3. o += P·V: V staged in slices of 2048 elements (32, 16 or 8 keys; vt[key][d], as stored);
+//      each step 2 + CO/4 four-float loads for 8·CO FMAs.
+// The slices (a tile's Q/K slices, then its V slices, then the next tile's) form one pipeline
+// through two buffers: while a slice is used, each thread has the next slice's 16 loads in flight
+// in registers, and stores them after; one barrier a slice. At the end the 16 partial sums of a
+// row are added (one barrier), the sink joins, O = o / l.
+//
+// Why this shape: the first team kernel (4x4 register tiles, the whole tile in scratch, one
+// thread per row for the softmax) reached 2-8 % of the fp32 peak on an H100, bound by shared
+// memory traffic (8 loads per 16 FMAs) and by Kokkos 3.4's 40 KB of level-0 scratch, which left
+// 16x16 tiles at D = 128. Here only slices are staged (39.9 KB whatever the head dim), and the
+// head dim lives in the registers of the 16 column groups (perf/dev/NOTES.md, eleventh session).
 #pragma once
 
 #include <type_traits>
 
 #include "backends/portable/portable.hpp"
 
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define FC_PORTABLE_UNROLL _Pragma("unroll")
+#define FC_PORTABLE_UNROLL_4 _Pragma("unroll 4")
+#else
+#define FC_PORTABLE_UNROLL
+#define FC_PORTABLE_UNROLL_4
+#endif
+
 namespace flashcore::portable::team {
 
-constexpr int R = 4, W = 4, kPad = 1;
+constexpr int kThreads = 128, kRowGroups = 8, kColGroups = 16;
+constexpr int RM = 8;                     // rows per thread
+constexpr int KS = 4;                     // keys per thread in S
+constexpr int BM = kRowGroups * RM;       // 64 query rows a block
+constexpr int BN = kColGroups * KS;       // 64 keys a tile
+constexpr int DK = 16;                    // head dims per Q/K slice
+constexpr int TS = BM + 4;                // row stride of qt, kt, pt: 16-byte aligned, and
+                                          // 4·TS mod 32 = 16 spreads the staging stores
+constexpr int kSlice = 2 * DK * BM;       // elements of a slice (Q and K, or V): 2048
+constexpr int kPerThread = kSlice / kThreads;  // 16
+constexpr int kBuffer = 2 * DK * TS;      // floats of one staging buffer (qt + kt, or vt); two of them
+constexpr int RS = kColGroups + 4;        // row stride of the per-row partials
 
-/// The kernel's scratch arrays, laid out by one list (Carve): all in level 0, except the O
-/// accumulator, which goes to `o_level` (level 0's carve again, or level 1's when o does not fit).
+static_assert(BN == BM, "qt and kt share the stride TS");
+
+/// Head dims per thread in O (CO) for a head dim: dp = 16·CO, so D is padded to 64, 128 or 256.
+KOKKOS_INLINE_FUNCTION constexpr int co_for(int head_dim) { return head_dim <= 64 ? 4 : head_dim <= 128 ? 8 : 16; }
+/// Keys per V slice at dp = 16·CO: a slice has kSlice elements (32, 16 or 8 keys).
+KOKKOS_INLINE_FUNCTION constexpr int vk_for(int co) { return kSlice / (16 * co); }
+
+/// An element of a storage type as fp32 (In::load, but fp16 without branches: a branch on a loaded
+/// value keeps the loads after it from being issued before it).
+template <class In>
+KOKKOS_INLINE_FUNCTION float load_elem(const typename In::storage* p, std::int64_t i) {
+  if constexpr (std::is_same<In, numeric::F16Elem>::value)
+    return numeric::half_to_float_branchless(p[i]);
+  else
+    return In::load(p, i);
+}
+
+/// Four floats, for 16-byte loads and stores of shared memory (addresses are multiples of 16).
+struct alignas(16) F4 {
+  float v[4];
+};
+KOKKOS_FORCEINLINE_FUNCTION F4 load4(const float* p) { return *reinterpret_cast<const F4*>(p); }
+KOKKOS_FORCEINLINE_FUNCTION void store4(float* p, const F4& x) { *reinterpret_cast<F4*>(p) = x; }
+
+/// The kernel's scratch arrays, laid out by one list (Carve).
 struct Arrays {
-  float *qt, *kt, *vt, *p, *m, *l, *c, *os;
-  int *kb, *ke;
-
-  KOKKOS_INLINE_FUNCTION static Arrays carve(Carve& level0, Carve& o_level, int bm_, int bn_, int dp_) {
-    const std::size_t bm = bm_, bn = bn_, dp = dp_;
+  float *stage, *pt, *part;
+  KOKKOS_INLINE_FUNCTION static Arrays carve(Carve& level0) {
     Arrays a;
-    a.qt = level0.take<float>(dp * bm);
-    a.kt = level0.take<float>(dp * bn);
-    a.vt = level0.take<float>(dp * bn);
-    a.p = level0.take<float>(bm * (bn + kPad));
-    a.m = level0.take<float>(bm);
-    a.l = level0.take<float>(bm);
-    a.c = level0.take<float>(bm);
-    a.kb = level0.take<int>(bm);
-    a.ke = level0.take<int>(bm);
-    a.os = o_level.take<float>(bm * dp);
+    a.stage = level0.take<float>(2 * kBuffer);  // two buffers: qt[DK][TS] then kt[DK][TS]; or vt[VK][dp]
+    a.pt = level0.take<float>(BN * TS);      // P transposed: pt[key][row]
+    a.part = level0.take<float>(BM * RS);    // per row, one value per column group
     return a;
   }
 };
 
-/// The largest tile whose arrays fit ExecSpace's level-0 scratch, o in level 0 if it fits too.
+/// Threads a team on ExecSpace: 128 on a GPU; 1 on the host, playing the 128 in turn.
+template <class ExecSpace>
+constexpr int team_threads() {
+  return kc::is_host_space<ExecSpace>() ? 1 : kThreads;
+}
+
+/// The tiles of ExecSpace for a head dim: the arrays in level 0 on a GPU (shared memory), in
+/// level 1 on the host (the same memory; level 0 is 32 KB there); bm = 0 when they do not fit.
 template <class ExecSpace>
 Tiles choose_tiles(int head_dim) {
   Tiles t;
-  t.dp = (head_dim + W - 1) / W * W;
-  const std::size_t budget = static_cast<std::size_t>(Kokkos::TeamPolicy<ExecSpace>::scratch_size_max(0));
-  const int shapes[][2] = {{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}, {16, 8}, {8, 8}, {4, 4}};
-  for (int pass = 0; pass < 2; ++pass) {
-    const bool o_in_l0 = pass == 0;
-    for (const auto& s : shapes) {
-      Carve l0, l1;
-      Arrays::carve(l0, o_in_l0 ? l0 : l1, s[0], s[1], t.dp);
-      if (l0.bytes() > budget) continue;
-      t.bm = s[0], t.bn = s[1];
-      t.o_level1 = !o_in_l0;
-      t.level0 = l0.bytes();
-      t.level1 = l1.bytes();
-      t.team_size = (s[0] / R) * (s[1] / W);
-      return t;
-    }
-  }
-  t.bm = t.bn = 0;  // nothing fits: the backend declines
+  t.dp = 16 * co_for(head_dim);
+  t.bm = BM, t.bn = BN;
+  t.team_size = team_threads<ExecSpace>();
+  Carve bytes;
+  Arrays::carve(bytes);
+  const int level = kc::is_host_space<ExecSpace>() ? 1 : 0;
+  (level == 0 ? t.level0 : t.level1) = bytes.bytes();
+  if (bytes.bytes() > static_cast<std::size_t>(Kokkos::TeamPolicy<ExecSpace>::scratch_size_max(level)))
+    t.bm = t.bn = 0;
   return t;
 }
 
-/// An n0 x n1 index space over the team's threads, flattened (neighbouring threads on
-/// neighbouring inner indices: coalesced loads).
-template <class Member, class F>
-KOKKOS_INLINE_FUNCTION void for_2d(const Member& team, int n0, int n1, const F& f) {
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n0 * n1), [&](int x) { f(x / n1, x % n1); });
-}
+/// What one (row group, column group) holds for the whole call.
+template <int CO>
+struct Thread {
+  float o[RM][CO];  // O accumulators of its rows, head dims cg·CO ..
+  float s[RM][KS];  // S (then P) of the current tile
+  float m[RM];      // running max of each row (the same in the row group's 16 threads)
+  float l[RM];      // sum of p over the keys this thread scored, rescaled with m
+};
 
-template <class ExecSpace, class In, bool Variants>
+template <class ExecSpace, class In, bool Variants, int CO>
 struct Kernel {
   using S = typename In::storage;
   using member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  static constexpr int VPT = kThreads / team_threads<ExecSpace>();  // team threads one thread plays
+  static constexpr int DP = 16 * CO, VK = vk_for(CO), kQ = DP / DK;
   Args<S> a;
+
+  /// One slice of the pipeline: the k-th Q/K slice (v = false) or V slice of the tile at j0.
+  struct Slice {
+    int j0, k;
+    bool v;
+  };
+  /// V slices of the tile at j0: those with a key before the block's last (the rest are zero).
+  KOKKOS_FORCEINLINE_FUNCTION static int v_slices(const Block& blk, int j0) {
+    const int n = blk.kmax - j0 < BN ? blk.kmax - j0 : BN;
+    return (n + VK - 1) / VK;
+  }
+  /// The slice after s (j0 >= kmax: none).
+  KOKKOS_FORCEINLINE_FUNCTION static Slice next(const Block& blk, const Slice& s) {
+    if (!s.v) return s.k + 1 < kQ ? Slice{s.j0, s.k + 1, false} : Slice{s.j0, 0, true};
+    if (s.k + 1 < v_slices(blk, s.j0)) return Slice{s.j0, s.k + 1, true};
+    return Slice{s.j0 + BN, 0, false};
+  }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
     const Block blk = Block::of(a, team.league_rank());
     if (blk.rows <= 0) return;  // a block past its sequence
-    const int bm = a.tiles.bm, bn = a.tiles.bn, dp = a.tiles.dp, D = a.head_dim, ps = bn + kPad;
-    const int rows = blk.rows, j_end = blk.kmax;
+    void* base = a.tiles.level0 > 0 ? team.team_scratch(0).get_shmem(a.tiles.level0)
+                                     : team.team_scratch(1).get_shmem(a.tiles.level1);
+    if (base == nullptr) Kokkos::abort("flashcore portable team kernel: the team scratch is smaller than the plan asked for");
+    Carve l0(base);
+    const Arrays sh = Arrays::carve(l0);
+    const int t0 = team.team_rank() * VPT;
 
-    void* base0 = team.team_scratch(0).get_shmem(a.tiles.level0);
-    if (base0 == nullptr) Kokkos::abort("flashcore portable team kernel: the team scratch is smaller than the plan asked for");
-    Carve l0(base0);
-    Carve l1(a.tiles.o_level1 ? team.team_scratch(1).get_shmem(a.tiles.level1) : nullptr);
-    const Arrays t = Arrays::carve(l0, a.tiles.o_level1 ? l1 : l0, bm, bn, dp);
-    float *qt = t.qt, *kt = t.kt, *vt = t.vt, *p = t.p, *m = t.m, *l = t.l, *c = t.c, *os = t.os;
-    int *kb = t.kb, *ke = t.ke;
+    Thread<CO> th[VPT];
+    float pre[VPT][kPerThread];  // the next slice, loaded while this one is used
+    for (int v = 0; v < VPT; ++v) {
+      FC_PORTABLE_UNROLL
+      for (int r = 0; r < RM; ++r) {
+        th[v].m[r] = kc::neg_inf<float>(), th[v].l[r] = 0.f;
+        FC_PORTABLE_UNROLL
+        for (int c = 0; c < CO; ++c) th[v].o[r][c] = 0.f;
+      }
+    }
 
-    const std::int64_t q_off = blk.h * a.sq.head, o_off = blk.h * a.so.head;
-    const std::int64_t k_off = blk.hk * a.sk.head, v_off = blk.hk * a.sv.head;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, bm), [&](int r) {
-      const numeric::KeyRange kr = r < rows ? blk.keys(a, r) : numeric::KeyRange{0, 0};
-      kb[r] = kr.begin, ke[r] = kr.end;
-      m[r] = kc::neg_inf<float>(), l[r] = 0.f;
-    });
-    for_2d(team, bm, dp, [&](int r, int d) {
-      os[r * dp + d] = 0.f;
-      qt[d * bm + r] = r < rows && d < D ? In::load(a.q, a.seqs.q_row(a.sq, blk.b, blk.i0 + r) + q_off + d) : 0.f;
-    });
-
-    for (int j0 = blk.kmin; j0 < j_end; j0 += bn) {
-      team.team_barrier();  // the previous tile's kt, vt and P are consumed
-      for_2d(team, bn, dp, [&](int jj, int d) {
-        const int j = j0 + jj;
-        const bool in = j < j_end && d < D;
-        kt[d * bn + jj] = in ? In::load(a.k, k_off + a.seqs.kv_row(a.sk, blk.b, j) + d) : 0.f;
-        vt[jj * dp + d] = in ? In::load(a.v, v_off + a.seqs.kv_row(a.sv, blk.b, j) + d) : 0.f;
-      });
+    // The pipeline: slice after slice (a tile's Q/K slices, then its V slices) through two
+    // buffers; while one is used, the next slice's loads are in flight. One barrier a slice.
+    const Rows rw = rows_of(blk);
+    Slice cur{blk.kmin, 0, false};
+    int b = 0;  // the buffer that holds cur
+    if (blk.kmin < blk.kmax) {
+      fetch(rw, blk, cur, t0, pre);
+      put(cur, t0, pre, sh.stage);
       team.team_barrier();
-
-      // S = Q·Kᵀ of the tile, R x W per index; the logit and the mask as the register tile is stored.
-      const int rblocks = bm / R;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rblocks * (bn / W)), [&](int s) {
-        const int r0 = (s % rblocks) * R, c0 = (s / rblocks) * W;
-        float acc[R][W] = {};
-        for (int d = 0; d < dp; ++d) {
-          const float* qd = qt + d * bm + r0;
-          const float* kd = kt + d * bn + c0;
-          for (int r = 0; r < R; ++r)
-            for (int w = 0; w < W; ++w) acc[r][w] += qd[r] * kd[w];
+    }
+    for (int j0 = blk.kmin; j0 < blk.kmax; j0 += BN) {
+      // 1. S = Q·Kᵀ, kQ slices of DK head dims.
+      for (int v = 0; v < VPT; ++v) {
+        FC_PORTABLE_UNROLL
+        for (int r = 0; r < RM; ++r) {
+          FC_PORTABLE_UNROLL
+          for (int w = 0; w < KS; ++w) th[v].s[r][w] = 0.f;
         }
-        for (int r = 0; r < R; ++r) {
-          const int lo = kb[r0 + r] - j0 - c0, hi = ke[r0 + r] - j0 - c0;
-          float* pr = p + (r0 + r) * ps + c0;
-          if constexpr (Variants) {
-            const Logit<float> logit = a.logit(blk.h, blk.i0 + r0 + r, blk.len_q, blk.len_k);
-            for (int w = 0; w < W; ++w)
-              pr[w] = w >= lo && w < hi ? logit(acc[r][w], j0 + c0 + w) : kc::neg_inf<float>();
-          } else {
-            for (int w = 0; w < W; ++w) pr[w] = w >= lo && w < hi ? acc[r][w] * a.scale : kc::neg_inf<float>();
+      }
+      for (int k = 0; k < kQ; ++k) {
+        const Slice nxt = next(blk, cur);
+        fetch(rw, blk, nxt, t0, pre);
+        const float* buf = sh.stage + b * kBuffer;
+        for (int v = 0; v < VPT; ++v) {
+          const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+          const float* qt = buf + rg * RM;
+          const float* kt = buf + DK * TS + cg * KS;
+          float(&s)[RM][KS] = th[v].s;
+          FC_PORTABLE_UNROLL
+          for (int d = 0; d < DK; ++d) {
+            const F4 q0 = load4(qt + d * TS), q1 = load4(qt + d * TS + 4), kk = load4(kt + d * TS);
+            FC_PORTABLE_UNROLL
+            for (int w = 0; w < KS; ++w) {
+              FC_PORTABLE_UNROLL
+              for (int r = 0; r < 4; ++r) {
+                s[r][w] += q0.v[r] * kk.v[w];
+                s[r + 4][w] += q1.v[r] * kk.v[w];
+              }
+            }
           }
         }
-      });
-      team.team_barrier();
+        put(nxt, t0, pre, sh.stage + (1 - b) * kBuffer);
+        team.team_barrier();
+        b = 1 - b, cur = nxt;
+      }
 
-      // The online softmax step of each row.
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, bm), [&](int r) {
-        float* pr = p + r * ps;
-        float tile_max = kc::neg_inf<float>();
-        for (int j = 0; j < bn; ++j) tile_max = pr[j] > tile_max ? pr[j] : tile_max;
-        const float m_new = tile_max > m[r] ? tile_max : m[r];
-        const float mu = m_new == kc::neg_inf<float>() ? 0.f : m_new;  // no key seen yet: p = 0
-        float tile_sum = 0.f;
-        for (int j = 0; j < bn; ++j) {
-          const float e = kc::exp(pr[j] - mu);
-          pr[j] = e;
-          tile_sum += e;
+      // 2. Logits, mask, each thread's max of its 4 keys per row -> part.
+      const bool whole = j0 >= blk.free_begin && j0 + BN <= blk.free_end;  // every row sees every key
+      for (int v = 0; v < VPT; ++v) {
+        const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+        FC_PORTABLE_UNROLL
+        for (int r = 0; r < RM; ++r) {
+          const int i = rg * RM + r;
+          float(&s)[KS] = th[v].s[r];
+          int lo = 0, hi = KS;  // the thread's keys row i sees
+          if (!whole) {
+            const numeric::KeyRange kr = i < blk.rows ? blk.keys(a, i) : numeric::KeyRange{0, 0};
+            lo = kr.begin - (j0 + cg * KS), hi = kr.end - (j0 + cg * KS);
+          }
+          float mx = kc::neg_inf<float>();
+          FC_PORTABLE_UNROLL
+          for (int w = 0; w < KS; ++w) {
+            float x;
+            if constexpr (Variants)
+              x = a.logit(blk.h, blk.i0 + i, blk.len_q, blk.len_k)(s[w], j0 + cg * KS + w);
+            else
+              x = s[w] * a.scale;
+            s[w] = w >= lo && w < hi ? x : kc::neg_inf<float>();
+            mx = s[w] > mx ? s[w] : mx;
+          }
+          sh.part[i * RS + cg] = mx;
         }
-        c[r] = kc::exp(m[r] - mu);
-        l[r] = l[r] * c[r] + tile_sum;
-        m[r] = m_new;
-      });
+      }
       team.team_barrier();
 
-      // o = c·o + P·V, R x W per index.
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rblocks * (dp / W)), [&](int s) {
-        const int r0 = (s % rblocks) * R, d0 = (s / rblocks) * W;
-        float acc[R][W];
-        for (int r = 0; r < R; ++r)
-          for (int w = 0; w < W; ++w) acc[r][w] = os[(r0 + r) * dp + d0 + w] * c[r0 + r];
-        const int n = j_end - j0 < bn ? j_end - j0 : bn;
-        for (int j = 0; j < n; ++j) {
-          const float* vj = vt + j * dp + d0;
-          for (int r = 0; r < R; ++r) {
-            const float pj = p[(r0 + r) * ps + j];
-            for (int w = 0; w < W; ++w) acc[r][w] += pj * vj[w];
+      // The row's new max; p, c, the rescaled o and l; P -> pt.
+      for (int v = 0; v < VPT; ++v) {
+        const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+        Thread<CO>& tv = th[v];
+        FC_PORTABLE_UNROLL
+        for (int r = 0; r < RM; ++r) {
+          const int i = rg * RM + r;
+          float mx = tv.m[r];
+          FC_PORTABLE_UNROLL
+          for (int g = 0; g < kColGroups; g += 4) {
+            const F4 x = load4(sh.part + i * RS + g);
+            FC_PORTABLE_UNROLL
+            for (int e = 0; e < 4; ++e) mx = x.v[e] > mx ? x.v[e] : mx;
+          }
+          const float mu = mx == kc::neg_inf<float>() ? 0.f : mx;  // no key seen yet: p = 0
+          const float c = kc::exp(tv.m[r] - mu);
+          tv.m[r] = mx;
+          float sum = 0.f;
+          FC_PORTABLE_UNROLL
+          for (int w = 0; w < KS; ++w) {
+            tv.s[r][w] = kc::exp(tv.s[r][w] - mu);
+            sum += tv.s[r][w];
+          }
+          tv.l[r] = tv.l[r] * c + sum;
+          FC_PORTABLE_UNROLL
+          for (int e = 0; e < CO; ++e) tv.o[r][e] *= c;
+        }
+        FC_PORTABLE_UNROLL
+        for (int w = 0; w < KS; ++w) {
+          float* dst = sh.pt + (cg * KS + w) * TS + rg * RM;
+          store4(dst, F4{{tv.s[0][w], tv.s[1][w], tv.s[2][w], tv.s[3][w]}});
+          store4(dst + 4, F4{{tv.s[4][w], tv.s[5][w], tv.s[6][w], tv.s[7][w]}});
+        }
+      }
+      team.team_barrier();  // pt written (the first V slice is in its buffer already)
+
+      // 3. o += P·V, slices of VK keys (none past the block's last key).
+      const int nv = v_slices(blk, j0);
+      for (int k = 0; k < nv; ++k) {
+        const Slice nxt = next(blk, cur);
+        fetch(rw, blk, nxt, t0, pre);
+        const float* buf = sh.stage + b * kBuffer;
+        for (int v = 0; v < VPT; ++v) {
+          const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+          const float* pt = sh.pt + k * VK * TS + rg * RM;
+          const float* vt = buf + cg * CO;
+          float(&o)[RM][CO] = th[v].o;
+          FC_PORTABLE_UNROLL
+          for (int jj = 0; jj < VK; ++jj) {
+            const F4 p0 = load4(pt + jj * TS), p1 = load4(pt + jj * TS + 4);
+            FC_PORTABLE_UNROLL
+            for (int e = 0; e < CO; e += 4) {
+              const F4 x = load4(vt + jj * DP + e);
+              FC_PORTABLE_UNROLL
+              for (int f = 0; f < 4; ++f) {
+                FC_PORTABLE_UNROLL
+                for (int r = 0; r < 4; ++r) {
+                  o[r][e + f] += p0.v[r] * x.v[f];
+                  o[r + 4][e + f] += p1.v[r] * x.v[f];
+                }
+              }
+            }
           }
         }
-        for (int r = 0; r < R; ++r)
-          for (int w = 0; w < W; ++w) os[(r0 + r) * dp + d0 + w] = acc[r][w];
-      });
+        put(nxt, t0, pre, sh.stage + (1 - b) * kBuffer);
+        team.team_barrier();
+        b = 1 - b, cur = nxt;
+      }
+    }
+
+    // The row's sum over the 16 column groups; the sink; O and LSE.
+    for (int v = 0; v < VPT; ++v) {
+      const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+      FC_PORTABLE_UNROLL
+      for (int r = 0; r < RM; ++r) sh.part[(rg * RM + r) * RS + cg] = th[v].l[r];
     }
     team.team_barrier();
-
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int r) {
-      const RowEnd e = RowEnd::of(m[r], l[r], a.sinks, blk.h);
-      c[r] = e.factor;
-      if (a.lse != nullptr) a.lse[a.seqs.lse_index(blk.b, blk.h, blk.i0 + r, a.heads_q)] = e.lse;
-    });
-    team.team_barrier();
-    for_2d(team, rows, D, [&](int r, int d) {
-      In::store(a.o, a.seqs.q_row(a.so, blk.b, blk.i0 + r) + o_off + d, os[r * dp + d] * c[r]);
-    });
+    const std::int64_t o_off = blk.h * a.so.head;
+    for (int v = 0; v < VPT; ++v) {
+      const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+      FC_PORTABLE_UNROLL
+      for (int r = 0; r < RM; ++r) {
+        const int i = rg * RM + r;
+        if (i >= blk.rows) continue;
+        float l = 0.f;
+        for (int g = 0; g < kColGroups; ++g) l += sh.part[i * RS + g];
+        const RowEnd e = RowEnd::of(th[v].m[r], l, a.sinks, blk.h);
+        if (cg == 0 && a.lse != nullptr) a.lse[a.seqs.lse_index(blk.b, blk.h, blk.i0 + i, a.heads_q)] = e.lse;
+        const std::int64_t row = a.seqs.q_row(a.so, blk.b, blk.i0 + i) + o_off;
+        FC_PORTABLE_UNROLL
+        for (int c = 0; c < CO; ++c) {
+          const int d = cg * CO + c;
+          if (d < a.head_dim) In::store(a.o, row + d, th[v].o[r][c] * e.factor);
+        }
+      }
+    }
   }
 
+  // Element e of team thread t in a slice. In a Q/K slice, the first 8 are Q, the last 8 K: head
+  // dim qk_dim(t) of rows qk_row(t) + 8·(e % 8); a warp reads 4 rows x 8 head dims (32-byte runs)
+  // and its stores to qt[d][row] / kt[d][key] hit 32 different banks (d·TS + row, TS = 68). In a
+  // V slice element x = t + 128·e is key x / DP, head dim x % DP: as stored.
+  KOKKOS_FORCEINLINE_FUNCTION static int qk_dim(int t) { return t % 8 + 8 * (t / 32 % 2); }
+  KOKKOS_FORCEINLINE_FUNCTION static int qk_row(int t) { return t / 8 % 4 + 4 * (t / 64); }
+
+  /// Where a block's rows start: Q at its first row, K and V at key 0 (null when K/V are paged:
+  /// each key is looked up), and their row strides.
+  struct Rows {
+    const S *q, *k, *v;
+    std::int64_t sq, sk, sv;
+  };
+  KOKKOS_INLINE_FUNCTION Rows rows_of(const Block& blk) const {
+    const bool paged = a.seqs.block_table != nullptr;
+    return Rows{a.q + blk.h * a.sq.head + a.seqs.q_row(a.sq, blk.b, blk.i0),
+                paged ? nullptr : a.k + blk.hk * a.sk.head + a.seqs.kv_row(a.sk, blk.b, 0),
+                paged ? nullptr : a.v + blk.hk * a.sv.head + a.seqs.kv_row(a.sv, blk.b, 0),
+                a.sq.seq, a.sk.seq, a.sv.seq};
+  }
+  KOKKOS_FORCEINLINE_FUNCTION float load_k(const Rows& rw, const Block& blk, int key, int d) const {
+    return rw.k != nullptr ? load_elem<In>(rw.k, key * rw.sk + d)
+                           : load_elem<In>(a.k, blk.hk * a.sk.head + a.seqs.kv_row(a.sk, blk.b, key) + d);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION float load_v(const Rows& rw, const Block& blk, int key, int d) const {
+    return rw.v != nullptr ? load_elem<In>(rw.v, key * rw.sv + d)
+                           : load_elem<In>(a.v, blk.hk * a.sv.head + a.seqs.kv_row(a.sv, blk.b, key) + d);
+  }
+
+  /// The slice's elements of team threads t0 .. t0+VPT-1 -> pre (0 past the rows, the block's keys
+  /// or D); all loads issued before any is used.
+  KOKKOS_FORCEINLINE_FUNCTION void fetch(const Rows& rw, const Block& blk, const Slice& s, int t0,
+                                         float (&pre)[VPT][kPerThread]) const {
+    if (s.j0 >= blk.kmax) return;
+    constexpr int kHalf = kPerThread / 2;
+    for (int v = 0; v < VPT; ++v) {
+      const int t = t0 + v;
+      if (s.v) {
+        FC_PORTABLE_UNROLL
+        for (int e = 0; e < kPerThread; ++e) {
+          const int x = t + kThreads * e, key = s.j0 + s.k * VK + x / DP, d = x % DP;
+          pre[v][e] = key < blk.kmax && d < a.head_dim ? load_v(rw, blk, key, d) : 0.f;
+        }
+      } else {
+        const int d = s.k * DK + qk_dim(t), r0 = qk_row(t);
+        const bool in_d = d < a.head_dim;
+        FC_PORTABLE_UNROLL
+        for (int e = 0; e < kHalf; ++e) {
+          const int row = r0 + 8 * e, key = s.j0 + r0 + 8 * e;
+          pre[v][e] = in_d && row < blk.rows ? load_elem<In>(rw.q, row * rw.sq + d) : 0.f;
+          pre[v][kHalf + e] = in_d && key < blk.kmax ? load_k(rw, blk, key, d) : 0.f;
+        }
+      }
+    }
+  }
+
+  /// pre -> the buffer, in the slice's layout.
+  KOKKOS_FORCEINLINE_FUNCTION static void put(const Slice& s, int t0, const float (&pre)[VPT][kPerThread], float* buf) {
+    constexpr int kHalf = kPerThread / 2;
+    for (int v = 0; v < VPT; ++v) {
+      const int t = t0 + v;
+      if (s.v) {
+        FC_PORTABLE_UNROLL
+        for (int e = 0; e < kPerThread; ++e) buf[t + kThreads * e] = pre[v][e];
+      } else {
+        float* qt = buf + qk_dim(t) * TS + qk_row(t);
+        FC_PORTABLE_UNROLL
+        for (int e = 0; e < kHalf; ++e) {
+          qt[8 * e] = pre[v][e];
+          qt[DK * TS + 8 * e] = pre[v][kHalf + e];
+        }
+      }
+    }
+  }
 };
+
+/// Calls f(std::integral_constant<int, CO>) for the tiles' dp.
+template <class F>
+void with_co(int dp, const F& f) {
+  switch (dp / 16) {
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    case 8: f(std::integral_constant<int, 8>{}); break;
+    default: f(std::integral_constant<int, 16>{}); break;
+  }
+}
 
 /// Enqueues the team kernel for p on exec with tiles t (choose_tiles<ExecSpace>).
 template <class ExecSpace>
 void launch(const ExecSpace& exec, const Problem& p, const Tensors& tn, const Tiles& t) {
   dispatch(p, tn, [&](auto in_tag, auto variants_tag) {
-    using In = decltype(in_tag);
-    constexpr bool kVariants = decltype(variants_tag)::value;
-    const Kernel<ExecSpace, In, kVariants> f{make_args<typename In::storage>(p, tn, t)};
-    // A team of (bm/R)·(bn/W) threads, or as many as the space has (the host: its thread pool);
-    // the loops are TeamThreadRanges, right with any team size.
-    auto policy_of = [&](int team_size) {
-      Kokkos::TeamPolicy<ExecSpace> policy(exec, p.batch * p.heads_q * f.a.n_qblocks, team_size);
+    with_co(t.dp, [&](auto co_tag) {
+      using In = decltype(in_tag);
+      constexpr bool kVariants = decltype(variants_tag)::value;
+      constexpr int CO = decltype(co_tag)::value;
+      const Kernel<ExecSpace, In, kVariants, CO> f{make_args<typename In::storage>(p, tn, t)};
+      // 128 threads a team on a GPU, at least 2 teams an SM (3 up to D = 128: <= 170 registers).
+      using Bounds = Kokkos::LaunchBounds<kThreads, CO >= 16 ? 2 : 3>;
+      Kokkos::TeamPolicy<ExecSpace, Bounds> policy(exec, p.batch * p.heads_q * f.a.n_qblocks, t.team_size);
       if (t.level0 > 0) policy.set_scratch_size(0, Kokkos::PerTeam(t.level0));
       if (t.level1 > 0) policy.set_scratch_size(1, Kokkos::PerTeam(t.level1));
-      return policy;
-    };
-    const int most = policy_of(1).team_size_max(f, Kokkos::ParallelForTag());
-    const auto policy = policy_of(t.team_size < most ? t.team_size : most);
-    Kokkos::parallel_for(label("team", p, kVariants, t), policy, f);
+      Kokkos::parallel_for(label("team", p, kVariants, t), policy, f);
+    });
   });
 }
 
