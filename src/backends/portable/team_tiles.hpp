@@ -61,14 +61,13 @@ KOKKOS_INLINE_FUNCTION constexpr int co_for(int head_dim) { return head_dim <= 6
 /// Keys per V slice at dp = 16·CO: a slice has kSlice elements (32, 16 or 8 keys).
 KOKKOS_INLINE_FUNCTION constexpr int vk_for(int co) { return kSlice / (16 * co); }
 
-/// An element of a storage type as fp32 (In::load, but fp16 without branches: a branch on a loaded
-/// value keeps the loads after it from being issued before it).
+/// A stored element as fp32 (In::load; fp16 without a branch on the exponent).
 template <class In>
-KOKKOS_INLINE_FUNCTION float load_elem(const typename In::storage* p, std::int64_t i) {
+KOKKOS_FORCEINLINE_FUNCTION float to_float(typename In::storage x) {
   if constexpr (std::is_same<In, numeric::F16Elem>::value)
-    return numeric::half_to_float_branchless(p[i]);
+    return numeric::half_to_float_branchless(x);
   else
-    return In::load(p, i);
+    return In::load(&x, 0);
 }
 
 /// Four floats, for 16-byte loads and stores of shared memory (addresses are multiples of 16).
@@ -158,7 +157,8 @@ struct Kernel {
     const int t0 = team.team_rank() * VPT;
 
     Thread<CO> th[VPT];
-    float pre[VPT][kPerThread];  // the next slice, loaded while this one is used
+    S pre[VPT][kPerThread];  // the next slice as stored, loaded while this one is used (converted
+                             // when put: a conversion right after the load would wait for it)
     for (int v = 0; v < VPT; ++v) {
       FC_PORTABLE_UNROLL
       for (int r = 0; r < RM; ++r) {
@@ -188,30 +188,26 @@ struct Kernel {
         }
       }
       for (int k = 0; k < kQ; ++k) {
-        const Slice nxt = next(blk, cur);
-        fetch(rw, blk, nxt, t0, pre);
-        const float* buf = sh.stage + b * kBuffer;
-        for (int v = 0; v < VPT; ++v) {
-          const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
-          const float* qt = buf + rg * RM;
-          const float* kt = buf + DK * TS + cg * KS;
-          float(&s)[RM][KS] = th[v].s;
-          FC_PORTABLE_UNROLL
-          for (int d = 0; d < DK; ++d) {
-            const F4 q0 = load4(qt + d * TS), q1 = load4(qt + d * TS + 4), kk = load4(kt + d * TS);
+        step(team, rw, blk, sh, t0, pre, cur, b, [&](const float* buf) {
+          for (int v = 0; v < VPT; ++v) {
+            const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+            const float* qt = buf + rg * RM;
+            const float* kt = buf + DK * TS + cg * KS;
+            float(&s)[RM][KS] = th[v].s;
             FC_PORTABLE_UNROLL
-            for (int w = 0; w < KS; ++w) {
+            for (int d = 0; d < DK; ++d) {
+              const F4 q0 = load4(qt + d * TS), q1 = load4(qt + d * TS + 4), kk = load4(kt + d * TS);
               FC_PORTABLE_UNROLL
-              for (int r = 0; r < 4; ++r) {
-                s[r][w] += q0.v[r] * kk.v[w];
-                s[r + 4][w] += q1.v[r] * kk.v[w];
+              for (int w = 0; w < KS; ++w) {
+                FC_PORTABLE_UNROLL
+                for (int r = 0; r < 4; ++r) {
+                  s[r][w] += q0.v[r] * kk.v[w];
+                  s[r + 4][w] += q1.v[r] * kk.v[w];
+                }
               }
             }
           }
-        }
-        put(nxt, t0, pre, sh.stage + (1 - b) * kBuffer);
-        team.team_barrier();
-        b = 1 - b, cur = nxt;
+        });
       }
 
       // 2. Logits, mask, each thread's max of its 4 keys per row -> part.
@@ -282,34 +278,30 @@ struct Kernel {
       // 3. o += P·V, slices of VK keys (none past the block's last key).
       const int nv = v_slices(blk, j0);
       for (int k = 0; k < nv; ++k) {
-        const Slice nxt = next(blk, cur);
-        fetch(rw, blk, nxt, t0, pre);
-        const float* buf = sh.stage + b * kBuffer;
-        for (int v = 0; v < VPT; ++v) {
-          const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
-          const float* pt = sh.pt + k * VK * TS + rg * RM;
-          const float* vt = buf + cg * CO;
-          float(&o)[RM][CO] = th[v].o;
-          FC_PORTABLE_UNROLL
-          for (int jj = 0; jj < VK; ++jj) {
-            const F4 p0 = load4(pt + jj * TS), p1 = load4(pt + jj * TS + 4);
+        step(team, rw, blk, sh, t0, pre, cur, b, [&](const float* buf) {
+          for (int v = 0; v < VPT; ++v) {
+            const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+            const float* pt = sh.pt + k * VK * TS + rg * RM;
+            const float* vt = buf + cg * CO;
+            float(&o)[RM][CO] = th[v].o;
             FC_PORTABLE_UNROLL
-            for (int e = 0; e < CO; e += 4) {
-              const F4 x = load4(vt + jj * DP + e);
+            for (int jj = 0; jj < VK; ++jj) {
+              const F4 p0 = load4(pt + jj * TS), p1 = load4(pt + jj * TS + 4);
               FC_PORTABLE_UNROLL
-              for (int f = 0; f < 4; ++f) {
+              for (int e = 0; e < CO; e += 4) {
+                const F4 x = load4(vt + jj * DP + e);
                 FC_PORTABLE_UNROLL
-                for (int r = 0; r < 4; ++r) {
-                  o[r][e + f] += p0.v[r] * x.v[f];
-                  o[r + 4][e + f] += p1.v[r] * x.v[f];
+                for (int f = 0; f < 4; ++f) {
+                  FC_PORTABLE_UNROLL
+                  for (int r = 0; r < 4; ++r) {
+                    o[r][e + f] += p0.v[r] * x.v[f];
+                    o[r + 4][e + f] += p1.v[r] * x.v[f];
+                  }
                 }
               }
             }
           }
-        }
-        put(nxt, t0, pre, sh.stage + (1 - b) * kBuffer);
-        team.team_barrier();
-        b = 1 - b, cur = nxt;
+        });
       }
     }
 
@@ -361,19 +353,17 @@ struct Kernel {
                 paged ? nullptr : a.v + blk.hk * a.sv.head + a.seqs.kv_row(a.sv, blk.b, 0),
                 a.sq.seq, a.sk.seq, a.sv.seq};
   }
-  KOKKOS_FORCEINLINE_FUNCTION float load_k(const Rows& rw, const Block& blk, int key, int d) const {
-    return rw.k != nullptr ? load_elem<In>(rw.k, key * rw.sk + d)
-                           : load_elem<In>(a.k, blk.hk * a.sk.head + a.seqs.kv_row(a.sk, blk.b, key) + d);
+  KOKKOS_FORCEINLINE_FUNCTION S load_k(const Rows& rw, const Block& blk, int key, int d) const {
+    return rw.k != nullptr ? rw.k[key * rw.sk + d] : a.k[blk.hk * a.sk.head + a.seqs.kv_row(a.sk, blk.b, key) + d];
   }
-  KOKKOS_FORCEINLINE_FUNCTION float load_v(const Rows& rw, const Block& blk, int key, int d) const {
-    return rw.v != nullptr ? load_elem<In>(rw.v, key * rw.sv + d)
-                           : load_elem<In>(a.v, blk.hk * a.sv.head + a.seqs.kv_row(a.sv, blk.b, key) + d);
+  KOKKOS_FORCEINLINE_FUNCTION S load_v(const Rows& rw, const Block& blk, int key, int d) const {
+    return rw.v != nullptr ? rw.v[key * rw.sv + d] : a.v[blk.hk * a.sv.head + a.seqs.kv_row(a.sv, blk.b, key) + d];
   }
 
-  /// The slice's elements of team threads t0 .. t0+VPT-1 -> pre (0 past the rows, the block's keys
-  /// or D); all loads issued before any is used.
+  /// The slice's elements of team threads t0 .. t0+VPT-1 -> pre, as stored (0 past the rows, the
+  /// block's keys or D); nothing here waits for them.
   KOKKOS_FORCEINLINE_FUNCTION void fetch(const Rows& rw, const Block& blk, const Slice& s, int t0,
-                                         float (&pre)[VPT][kPerThread]) const {
+                                         S (&pre)[VPT][kPerThread]) const {
     if (s.j0 >= blk.kmax) return;
     constexpr int kHalf = kPerThread / 2;
     for (int v = 0; v < VPT; ++v) {
@@ -382,7 +372,7 @@ struct Kernel {
         FC_PORTABLE_UNROLL
         for (int e = 0; e < kPerThread; ++e) {
           const int x = t + kThreads * e, key = s.j0 + s.k * VK + x / DP, d = x % DP;
-          pre[v][e] = key < blk.kmax && d < a.head_dim ? load_v(rw, blk, key, d) : 0.f;
+          pre[v][e] = key < blk.kmax && d < a.head_dim ? load_v(rw, blk, key, d) : S(0);
         }
       } else {
         const int d = s.k * DK + qk_dim(t), r0 = qk_row(t);
@@ -390,30 +380,43 @@ struct Kernel {
         FC_PORTABLE_UNROLL
         for (int e = 0; e < kHalf; ++e) {
           const int row = r0 + 8 * e, key = s.j0 + r0 + 8 * e;
-          pre[v][e] = in_d && row < blk.rows ? load_elem<In>(rw.q, row * rw.sq + d) : 0.f;
-          pre[v][kHalf + e] = in_d && key < blk.kmax ? load_k(rw, blk, key, d) : 0.f;
+          pre[v][e] = in_d && row < blk.rows ? rw.q[row * rw.sq + d] : S(0);
+          pre[v][kHalf + e] = in_d && key < blk.kmax ? load_k(rw, blk, key, d) : S(0);
         }
       }
     }
   }
 
-  /// pre -> the buffer, in the slice's layout.
-  KOKKOS_FORCEINLINE_FUNCTION static void put(const Slice& s, int t0, const float (&pre)[VPT][kPerThread], float* buf) {
+  /// pre -> the buffer as fp32, in the slice's layout (a stored zero is +0 in every dtype).
+  KOKKOS_FORCEINLINE_FUNCTION static void put(const Slice& s, int t0, const S (&pre)[VPT][kPerThread], float* buf) {
     constexpr int kHalf = kPerThread / 2;
     for (int v = 0; v < VPT; ++v) {
       const int t = t0 + v;
       if (s.v) {
         FC_PORTABLE_UNROLL
-        for (int e = 0; e < kPerThread; ++e) buf[t + kThreads * e] = pre[v][e];
+        for (int e = 0; e < kPerThread; ++e) buf[t + kThreads * e] = to_float<In>(pre[v][e]);
       } else {
         float* qt = buf + qk_dim(t) * TS + qk_row(t);
         FC_PORTABLE_UNROLL
         for (int e = 0; e < kHalf; ++e) {
-          qt[8 * e] = pre[v][e];
-          qt[DK * TS + 8 * e] = pre[v][kHalf + e];
+          qt[8 * e] = to_float<In>(pre[v][e]);
+          qt[DK * TS + 8 * e] = to_float<In>(pre[v][kHalf + e]);
         }
       }
     }
+  }
+
+  /// One step of the pipeline: the slice after cur is fetched (its loads in flight), use() reads
+  /// cur's buffer, the fetched slice is put in the other buffer, one barrier; cur moves on.
+  template <class Use>
+  KOKKOS_FORCEINLINE_FUNCTION void step(const member& team, const Rows& rw, const Block& blk, const Arrays& sh, int t0,
+                                        S (&pre)[VPT][kPerThread], Slice& cur, int& b, const Use& use) const {
+    const Slice nxt = next(blk, cur);
+    fetch(rw, blk, nxt, t0, pre);
+    use(sh.stage + b * kBuffer);
+    put(nxt, t0, pre, sh.stage + (1 - b) * kBuffer);
+    team.team_barrier();
+    b = 1 - b, cur = nxt;
   }
 };
 
