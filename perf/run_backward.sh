@@ -13,9 +13,7 @@ cd "$ROOT" || exit 2
 BIN=${1:-.gpu/bin}
 OUTDIR=${OUT:-perf/results/tmp}
 mkdir -p "$OUTDIR"
-GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
-SLUG=$(echo "${GPU_NAME:-gpu}" | tr 'A-Z' 'a-z' | grep -oE 'h100|h200|a100|l40s|l4' | head -n1)
-SLUG=${SLUG:-gpu}
+source "$(dirname "${BASH_SOURCE[0]}")/device_name.sh"  # GPU_NAME, SLUG
 PREFIX=$OUTDIR/$(date +%F)_${SLUG}
 ARGS=(--backends="${BACKENDS:-cuda-flash,reference-cuda}" --seconds="${SECONDS_PER:-2}")
 [[ -n ${SHAPES:-} ]] && ARGS+=(--shapes="$SHAPES")

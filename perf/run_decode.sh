@@ -40,8 +40,7 @@ VARLEN=${VARLEN:-"16,128:512,3072,1024,4096,256,2048,3584,1792;16,128:2048x8"}
 # Kokkos asks for explicit OpenMP thread binding (its host space); these are its recommended defaults.
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 mkdir -p "$OUTDIR" || exit 2
-GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
-SLUG=$(python3 -c 'import sys; sys.path.insert(0, "perf"); from sdpa_compare import device_slug; print(device_slug(sys.argv[1]))' "${GPU_NAME:-unknown}" 2>/dev/null || echo unknown)
+source "$(dirname "${BASH_SOURCE[0]}")/device_name.sh"  # GPU_NAME, SLUG
 PREFIX="$OUTDIR/$(date +%F)_${SLUG}_decode"
 
 run() {

@@ -41,8 +41,7 @@ T_TORCH=${T_TORCH:-100}
 QUICK=${QUICK:-0}
 
 mkdir -p "$OUTDIR" || exit 2
-GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
-SLUG=$(python3 -c 'import sys; sys.path.insert(0, "perf"); from sdpa_compare import device_slug; print(device_slug(sys.argv[1]))' "${GPU_NAME:-unknown}" 2>/dev/null || echo unknown)
+source "$(dirname "${BASH_SOURCE[0]}")/device_name.sh"  # GPU_NAME, SLUG
 PREFIX="$OUTDIR/$(date +%F)_${SLUG}"
 LOG="$PREFIX.log"
 

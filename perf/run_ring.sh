@@ -17,9 +17,8 @@ OUTDIR=${OUT:-perf/results/tmp}
 mkdir -p "$OUTDIR"
 GPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
 NP=${NP:-$GPUS}
-GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
-SLUG=$(echo "${GPU_NAME:-gpu}" | tr 'A-Z' 'a-z' | grep -oE 'h100|h200|a100|l40s|l4' | head -n1)
-PREFIX=$OUTDIR/$(date +%F)_${SLUG:-gpu}x${NP}
+source "$(dirname "${BASH_SOURCE[0]}")/device_name.sh"  # GPU_NAME, SLUG
+PREFIX=$OUTDIR/$(date +%F)_${SLUG}x${NP}
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x OMP_PROC_BIND -x OMP_PLACES)
 ARGS=(--len "${LENS:-131072,262144}" --iters "${ITERS:-3}" --sharding "${SHARDING:-load-balanced}")
 {

@@ -14,8 +14,7 @@ BIN=${1:-.gpu/bin}
 export LD_LIBRARY_PATH=$BIN/../lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 OUTDIR=${OUT:-perf/results/tmp}
 mkdir -p "$OUTDIR"
-GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
-SLUG=$(python3 -c 'import sys; sys.path.insert(0, "perf"); from sdpa_compare import device_slug; print(device_slug(sys.argv[1]))' "${GPU_NAME:-unknown}" 2>/dev/null || echo unknown)
+source "$(dirname "${BASH_SOURCE[0]}")/device_name.sh"  # GPU_NAME, SLUG
 PREFIX="$OUTDIR/$(date +%F)_${SLUG}_variants"
 EACH="none;window:255,0;softcap:30;alibi;sinks:1;window:255,0+softcap:30+alibi+sinks:1"
 SHAPES_A="2,16,4096,64;2,16,4096,128"
