@@ -4,6 +4,7 @@
 // problems outside the promise are declined with a reason naming the field.
 #include <gtest/gtest.h>
 
+#include "backends/cuda/flash_bwd.h"
 #include "backends/cuda/flash_fwd.h"
 
 using flashcore::cuda::FlashFwdParams;
@@ -400,4 +401,40 @@ TEST(CudaConfig, SequenceArraysPlan) {
   EXPECT_NE(why.find("paged K/V runs on the decode kernel only"), std::string::npos) << why;
   EXPECT_NE(why.find("seqlen_q > 64"), std::string::npos) << why;
   EXPECT_NE(why.find("200"), std::string::npos) << why;
+}
+
+// The pointer and stride checks both plans share (detail::pointer_limits, stride_limits) name the
+// field, the forward's tensors and the backward's gradients alike.
+TEST(CudaConfig, PointersAndStridesAreNamedInBothPlans) {
+  flashcore::cuda::DeviceLimits h100;
+  h100.cc_major = 9, h100.smem_optin_per_block = 227 * 1024;
+  FlashFwdParams fwd = params(1, 8, 8, 64, 64, 64, true, false);
+  fwd.q_seq_stride = 8 * 64 + 4;
+  EXPECT_EQ(flashcore::cuda::flash_fwd_unsupported_reason(fwd, 9, 0, h100.smem_optin_per_block),
+            "q_seq_stride 516 is not a multiple of 8 elements");
+  fwd = params(1, 8, 8, 64, 64, 64, true, false);
+  fwd.k = static_cast<const unsigned char*>(fwd.k) + 2;
+  EXPECT_EQ(flashcore::cuda::flash_fwd_unsupported_reason(fwd, 9, 0, h100.smem_optin_per_block),
+            "k pointer is not 16-byte aligned");
+
+  alignas(16) static unsigned char grad[16];
+  alignas(16) static float lse[1];
+  flashcore::cuda::FlashBwdParams b{};
+  b.fwd = params(1, 8, 8, 64, 64, 64, true, false);
+  b.fwd.lse = lse;
+  b.d_o = grad, b.dq = grad, b.dk = grad, b.dv = grad;
+  b.do_batch_stride = b.dq_batch_stride = b.fwd.q_batch_stride, b.dk_batch_stride = b.dv_batch_stride = b.fwd.k_batch_stride;
+  b.do_seq_stride = b.dq_seq_stride = b.fwd.q_seq_stride, b.dk_seq_stride = b.dv_seq_stride = b.fwd.k_seq_stride;
+  b.do_head_stride = b.dq_head_stride = b.fwd.q_head_stride, b.dk_head_stride = b.dv_head_stride = b.fwd.k_head_stride;
+  flashcore::cuda::FlashBwdPlan plan;
+  EXPECT_EQ(flashcore::cuda::flash_bwd_plan(b, h100, &plan), "");
+  flashcore::cuda::FlashBwdParams bad = b;
+  bad.d_o = nullptr;
+  EXPECT_EQ(flashcore::cuda::flash_bwd_plan(bad, h100, &plan), "d_o pointer is null");
+  bad = b;
+  bad.dq = grad + 2;
+  EXPECT_EQ(flashcore::cuda::flash_bwd_plan(bad, h100, &plan), "dq pointer is not 16-byte aligned");
+  bad = b;
+  bad.dk_seq_stride = 8 * 64 + 4;
+  EXPECT_EQ(flashcore::cuda::flash_bwd_plan(bad, h100, &plan), "dk_seq_stride 516 is not a multiple of 8 elements");
 }

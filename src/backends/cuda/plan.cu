@@ -93,8 +93,6 @@ size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {
 
 size_t align_up(size_t x) { return (x + 255) & ~size_t(255); }
 
-bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
-
 
 // The Hopper kernel's own conditions; on success its TMA descriptors are in plan->tensor_maps.
 std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan) {
@@ -364,6 +362,20 @@ bool get_scratch(int device, cudaStream_t stream, size_t counter_bytes, size_t p
 
 }  // namespace
 
+std::string detail::pointer_limits(std::initializer_list<NamedPointer> pointers) {
+  for (const NamedPointer& x : pointers) {
+    if (x.ptr == nullptr) return std::string(x.name) + " pointer is null";
+    if ((reinterpret_cast<uintptr_t>(x.ptr) & 15u) != 0) return std::string(x.name) + " pointer is not 16-byte aligned";
+  }
+  return {};
+}
+
+std::string detail::stride_limits(std::initializer_list<NamedStride> strides) {
+  for (const NamedStride& s : strides)
+    if (s.value % 8 != 0) return std::string(s.name) + " " + std::to_string(s.value) + " is not a multiple of 8 elements";
+  return {};
+}
+
 // limits.h: the limits every tuned kernel shares, the backward kernels too.
 std::string detail::common_limits(const FlashFwdParams& p, const DeviceLimits& dev) {
   if (dev.cc_major < 8)
@@ -381,18 +393,14 @@ std::string detail::common_limits(const FlashFwdParams& p, const DeviceLimits& d
   if (p.window_left < -1 || p.window_right < -1) return "window sides must be -1 (unbounded) or >= 0";
   if (p.causal && p.window_right > 0) return "window_right must be -1 or 0 with causal";
   if (!(p.softcap >= 0.f) || !std::isfinite(p.softcap)) return "softcap must be finite and >= 0";
-  const struct { const void* ptr; const char* name; } ptrs[] = {{p.q, "q"}, {p.k, "k"}, {p.v, "v"}, {p.o, "o"}};
-  for (const auto& x : ptrs) {
-    if (x.ptr == nullptr) return std::string(x.name) + " pointer is null";
-    if (!aligned16(x.ptr)) return std::string(x.name) + " pointer is not 16-byte aligned";
-  }
-  const struct { long long v; const char* name; } strides[] = {
-      {p.q_batch_stride, "q_batch_stride"}, {p.q_seq_stride, "q_seq_stride"}, {p.q_head_stride, "q_head_stride"},
-      {p.k_batch_stride, "k_batch_stride"}, {p.k_seq_stride, "k_seq_stride"}, {p.k_head_stride, "k_head_stride"},
-      {p.v_batch_stride, "v_batch_stride"}, {p.v_seq_stride, "v_seq_stride"}, {p.v_head_stride, "v_head_stride"},
-      {p.o_batch_stride, "o_batch_stride"}, {p.o_seq_stride, "o_seq_stride"}, {p.o_head_stride, "o_head_stride"}};
-  for (const auto& s : strides)
-    if (s.v % 8 != 0) return std::string(s.name) + " " + std::to_string(s.v) + " is not a multiple of 8 elements";
+  std::string why = detail::pointer_limits({{p.q, "q"}, {p.k, "k"}, {p.v, "v"}, {p.o, "o"}});
+  if (!why.empty()) return why;
+  why = detail::stride_limits(
+      {{p.q_batch_stride, "q_batch_stride"}, {p.q_seq_stride, "q_seq_stride"}, {p.q_head_stride, "q_head_stride"},
+       {p.k_batch_stride, "k_batch_stride"}, {p.k_seq_stride, "k_seq_stride"}, {p.k_head_stride, "k_head_stride"},
+       {p.v_batch_stride, "v_batch_stride"}, {p.v_seq_stride, "v_seq_stride"}, {p.v_head_stride, "v_head_stride"},
+       {p.o_batch_stride, "o_batch_stride"}, {p.o_seq_stride, "o_seq_stride"}, {p.o_head_stride, "o_head_stride"}});
+  if (!why.empty()) return why;
   if (const FlashFwdLaunchOverride* ov = p.launch_override) {
     if (ov->block_m && (ov->block_m % 16 || ov->block_m < 16 || ov->block_m > 128))
       return "launch_override.block_m not in {16,32,...,128}";

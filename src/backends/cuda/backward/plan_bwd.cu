@@ -21,8 +21,6 @@ using detail::BwdConfig;
 using detail::kBwdBlockM;
 using detail::kBwdBlockN;
 
-bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
-
 // Dynamic shared memory per block of the two main kernels of head dim d (built head dims only).
 void bwd_smem(int d, size_t* dkdv, size_t* dq) {
   switch (d) {
@@ -77,18 +75,14 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
   // What the backward adds: the LSE, dO and the gradients.
   if (p.lse == nullptr) return "lse pointer is null (the backward needs the forward's LSE)";
   if ((reinterpret_cast<uintptr_t>(p.lse) & 3u) != 0) return "lse pointer is not 4-byte aligned";
-  const struct { const void* ptr; const char* name; } ptrs[] = {{b.d_o, "d_o"}, {b.dq, "dq"}, {b.dk, "dk"}, {b.dv, "dv"}};
-  for (const auto& x : ptrs) {
-    if (x.ptr == nullptr) return std::string(x.name) + " pointer is null";
-    if (!aligned16(x.ptr)) return std::string(x.name) + " pointer is not 16-byte aligned";
-  }
-  const struct { long long v; const char* name; } strides[] = {
-      {b.do_batch_stride, "do_batch_stride"}, {b.do_seq_stride, "do_seq_stride"}, {b.do_head_stride, "do_head_stride"},
-      {b.dq_batch_stride, "dq_batch_stride"}, {b.dq_seq_stride, "dq_seq_stride"}, {b.dq_head_stride, "dq_head_stride"},
-      {b.dk_batch_stride, "dk_batch_stride"}, {b.dk_seq_stride, "dk_seq_stride"}, {b.dk_head_stride, "dk_head_stride"},
-      {b.dv_batch_stride, "dv_batch_stride"}, {b.dv_seq_stride, "dv_seq_stride"}, {b.dv_head_stride, "dv_head_stride"}};
-  for (const auto& s : strides)
-    if (s.v % 8 != 0) return std::string(s.name) + " " + std::to_string(s.v) + " is not a multiple of 8 elements";
+  why = detail::pointer_limits({{b.d_o, "d_o"}, {b.dq, "dq"}, {b.dk, "dk"}, {b.dv, "dv"}});
+  if (!why.empty()) return why;
+  why = detail::stride_limits(
+      {{b.do_batch_stride, "do_batch_stride"}, {b.do_seq_stride, "do_seq_stride"}, {b.do_head_stride, "do_head_stride"},
+       {b.dq_batch_stride, "dq_batch_stride"}, {b.dq_seq_stride, "dq_seq_stride"}, {b.dq_head_stride, "dq_head_stride"},
+       {b.dk_batch_stride, "dk_batch_stride"}, {b.dk_seq_stride, "dk_seq_stride"}, {b.dk_head_stride, "dk_head_stride"},
+       {b.dv_batch_stride, "dv_batch_stride"}, {b.dv_seq_stride, "dv_seq_stride"}, {b.dv_head_stride, "dv_head_stride"}});
+  if (!why.empty()) return why;
 
   FlashBwdPlan out;
   out.device = dev.index;
