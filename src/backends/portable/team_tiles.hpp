@@ -33,10 +33,8 @@
 
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #define FC_PORTABLE_UNROLL _Pragma("unroll")
-#define FC_PORTABLE_UNROLL_4 _Pragma("unroll 4")
 #else
 #define FC_PORTABLE_UNROLL
-#define FC_PORTABLE_UNROLL_4
 #endif
 
 namespace flashcore::portable::team {
