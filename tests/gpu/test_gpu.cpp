@@ -123,7 +123,8 @@ bool accepts(const std::string& backend, const fctest::HostData& h, const Device
 }
 
 // The tuned kernels promise fp16/bf16 with every head_dim that is a multiple of 8 up to 256, on any
-// shape, mask and GQA: the Hopper kernel for head_dim 64 and 128, the warp-specialized one up to 128
+// shape, mask and GQA: the Hopper kernel too (compiled for 64, 128, 192, 256; the rest zero-padded
+// by TMA), the warp-specialized one up to 128
 // and without the attention variants (window, softcap, ALiBi, sinks), which every other one runs.
 // Above 128 the smallest mma.sync tile (16 query rows, two stages of 64-key K and V tiles, rows of
 // D rounded up to 64 elements: 544 bytes per row element) must fit the device's shared memory per
@@ -152,7 +153,7 @@ bool promised(const std::string& backend, const fctest::HostData& h) {
   const int d = p.head_dim;
   if (p.dtype == DType::F32 || d % 8 != 0 || d < 8 || d > 256) return false;
   if (p.page_size > 0) return paged_promised(backend, h);
-  if (backend == "cuda-flash-hopper") return d == 64 || d == 128;
+  if (backend == "cuda-flash-hopper") return true;
   const bool variants = p.has_window() || p.softcap > 0 || !h.alibi_slopes.empty() || !h.sinks.empty();
   if (backend == "cuda-flash-warpspec" && (d > 128 || variants)) return false;
   const size_t row = (d + 63) / 64 * 64;
@@ -258,7 +259,7 @@ std::vector<Case> variant_cases() {
   };
   int n = 0;
   for (bool causal : {false, true})
-    for (int d : {64, 128, 40, 96, 256}) {
+    for (int d : {64, 128, 40, 96, 192, 256}) {
       const DType dt = (n++ % 2) ? DType::BF16 : DType::F16;
       const Case sq = make_case(2, 6, 2, 300, 300, d, dt, causal);
       const Case lq = make_case(1, 4, 1, 203, 113, d, dt, causal, Layout::BHSD);  // rows above the diagonal
@@ -293,7 +294,7 @@ std::vector<Case> sequence_cases() {
   std::vector<Case> out;
   int n = 0;
   for (bool causal : {false, true})
-    for (int d : {64, 128, 96}) {
+    for (int d : {64, 128, 96, 192}) {
       const DType dt = (n++ % 2) ? DType::BF16 : DType::F16;
       // decode: one query per sequence, cache lengths 0 .. 3000 in a cache of 3100
       out.push_back(sequence_case(8, 2, d, dt, causal, {}, {1, 0, 3000, 17, 640, 64, 1000}, KvStore::Batched, 0, 1, 100));

@@ -76,7 +76,7 @@ enum class FlashKernel {
   Rows16,                 // sm80/flash_fwd_rows16.cuh, all warps load
   Rows16WarpSpecialized,  // the same kernel with a producer warp
   Wide,                   // sm80/flash_fwd_wide.cuh, 32 rows per warp
-  Hopper,                 // sm90/flash_fwd_sm90.cu, TMA + wgmma
+  Hopper,                 // sm90/flash_fwd_sm90.cuh, TMA + wgmma
   Decode,                 // decode/flash_decode.cuh, GQA-packed rows, split-KV over the keys
 };
 // "sm80-rows16", "sm80-rows16-warpspec", "sm80-wide", "sm90-tma-wgmma", "decode-splitkv"

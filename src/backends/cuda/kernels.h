@@ -19,7 +19,7 @@ cudaError_t launch_sm80(const FlashFwdPlan& plan, const KernelArgs& args, cudaSt
 // decode/launch_decode.cu: plan.kernel is Decode.
 cudaError_t launch_decode(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream);
 
-// sm90/flash_fwd_sm90.cu (built when sm_90 is among the CUDA architectures: FLASHCORE_HAVE_HOPPER_KERNELS).
+// sm90/launch_sm90.cu + instances/ (built when sm_90 is among the CUDA architectures: FLASHCORE_HAVE_HOPPER_KERNELS).
 cudaError_t launch_sm90(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream);
 // True when the kernel's sm_90a image loads on `device` (cached per device).
 bool sm90_kernel_loads(int device);

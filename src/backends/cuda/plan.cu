@@ -68,22 +68,24 @@ constexpr long long kAnyRows = 1ll << 62;
 constexpr LaunchRow kLaunchTable[] = {
     // D   rows <=     block_m  G  stages split  Auto                            Hopper
     {32, 1ll << 14, 64, 1, 3, true, FlashVariant::AllWarps, false},   // small problems: not measured (as D=64)
-    {32, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, false},   // (4,16,2048,32) H100: wide 174 us (bm64 234, WS 213)
+    {32, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, false},   // (4,16,2048,32) H100: wide 178 us (bm64 234, WS 212; Hopper-64 208)
     {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps, false},         // (1,8,512,64): 8.9 us, H200
     {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, false},  // (1,8,1024,64): 16.5 us (AW 26.5)
     {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, true},   // (1,8,2048,64): Hopper 28.3 us, WS 43.4
     {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // Hopper (4,16,1024,64) 59.0 us; wide 64.1 us
-    {96, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, false},   // small problems: not measured (as D=128)
-    {96, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, false},   // (4,16,2048,96) H100: wide s2 369 us (s3 493, bm64 534)
+    {96, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, true},    // small problems: not measured (as D=128)
+    {96, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},    // (4,16,2048,96) H100: Hopper-128 260 us, wide 370 (80: 259 / 371)
     {128, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, true},    // (1,8,2048,128): Hopper 33.4 us, 89.0
     {128, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},   // Hopper (2,16,4096,128) 528 TF/s; wide 318
-    {192, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, false},  // (4,16,2048,192) H100: 8 warps 911 us (bm64 1648)
-    {256, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, false},  // (4,16,2048,256) H100: 8 warps 999 us (bm64 1435)
+    {192, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},   // (4,16,2048,192) H100: Hopper 433 us, 8 warps 944 (bm64 1648)
+    {256, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},   // (4,16,2048,256) H100: Hopper 541 us, 8 warps 1018 (bm64 1435)
 };
 // Keyed by the native head dim a problem runs on (sm80/config.cuh: native_head_dim; 80 -> 96 and so on).
 // AllWarps with block_m 128, one KV group and no split-KV runs the wide-warp kernel (4 warps x 32 query
 // rows, sm80/flash_fwd_wide.cuh) where it is built (D <= 128); every other mma.sync configuration runs
-// the 16-row kernel.
+// the 16-row kernel. A Hopper row runs on the Hopper kernel compiled for the next multiple of 64
+// (sm90/config.h, hopper_head_dim: 80 and 96 -> 128, 160 -> 192), padded with zeros by TMA.
+// Numbers: perf/results/2026-11-25_h100_headdims-hopper.md (and _h200_).
 
 size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {
   return detail::with_native_head_dim(head_dim, [&](auto d) {
@@ -96,8 +98,8 @@ size_t align_up(size_t x) { return (x + 255) & ~size_t(255); }
 
 // The Hopper kernel's own conditions; on success its TMA descriptors are in plan->tensor_maps.
 std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan) {
-  if (p.head_dim != 64 && p.head_dim != 128)
-    return "the Hopper kernel is built for head_dim 64 and 128, not " + std::to_string(p.head_dim);
+  if (p.head_dim % 8 != 0 || detail::hopper_head_dim(p.head_dim) == 0)
+    return "the Hopper kernel needs head_dim a multiple of 8 up to 256, not " + std::to_string(p.head_dim);
   if (dev.cc_major != 9 || dev.cc_minor != 0)
     return "the Hopper kernel needs compute capability 9.0 (wgmma, sm_90a); device has " + std::to_string(dev.cc_major) +
            "." + std::to_string(dev.cc_minor);

@@ -1,4 +1,4 @@
-// Tile sizes of the Hopper kernel (sm90/flash_fwd_sm90.cu): the one place they live. Host code
+// Tile sizes of the Hopper kernel (sm90/flash_fwd_sm90.cuh): the one place they live. Host code
 // includes this too (TMA box sizes, shared memory of a launch).
 #pragma once
 
@@ -6,15 +6,32 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace flashcore::cuda::detail {
 
+// Compiled head dims (multiples of the 64-column swizzle panel). Any other head dim up to 256 runs on
+// the next one: its tensor maps have head_dim columns and TMA zero-fills the box past them (Q, K and
+// V), so the padding adds zeros to S and gives O columns the epilogue does not store (80, 96, 112 ->
+// 128; 160 -> 192; 200 -> 256).
+constexpr int kHopperHeadDims[] = {64, 128, 192, 256};
+constexpr int hopper_head_dim(int head_dim) {
+  for (int d : kHopperHeadDims)
+    if (head_dim <= d) return d;
+  return 0;
+}
+
+// Per head dim: D <= 128 keeps 128-key tiles (S = 64 registers a thread beside O's D/2). Above, two
+// stages of 128-key K and V tiles do not fit 227 KB beside Q (D = 192: 48 KB + 4 x 48 KB), and
+// O (96 or 128 registers) + S (64) + P (32) leaves too little of the 240 for the rest: 64-key tiles,
+// three stages at 192 (48 + 6 x 24 KB), two at 256 (64 + 4 x 32 KB).
 template <int D>
 struct HopperConfig {
+  static_assert(D % 64 == 0 && D >= 64 && D <= 256, "compiled head dims: kHopperHeadDims");
   static constexpr int kConsumerWGs = 2;
   static constexpr int kBlockM = 64 * kConsumerWGs;        // query rows per block
-  static constexpr int kBlockN = 128;                      // keys per K/V tile
-  static constexpr int kStages = D == 64 ? 3 : 2;          // K/V ring depth
+  static constexpr int kBlockN = D <= 128 ? 128 : 64;      // keys per K/V tile
+  static constexpr int kStages = D == 128 || D == 256 ? 2 : 3;  // K/V ring depth
   static constexpr int kThreads = 128 * (kConsumerWGs + 1);
   // setmaxnreg moves registers inside the block's launch allocation (the 64K register file over
   // kThreads, in steps of 8: 168 for 384 threads): consumers can only grow by what the producer gives
@@ -31,6 +48,7 @@ struct HopperConfig {
   static constexpr uint32_t kTileBytes = kPanels * kKVPanelBytes;  // one K or V tile
   static constexpr uint32_t kBarOffset = kQBytes + 2 * kStages * kTileBytes;
   static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kBarOffset + 8 * (2 + 4 * kStages);  // Q, 4 per stage, V tail
+  static_assert(kSmemBytes <= 227 * 1024, "more shared memory than a block of compute capability 9.0 may have");
   static constexpr int kSTiles = kBlockN / 8;              // n8 column tiles of S per thread row pair
   static constexpr int kPVSteps = kBlockN / 16;            // k16 steps of P·V
   static constexpr int kOAcc = D / 2;                      // O accumulator floats per thread (64 x D / 128)
@@ -38,13 +56,29 @@ struct HopperConfig {
   static constexpr int kBarEpilogue = 1;                   // named barrier of the consumer threads
 };
 
-// Query rows per block and dynamic shared memory of one launch (head_dim 64 or 128), for the plan.
-inline int sm90_block_m(int head_dim) { return head_dim == 64 ? HopperConfig<64>::kBlockM : HopperConfig<128>::kBlockM; }
+// f(std::integral_constant<int, D>{}) for the compiled head dim D that runs head_dim (1..256).
+template <class F>
+decltype(auto) with_hopper_head_dim(int head_dim, F&& f) {
+  switch (hopper_head_dim(head_dim)) {
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    case 192: return f(std::integral_constant<int, 192>{});
+    default: return f(std::integral_constant<int, 256>{});
+  }
+}
+// Query rows per block, keys per K/V tile and dynamic shared memory of one launch, for the plan and
+// the tensor maps.
+inline int sm90_block_m(int head_dim) {
+  return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kBlockM; });
+}
+inline int sm90_block_n(int head_dim) {
+  return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kBlockN; });
+}
 inline size_t sm90_smem_bytes(int head_dim) {
-  return head_dim == 64 ? HopperConfig<64>::kSmemBytes : HopperConfig<128>::kSmemBytes;
+  return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kSmemBytes; });
 }
 
-// The kernel's TMA tensor maps of Q, K, V: dims (D, seqlen, heads, batch), boxes of 64 columns x
+// The kernel's TMA tensor maps of Q, K, V: dims (head_dim, seqlen, heads, batch), boxes of 64 columns x
 // kBlockM (Q) or kBlockN (K, V) rows. Encoded by sm90/tensor_maps.cpp, kept in FlashFwdPlan.
 struct HopperMaps {
   CUtensorMap q, k, v;

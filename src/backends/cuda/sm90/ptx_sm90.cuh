@@ -38,10 +38,23 @@ __device__ __forceinline__ void fence_regs(uint32_t (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
+// The shapes by accumulator size: S = Q·Kᵀ (N = kBlockN keys: 64 or 128) and O += P·V (N = D).
+template <typename Elem>
+__device__ __forceinline__ void wgmma_qk_init(float (&s)[32], uint64_t da, uint64_t db, Elem e) { wgmma_ss_m64n64k16_init(s, da, db, e); }
+template <typename Elem>
+__device__ __forceinline__ void wgmma_qk_init(float (&s)[64], uint64_t da, uint64_t db, Elem e) { wgmma_ss_m64n128k16_init(s, da, db, e); }
+template <typename Elem>
+__device__ __forceinline__ void wgmma_qk(float (&s)[32], uint64_t da, uint64_t db, Elem e) { wgmma_ss_m64n64k16(s, da, db, 1, e); }
+template <typename Elem>
+__device__ __forceinline__ void wgmma_qk(float (&s)[64], uint64_t da, uint64_t db, Elem e) { wgmma_ss_m64n128k16(s, da, db, 1, e); }
 template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[32], const uint32_t* a, uint64_t db) { wgmma_rs_m64n64k16(o, a, db, Elem{}); }
 template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[64], const uint32_t* a, uint64_t db) { wgmma_rs_m64n128k16(o, a, db, Elem{}); }
+template <typename Elem>
+__device__ __forceinline__ void wgmma_pv(float (&o)[96], const uint32_t* a, uint64_t db) { wgmma_rs_m64n192k16(o, a, db, Elem{}); }
+template <typename Elem>
+__device__ __forceinline__ void wgmma_pv(float (&o)[128], const uint32_t* a, uint64_t db) { wgmma_rs_m64n256k16(o, a, db, Elem{}); }
 
 // ---- mbarrier and TMA ---------------------------------------------------------------------------
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {

@@ -1,5 +1,6 @@
-// The Hopper kernel's TMA descriptors (host side): Q, K and V as 4-D tensor maps (D, seqlen, heads,
-// batch) with 64-column x kBlockM/kBlockN-row boxes and the 128-byte swizzle the kernel reads; packed
+// The Hopper kernel's TMA descriptors (host side): Q, K and V as 4-D tensor maps (head_dim, seqlen,
+// heads, batch) with 64-column x kBlockM/kBlockN-row boxes and the 128-byte swizzle the kernel reads
+// (a box past head_dim is zero-filled: the kernel compiled for the next head dim reads zeros); packed
 // (varlen) Q or K/V as one batch entry of total rows. The
 // plan encodes them once per call (flash_fwd_plan); layouts TMA cannot describe are declined here,
 // naming the tensor and the stride. Plain C++ against the CUDA headers (no kernels).
@@ -79,10 +80,7 @@ std::string encode_view(CUtensorMap* map, const TmaView& v, bool bf16) {
 
 // Every layout check first (they need no driver), then the three encodings.
 std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
-  static_assert(HopperConfig<64>::kBlockM == HopperConfig<128>::kBlockM &&
-                    HopperConfig<64>::kBlockN == HopperConfig<128>::kBlockN,
-                "one box shape for both head dims");
-  constexpr int bm = HopperConfig<64>::kBlockM, bn = HopperConfig<64>::kBlockN;
+  const int bm = sm90_block_m(p.head_dim), bn = sm90_block_n(p.head_dim);  // box rows of Q and of K, V
   if (p.block_table != nullptr) return "the Hopper kernel does not read paged K/V (the decode kernel does)";
   // Packed Q (cu_seqlens_q) or K/V (cu_seqlens_k): one batch entry of total rows; the kernel starts a
   // sequence at row cu_seqlens[b]. Cache lengths keep the batch layout (seqlen_k rows per entry).

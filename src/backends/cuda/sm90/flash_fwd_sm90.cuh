@@ -1,13 +1,16 @@
 // FlashCore forward attention, Hopper-native kernel (sm_90a only: TMA, mbarriers, warpgroup MMA).
+// Included by the per-head-dim translation units in sm90/instances/ (one per compiled head dim:
+// 64, 128, 192, 256, so they compile in parallel); sm90/launch_sm90.cu dispatches to them.
 //
 // Same algorithm as the sm80/ kernels, with the same building blocks (common/: mask policy, online
 // softmax, scheduler, epilogue), on a different machine:
 //
-//   block = 3 warpgroups, 128 query rows of one (batch, head), 128-key K/V tiles
+//   block = 3 warpgroups, 128 query rows of one (batch, head), K/V tiles of kBlockN keys (128 up to
+//   D = 128, 64 above: sm90/config.h)
 //   warpgroup 0 (producer): one thread issues the bulk tensor copies (TMA) of Q and of every K/V tile
 //                           into a kStages-deep ring; the warpgroup gives its registers back (setmaxnreg)
 //   warpgroups 1, 2 (consumers): 64 query rows each
-//     S  = Q · Kᵀ    wgmma m64n128k16, Q and K straight from shared memory
+//     S  = Q · Kᵀ    wgmma m64n{kBlockN}k16, Q and K straight from shared memory
 //     S  = transform, mask(S)  the Mask policy (common/mask.cuh; VariantMask adds window, softcap, ALiBi, sinks)
 //     P  = softmax(S) in registers (accumulator layout = the mma.sync one: same masking arithmetic)
 //     O += P · V     wgmma m64nDk16, P from registers, V from shared memory (MN-major: transposed)
@@ -26,16 +29,16 @@
 // row·128 + ((col/8) ^ (row%8))·16 + (col%8)·2.
 //   Q [D/64 panels x 128 rows] | K slots [kStages] | V slots [kStages] | mbarriers
 // TMA zero-fills rows past seqlen (query tail, key tail): masked keys meet V rows of zeros, never NaN.
+// It zero-fills columns past head_dim too: a head dim between compiled ones (80 on the D = 128 kernel)
+// gets zeros in Q, K and V's padding columns, so S is exact and O's padding columns (0) are not stored.
 // Sequences (varlen Q and K/V, cache lengths; common/sequences.cuh): packed tensors are one TMA batch
 // of total rows and a block's rows start at its sequence's offset; past a sequence's keys the last V
 // tile is zeroed in shared memory by the producer before its full_v completes (bar_vtail), since TMA
 // only zero-fills past the tensor.
+#pragma once
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-
-#include <cstring>
-#include <map>
-#include <mutex>
 
 #include "backends/cuda/common/elem_ops.cuh"
 #include "backends/cuda/common/epilogue.cuh"
@@ -50,7 +53,6 @@
 #include "backends/cuda/sm90/ptx_sm90.cuh"
 
 namespace flashcore::cuda::detail {
-namespace {
 
 // ------------------------------------------------------------------------------------------------
 // The kernel. Warp roles: warpgroup 0 = producer (its warp 0, lane 0 issues every copy); warpgroup
@@ -179,12 +181,12 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   auto issue_qk = [&](float (&s2)[Cfg::kSTiles][4], int slot) {
     auto& s = reinterpret_cast<float (&)[kBN / 2]>(s2);
     const uint64_t kd = k_desc + ((slot * Cfg::kTileBytes) >> 4);
-    wgmma_ss_m64n128k16_init(s, q_desc, kd, Elem{});
+    wgmma_qk_init(s, q_desc, kd, Elem{});
 #pragma unroll
     for (int kk = 1; kk < D / 16; ++kk) {
       const uint32_t qo = ((kk / 4) * Cfg::kQPanelBytes + (kk % 4) * 32) >> 4;
       const uint32_t ko = ((kk / 4) * Cfg::kKVPanelBytes + (kk % 4) * 32) >> 4;
-      wgmma_ss_m64n128k16(s, q_desc + qo, kd + ko, 1, Elem{});
+      wgmma_qk(s, q_desc + qo, kd + ko, Elem{});
     }
   };
   auto issue_pv = [&](int slot) {
@@ -279,34 +281,22 @@ cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, const
   return cudaGetLastError();
 }
 
-}  // namespace
-
-bool sm90_kernel_loads(int device) {
-  static std::mutex m;
-  static std::map<int, bool> cache;
-  std::lock_guard<std::mutex> lock(m);
-  auto it = cache.find(device);
-  if (it != cache.end()) return it->second;
-  int prev = -1;
-  bool ok = cudaGetDevice(&prev) == cudaSuccess && cudaSetDevice(device) == cudaSuccess;
-  if (ok) {
-    cudaFuncAttributes attr{};
-    ok = cudaFuncGetAttributes(&attr, flash_fwd_hopper_kernel<64, __half, CausalMask>) == cudaSuccess;
-    if (!ok) cudaGetLastError();  // no sm_90a image for this device: not an error of the caller
-    cudaSetDevice(prev);
-  }
-  cache[device] = ok;
-  return ok;
+template <int D>
+cudaError_t launch_sm90_head_dim(const FlashFwdPlan& plan, const KernelArgs& args, const HopperMaps& maps,
+                                 cudaStream_t stream) {
+  return args.p.bf16 ? launch_typed<D, __nv_bfloat16>(plan, args, maps, stream)
+                     : launch_typed<D, __half>(plan, args, maps, stream);
 }
 
-cudaError_t launch_sm90(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream) {
-  HopperMaps maps;
-  std::memcpy(static_cast<void*>(&maps), plan.tensor_maps, sizeof maps);
-  if (args.p.head_dim == 64)
-    return args.p.bf16 ? launch_typed<64, __nv_bfloat16>(plan, args, maps, stream)
-                       : launch_typed<64, __half>(plan, args, maps, stream);
-  return args.p.bf16 ? launch_typed<128, __nv_bfloat16>(plan, args, maps, stream)
-                     : launch_typed<128, __half>(plan, args, maps, stream);
+template <int D>
+const void* sm90_kernel_address() {
+  return reinterpret_cast<const void*>(flash_fwd_hopper_kernel<D, __half, CausalMask>);
 }
 
 }  // namespace flashcore::cuda::detail
+
+#define FLASHCORE_SM90_INSTANTIATE(D)                                                                          \
+  template cudaError_t flashcore::cuda::detail::launch_sm90_head_dim<D>(                                       \
+      const flashcore::cuda::FlashFwdPlan&, const flashcore::cuda::detail::KernelArgs&,                        \
+      const flashcore::cuda::detail::HopperMaps&, cudaStream_t);                                               \
+  template const void* flashcore::cuda::detail::sm90_kernel_address<D>();
