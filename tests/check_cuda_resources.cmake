@@ -16,12 +16,17 @@
 #    warps cap it at 128 registers): with HeldLengths a 16-byte frame, 12 bytes of stores, 20 of loads
 #    (ReadLengths: 40/96). Measured on an H100 against the build before varlen prefill (perf/dev/NOTES.md):
 #    0.93-1.06x the time at (1,8,512|2048,32), (4,16,2048,32).
+#  - the D=256 Hopper kernels for paged K/V with the attention variants (flash_fwd_hopper_kernel<256,
+#    *, VariantMask, true>, paged prefill): an 8-byte frame, 4 bytes of stores, 12 of loads (the
+#    producer's page lookups; the other Hopper kernels, paged or not, have none at D = 64, 192, 256).
 # (The D=128 Hopper kernels without variants had an 8-byte spill until varlen prefill; they read
 # their lengths where used now (ReadLengths) and have none.)
 set(allowed_kernel "flash_fwd_kernelILi(128E(6__half|13__nv_bfloat16)Lb1|32E(6__half|13__nv_bfloat16)Lb0)E")
 set(allowed_bytes 44)
 set(allowed_variant_kernel "flash_fwd_hopper_kernelILi128E.*VariantMask")
 set(allowed_variant_bytes 164)
+set(allowed_paged_kernel "flash_fwd_hopper_kernelILi256E.*VariantMask.*Lb1E")
+set(allowed_paged_bytes 12)
 # The mma.sync kernels (sm80/instances/: one file per head dim), the decode kernel (decode/instances/)
 # and the backward kernels (backward/instances/) for ARCH; for ARCH 90 also the Hopper kernel (sm90/instances/, sm_90a).
 file(GLOB instances ${SRC}/src/backends/cuda/sm80/instances/*.cu ${SRC}/src/backends/cuda/decode/instances/*.cu
@@ -72,6 +77,8 @@ foreach(line IN LISTS lines)
     set(limit 0)
     if(kernel MATCHES "${allowed_variant_kernel}")
       set(limit ${allowed_variant_bytes})
+    elseif(kernel MATCHES "${allowed_paged_kernel}")
+      set(limit ${allowed_paged_bytes})
     elseif(kernel MATCHES "${allowed_kernel}")
       set(limit ${allowed_bytes})
     endif()

@@ -331,8 +331,9 @@ TEST(CudaConfig, DecodeHeadDimsAndDevices) {
   EXPECT_EQ(p40.split_partial_bytes, p64.split_partial_bytes);
 }
 
-// Sequence arrays. Paged K/V: only the decode kernel reads it; cuda-flash plans it for seqlen_q <= 64
-// (variants included), above and for the other kernels forced by name the plan declines, naming why.
+// Sequence arrays. Paged K/V: the decode kernel reads it (cuda-flash plans it there for seqlen_q <= 64,
+// variants included) and the Hopper kernel (paged prefill above 64; forced by name, any length); the
+// other kernels forced by name decline, naming why.
 // Varlen Q/K and cache lengths: cuda-flash runs up to 64 queries on the decode kernel, longer ones
 // (varlen prefill) on the prefill kernels, and every kernel forced by name takes them.
 TEST(CudaConfig, SequenceArraysPlan) {
@@ -344,6 +345,7 @@ TEST(CudaConfig, SequenceArraysPlan) {
   auto paged = [](FlashFwdParams p, int page) {
     p.block_table = g_seq_dummy, p.seqlens_k = g_seq_dummy;
     p.page_size = page, p.pages_per_seq = (p.seqlen_k + page - 1) / page;
+    p.num_pages = p.batch * p.pages_per_seq;
     p.k_batch_stride = p.v_batch_stride = p.k_seq_stride * page;
     return p;
   };
@@ -371,8 +373,10 @@ TEST(CudaConfig, SequenceArraysPlan) {
     for (FlashVariant v : {FlashVariant::AllWarps, FlashVariant::WarpSpecialized, FlashVariant::Hopper}) {
       FlashFwdPlan plan;
       const std::string why = flashcore::cuda::flash_fwd_plan(p, h100, v, &plan);
-      if (p.block_table != nullptr) {
-        EXPECT_NE(why.find("paged K/V (block_table) is read by the decode kernel only"), std::string::npos) << why;
+      if (p.block_table != nullptr && v != FlashVariant::Hopper) {
+        EXPECT_NE(why.find("paged K/V (block_table) is read by the decode kernel (seqlen_q <= 64) and the Hopper kernel only"),
+                  std::string::npos)
+            << why;
       } else if (v == FlashVariant::Hopper) {
         EXPECT_EQ(why.find("sequence"), std::string::npos) << why;  // declined for its own reasons here
       } else {
@@ -398,12 +402,23 @@ TEST(CudaConfig, SequenceArraysPlan) {
       EXPECT_NE(plan.kernel, FlashKernel::Decode) << plan.describe();
     }
   }
-  // Paged prefill: declined (the reference runs it), saying why.
-  const std::string why = flashcore::cuda::flash_fwd_plan(paged(params(2, 8, 8, 200, 2000, 64, true, false), 64), h100,
-                                                          FlashVariant::Auto, nullptr);
-  EXPECT_NE(why.find("paged K/V runs on the decode kernel only"), std::string::npos) << why;
-  EXPECT_NE(why.find("seqlen_q > 64"), std::string::npos) << why;
-  EXPECT_NE(why.find("200"), std::string::npos) << why;
+  // Paged prefill: the Hopper kernel's; where it does not run (no sm_90a image here, an L4, a page
+  // size that is not a power of two) declined, saying why both kernels decline (the reference runs it).
+  for (const auto& dev : {h100, l4_limits()}) {
+    const std::string why = flashcore::cuda::flash_fwd_plan(paged(params(2, 8, 8, 200, 2000, 64, true, false), 64), dev,
+                                                            FlashVariant::Auto, nullptr);
+    EXPECT_NE(why.find("paged K/V runs on the decode kernel (seqlen_q <= 64) or the Hopper kernel"), std::string::npos) << why;
+    EXPECT_NE(why.find("the decode kernel takes seqlen_q <= 64, not 200"), std::string::npos) << why;
+    EXPECT_NE(why.find("the Hopper kernel"), why.rfind("the Hopper kernel")) << why;  // its own reason follows
+  }
+  auto h100_hopper = h100;
+  h100_hopper.hopper_kernel_loads = true;  // as on an H100 (encoding the TMA maps needs the driver: not checked here)
+  const std::string why48 = flashcore::cuda::flash_fwd_plan(paged(params(2, 8, 8, 200, 2000, 64, true, false), 48),
+                                                            h100_hopper, FlashVariant::Auto, nullptr);
+  EXPECT_NE(why48.find("power-of-two page_size >= 16 and num_pages >= 1, got page_size 48"), std::string::npos) << why48;
+  const std::string why64 = flashcore::cuda::flash_fwd_plan(paged(params(2, 8, 8, 200, 2000, 64, true, false), 64),
+                                                            h100_hopper, FlashVariant::Auto, nullptr);
+  EXPECT_EQ(why64.find("page_size"), std::string::npos) << why64;  // accepted, or declined by the driver only
 }
 
 // The pointer and stride checks both plans share (detail::pointer_limits, stride_limits) name the

@@ -131,13 +131,23 @@ bool accepts(const std::string& backend, const fctest::HostData& h, const Device
 // block: it does on A100/H100/H200, not on sm_86/sm_89 (99 KB).
 // Sequence layouts on the tuned path: varlen Q and K/V and cache lengths with the same promise as
 // fixed lengths (every tuned kernel; cuda-flash runs up to 64 queries on the decode kernel). Paged
-// K/V is the decode kernel's: cuda-flash, seqlen_q <= 64, every head dim and variant (above D = 128
-// it needs the shared memory of an A100/H100, not the 99 KB of sm_86/sm_89); paged prefill
-// (seqlen_q > 64) is the reference's.
+// K/V: the decode kernel's for seqlen_q <= 64 (cuda-flash, every head dim and variant; above D = 128
+// it needs the shared memory of an A100/H100, not the 99 KB of sm_86/sm_89), and the Hopper kernel's
+// on compute capability 9.0 with a power-of-two page size (cuda-flash-hopper, and cuda-flash above
+// 64 queries: paged prefill); other paged prefill is the reference's.
 size_t device_smem_optin();
+bool device_is_hopper() {
+  int dev = 0, major = 0, minor = 0;
+  return cudaGetDevice(&dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 && minor == 0;
+}
 bool paged_promised(const std::string& backend, const fctest::HostData& h) {
   const flashcore::Problem& p = h.problem;
-  return backend == "cuda-flash" && p.seqlen_q <= 64 && (p.head_dim <= 128 || device_smem_optin() > 100 * 1024);
+  const bool hopper = device_is_hopper() && (p.page_size & (p.page_size - 1)) == 0;
+  if (backend == "cuda-flash-hopper") return hopper;
+  if (backend != "cuda-flash") return false;
+  return p.seqlen_q <= 64 ? p.head_dim <= 128 || device_smem_optin() > 100 * 1024 : hopper;
 }
 
 size_t device_smem_optin() {
@@ -306,6 +316,13 @@ std::vector<Case> sequence_cases() {
         out.push_back(sequence_case(4, 2, d, dt, causal, {}, {1, page + 3, 5 * page - 1, 777}, KvStore::Paged, page));
       // varlen Q against a paged cache (chunked prefill) and against packed K/V
       out.push_back(sequence_case(4, 2, d, dt, causal, {3, 0, 64, 1}, {300, 9, 64, 1}, KvStore::Paged, 64));
+      // paged prefill (the Hopper kernel; the reference elsewhere): pages smaller than, equal to and
+      // larger than a K/V tile, caches ending inside a page, an empty sequence; varlen Q and a fixed
+      // 100 queries per sequence; a page size that is not a power of two (48: the reference's)
+      for (int page : {16, 64, 256})
+        out.push_back(sequence_case(4, 2, d, dt, causal, {200, 1, 129, 0}, {700, 1000, 333, 7}, KvStore::Paged, page));
+      out.push_back(sequence_case(4, 1, d, dt, causal, {}, {100, 1000, 333, 129}, KvStore::Paged, 32, 100, 0, Layout::Padded));
+      out.push_back(sequence_case(4, 2, d, dt, causal, {70, 90}, {300, 90}, KvStore::Paged, 48));
       out.push_back(sequence_case(6, 2, d, dt, causal, {1, 37, 0, 64}, {1, 100, 5, 64}, KvStore::Packed, 0, 1, 0,
                                   Layout::BHSD));
       // varlen prefill: long sequences of mixed lengths (every tuned kernel: 16-row, wide, Hopper)
@@ -320,6 +337,11 @@ std::vector<Case> sequence_cases() {
   Case v = sequence_case(8, 2, 128, DType::F16, true, {}, {1, 900, 2000}, KvStore::Paged, 64, 2);
   v.window_left = 300, v.alibi = true, v.sinks = true, v.softcap = 20;
   out.push_back(v);
+  for (int d : {128, 256}) {  // paged prefill with every variant
+    Case pv = sequence_case(8, 2, d, DType::BF16, true, {300, 77}, {900, 2000}, KvStore::Paged, 128);
+    pv.window_left = 300, pv.alibi = true, pv.sinks = true, pv.softcap = 20;
+    out.push_back(pv);
+  }
   return out;
 }
 

@@ -45,6 +45,7 @@ FlashFwdParams make_params(const Problem& p, const Tensors& t) {
   f.total_k = seq.cu_seqlens_k != nullptr ? p.total_k : 0;
   f.page_size = seq.page_size;
   f.pages_per_seq = seq.pages_per_seq;
+  f.num_pages = seq.block_table != nullptr ? p.num_pages : 0;
   return f;
 }
 

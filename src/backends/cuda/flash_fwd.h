@@ -44,16 +44,16 @@ struct FlashFwdParams {
   // and seqlen_k are upper bounds of the per-sequence lengths. cu_seqlens_q: Q and O packed (rows
   // cu[b] .., batch strides unused), LSE (heads_q, total_q). cu_seqlens_k: K and V packed (total_k
   // rows: the Hopper kernel's TMA maps span them). seqlens_k: keys per sequence (cache lengths).
-  // block_table (batch x pages_per_seq): K and V are pools of pages of page_size rows, the batch
-  // strides step between pages (the pool's extent, Problem::num_pages, is the registry's to check).
-  // core/sequences.hpp (numeric::Sequences) says where each row is. Every kernel reads them except
-  // block_table, which only the decode kernel reads.
+  // block_table (batch x pages_per_seq): K and V are pools of num_pages pages of page_size rows, the
+  // batch strides step between pages (the entries are the registry's to check; num_pages sizes the
+  // Hopper kernel's TMA maps of the pools). core/sequences.hpp (numeric::Sequences) says where each
+  // row is. Every kernel reads them except block_table, which the decode and Hopper kernels read.
   const int* cu_seqlens_q = nullptr;
   const int* cu_seqlens_k = nullptr;
   const int* seqlens_k = nullptr;
   const int* block_table = nullptr;
   int total_q = 0, total_k = 0;
-  int page_size = 0, pages_per_seq = 0;
+  int page_size = 0, pages_per_seq = 0, num_pages = 0;
   // Optional: nullptr = launch table. For development and tuning only. With an override, Auto never
   // picks the Hopper kernel, nor the decode kernel for problems without sequence arrays; the Hopper
   // kernel itself has a fixed shape and ignores it. The decode kernel takes block_m (16, 32, 64),

@@ -460,20 +460,26 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
   out.device = dev.index;
   std::string why = detail::common_limits(p, dev);
   if (!why.empty()) return why;
-  // The decode kernel: forced, the only kernel that reads paged K/V, Auto's choice for the other
-  // sequence layouts up to kMaxDecodeSeqlenQ queries, or for few query rows against many keys
-  // (kDecodeTable). Longer varlen/cache-length problems (prefill) run on the kernels below.
+  // The decode kernel: forced, Auto's choice for paged K/V and the other sequence layouts up to
+  // kMaxDecodeSeqlenQ queries, or for few query rows against many keys (kDecodeTable). Paged K/V
+  // with more queries (paged prefill) runs on the Hopper kernel (its producer loads a tile page by
+  // page); longer varlen/cache-length problems (prefill) run on the kernels below.
   const bool paged = detail::paged_kv(p);
-  if (paged && variant != FlashVariant::Auto && variant != FlashVariant::Decode)
-    return "paged K/V (block_table) is read by the decode kernel only (seqlen_q <= " +
-           std::to_string(detail::kMaxDecodeSeqlenQ) + "); cuda-flash runs it there";
+  if (paged && variant != FlashVariant::Auto && variant != FlashVariant::Decode && variant != FlashVariant::Hopper)
+    return "paged K/V (block_table) is read by the decode kernel (seqlen_q <= " +
+           std::to_string(detail::kMaxDecodeSeqlenQ) + ") and the Hopper kernel only; cuda-flash runs it there";
   const std::string decode_why = decode_limits(p, dev);  // "" when the decode kernel can run p (seqlen_q <= 64 included)
   const bool short_sequences = detail::has_sequences(p) && variant == FlashVariant::Auto && decode_why.empty();
-  if (variant == FlashVariant::Decode || paged || short_sequences) {
+  std::string paged_hopper_why;  // why the Hopper kernel does not take Auto's paged prefill
+  const bool paged_on_hopper =
+      paged && variant == FlashVariant::Auto && !decode_why.empty() && (paged_hopper_why = hopper_limits(p, dev, &out)).empty();
+  if (!paged_on_hopper && (variant == FlashVariant::Decode || (paged && variant != FlashVariant::Hopper) || short_sequences)) {
     if (!decode_why.empty())
-      return paged ? "paged K/V runs on the decode kernel only (paged prefill, seqlen_q > " +
-                         std::to_string(detail::kMaxDecodeSeqlenQ) + ", runs on the reference): " + decode_why
-                   : decode_why;
+      return paged && variant == FlashVariant::Auto
+                 ? "paged K/V runs on the decode kernel (seqlen_q <= " + std::to_string(detail::kMaxDecodeSeqlenQ) +
+                       ") or the Hopper kernel (paged prefill; else the reference runs it): " + decode_why + "; " +
+                       paged_hopper_why
+                 : decode_why;
     plan_decode(p, dev, decode_row_any(p), &out);
     if (plan != nullptr) *plan = out;
     return {};
@@ -502,7 +508,7 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
   for (const LaunchRow& r : kLaunchTable)
     if (r.head_dim == native_d && rows <= r.max_rows) { row = &r; break; }
   // Auto takes the Hopper kernel where the table says so and the kernel accepts the problem.
-  const bool hopper = variant == FlashVariant::Hopper ||
+  const bool hopper = variant == FlashVariant::Hopper || paged_on_hopper ||
                       (variant == FlashVariant::Auto && row->hopper && p.launch_override == nullptr &&
                        hopper_limits(p, dev, &out).empty());
   if (hopper) {

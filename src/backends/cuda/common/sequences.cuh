@@ -28,7 +28,7 @@ __host__ __device__ inline Strides k_strides(const FlashFwdParams& p) { return {
 __host__ __device__ inline Strides v_strides(const FlashFwdParams& p) { return {p.v_batch_stride, p.v_seq_stride, p.v_head_stride}; }
 __host__ __device__ inline Strides o_strides(const FlashFwdParams& p) { return {p.o_batch_stride, p.o_seq_stride, p.o_head_stride}; }
 
-// Whether K and V are pools of pages (only the decode kernel reads them).
+// Whether K and V are pools of pages (the decode kernel and the Hopper kernel's paged instance read them).
 __host__ __device__ inline bool paged_kv(const FlashFwdParams& p) { return p.block_table != nullptr; }
 // Whether any sequence array is set.
 __host__ __device__ inline bool has_sequences(const FlashFwdParams& p) {

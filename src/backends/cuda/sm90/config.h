@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (type only)
+#include <cuda_runtime_api.h>  // __host__ __device__ (empty in host-only compilers)
 
 #include <cstddef>
 #include <cstdint>
@@ -74,6 +75,14 @@ inline int sm90_block_m(int head_dim) {
 inline int sm90_block_n(int head_dim) {
   return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kBlockN; });
 }
+// Paged K/V: rows of one TMA box, the largest power of two dividing both the page size (a multiple
+// of 16) and the tile's keys, so that every box of a tile lies inside one page. Device code computes
+// the same (both use paged_box_rows).
+__host__ __device__ constexpr int paged_box_rows(int page_size, int block_n) {
+  const int low = page_size & -page_size;  // largest power of two dividing page_size
+  return low < block_n ? low : block_n;
+}
+inline int sm90_paged_box_rows(int head_dim, int page_size) { return paged_box_rows(page_size, sm90_block_n(head_dim)); }
 inline size_t sm90_smem_bytes(int head_dim) {
   return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kSmemBytes; });
 }

@@ -34,7 +34,8 @@
 // Sequences (varlen Q and K/V, cache lengths; common/sequences.cuh): packed tensors are one TMA batch
 // of total rows and a block's rows start at its sequence's offset; past a sequence's keys the last V
 // tile is zeroed in shared memory by the producer before its full_v completes (bar_vtail), since TMA
-// only zero-fills past the tensor.
+// only zero-fills past the tensor. Paged K/V (block_table): a tile is loaded in pieces of
+// paged_box_rows keys, each from its page (load_paged_tile); the pools are the maps' batch dimension.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -59,10 +60,34 @@ namespace flashcore::cuda::detail {
 // 1 + c (c = 0, 1) = consumer c, query rows m0 + 64c .. +63 (its warp w & 3 the accumulator rows
 // 16·(w & 3) + lane/4 (+8)).
 // ------------------------------------------------------------------------------------------------
-// Whether K/V rows end per sequence inside the tensor (packed K/V or cache lengths).
-__device__ __forceinline__ bool varlen_k(const FlashFwdParams& p) { return p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr; }
+// Whether K/V rows end per sequence inside the tensor (packed K/V, cache lengths or pages).
+__device__ __forceinline__ bool varlen_k(const FlashFwdParams& p) {
+  return p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr || p.block_table != nullptr;
+}
 
-template <int D, typename Elem, class Mask>
+// Paged K/V: one K or V tile (keys key0 .. key0 + kBN of sequence b) into shared memory at dst,
+// completing on bar: one box per 64-column panel and piece of `box` keys, each piece from its page
+// (block_table). A piece past the sequence's last key (len_k) reloads the piece holding that key (in
+// bounds, and no block_table entry past the last used page is read): its keys are masked in S and its
+// V rows zeroed (bar_vtail), like the key tail of any sequence.
+template <int D>
+__device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const CUtensorMap* map, uint32_t dst, int key0,
+                                                int hk, int table0, int last, uint32_t bar) {
+  using Cfg = HopperConfig<D>;
+  const int box = paged_box_rows(p.page_size, Cfg::kBlockN);
+  const int shift = __ffs(p.page_size) - 1;  // page_size is a power of two here (the plan's condition)
+#pragma unroll 1  // the producer thread has 24 registers (setmaxnreg): one piece at a time
+  for (int c = 0; c < Cfg::kBlockN; c += box) {
+    const int key = min(key0 + c, last);
+    const int page = p.block_table[table0 + (key >> shift)], row = key & (p.page_size - 1);
+#pragma unroll
+    for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(dst + pn * Cfg::kKVPanelBytes + c * 128, map, 64 * pn, row, hk, page, bar);
+  }
+}
+
+// kPaged: K and V are pools of pages (block_table); its own instance, so that the kernels of the other
+// layouts keep the producer's 24 registers to themselves.
+template <int D, typename Elem, class Mask, bool kPaged>
 __global__ void __launch_bounds__(HopperConfig<D>::kThreads, 1)
 flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_constant__ HopperMaps maps) {
   using Cfg = HopperConfig<D>;
@@ -113,18 +138,35 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       const int k_row0 = p.cu_seqlens_k != nullptr ? p.cu_seqlens_k[b] : 0, k_b = p.cu_seqlens_k != nullptr ? 0 : b;
       mbar_expect_tx(bar_q, Cfg::kQBytes);
       for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, 64 * pn, q_row0 + m0, h, q_b, bar_q);
-      for (int t = 0; t < n_tiles; ++t) {
-        const int s = t % kS;
-        const uint32_t parity = ((t / kS) + 1) & 1;  // the previous use of slot s (tile t - kS) was released
-        if (t >= kS) mbar_wait_parity(empty_k(s), parity);
-        mbar_expect_tx(full_k(s), Cfg::kTileBytes);
-        for (int pn = 0; pn < Cfg::kPanels; ++pn)
-          tma_load_4d(sK + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, full_k(s));
-        if (t >= kS) mbar_wait_parity(empty_v(s), parity);
-        const uint32_t v_bar = varlen_k(p) && t == n_tiles - 1 ? bar_vtail : full_v(s);  // see below
-        mbar_expect_tx(v_bar, Cfg::kTileBytes);
-        for (int pn = 0; pn < Cfg::kPanels; ++pn)
-          tma_load_4d(sV + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, v_bar);
+      if constexpr (!kPaged) {
+        for (int t = 0; t < n_tiles; ++t) {
+          const int s = t % kS;
+          const uint32_t parity = ((t / kS) + 1) & 1;  // the previous use of slot s (tile t - kS) was released
+          if (t >= kS) mbar_wait_parity(empty_k(s), parity);
+          mbar_expect_tx(full_k(s), Cfg::kTileBytes);
+          for (int pn = 0; pn < Cfg::kPanels; ++pn)
+            tma_load_4d(sK + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, full_k(s));
+          if (t >= kS) mbar_wait_parity(empty_v(s), parity);
+          const uint32_t v_bar = varlen_k(p) && t == n_tiles - 1 ? bar_vtail : full_v(s);  // see below
+          mbar_expect_tx(v_bar, Cfg::kTileBytes);
+          for (int pn = 0; pn < Cfg::kPanels; ++pn)
+            tma_load_4d(sV + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, v_bar);
+        }
+      } else {  // paged K/V: the same ring, each tile in pieces from its pages
+        const int table0 = b * p.pages_per_seq;  // this sequence's block_table row
+        const int box = paged_box_rows(p.page_size, kBN);
+        const int last = (mask.seq.len_k() - 1) / box * box;  // the piece holding the last key
+        for (int t = 0; t < n_tiles; ++t) {
+          const int s = t % kS;
+          const uint32_t parity = ((t / kS) + 1) & 1;
+          if (t >= kS) mbar_wait_parity(empty_k(s), parity);
+          mbar_expect_tx(full_k(s), Cfg::kTileBytes);
+          load_paged_tile<D>(p, &maps.k, sK + s * Cfg::kTileBytes, (t_first + t) * kBN, hk, table0, last, full_k(s));
+          if (t >= kS) mbar_wait_parity(empty_v(s), parity);
+          const uint32_t v_bar = t == n_tiles - 1 ? bar_vtail : full_v(s);
+          mbar_expect_tx(v_bar, Cfg::kTileBytes);
+          load_paged_tile<D>(p, &maps.v, sV + s * Cfg::kTileBytes, (t_first + t) * kBN, hk, table0, last, v_bar);
+        }
       }
     }
     // Varlen K/V: past the sequence's last key TMA filled the last V tile from the rows that follow in
@@ -272,8 +314,11 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
 template <int D, typename Elem>
 cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, const HopperMaps& maps, cudaStream_t stream) {
   using Cfg = HopperConfig<D>;
-  void (*kernel)(KernelArgs, HopperMaps) = has_variants(args.p) ? flash_fwd_hopper_kernel<D, Elem, VariantMask>
-                                                                : flash_fwd_hopper_kernel<D, Elem, CausalMask>;
+  const bool variants = has_variants(args.p);
+  void (*kernel)(KernelArgs, HopperMaps) =
+      args.p.block_table != nullptr
+          ? (variants ? flash_fwd_hopper_kernel<D, Elem, VariantMask, true> : flash_fwd_hopper_kernel<D, Elem, CausalMask, true>)
+          : (variants ? flash_fwd_hopper_kernel<D, Elem, VariantMask, false> : flash_fwd_hopper_kernel<D, Elem, CausalMask, false>);
   const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), plan.device, Cfg::kSmemBytes);
   if (e != cudaSuccess) return e;
   const dim3 grid = heavy_first_grid(args.n_mblocks, 1, args.p.heads_q, args.p.batch);
@@ -290,7 +335,7 @@ cudaError_t launch_sm90_head_dim(const FlashFwdPlan& plan, const KernelArgs& arg
 
 template <int D>
 const void* sm90_kernel_address() {
-  return reinterpret_cast<const void*>(flash_fwd_hopper_kernel<D, __half, CausalMask>);
+  return reinterpret_cast<const void*>(flash_fwd_hopper_kernel<D, __half, CausalMask, false>);
 }
 
 }  // namespace flashcore::cuda::detail

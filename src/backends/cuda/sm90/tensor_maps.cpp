@@ -80,14 +80,22 @@ std::string encode_view(CUtensorMap* map, const TmaView& v, bool bf16) {
 
 // Every layout check first (they need no driver), then the three encodings.
 std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
-  const int bm = sm90_block_m(p.head_dim), bn = sm90_block_n(p.head_dim);  // box rows of Q and of K, V
-  if (p.block_table != nullptr) return "the Hopper kernel does not read paged K/V (the decode kernel does)";
+  const int bm = sm90_block_m(p.head_dim);  // box rows of Q
   // Packed Q (cu_seqlens_q) or K/V (cu_seqlens_k): one batch entry of total rows; the kernel starts a
   // sequence at row cu_seqlens[b]. Cache lengths keep the batch layout (seqlen_k rows per entry).
+  // Paged K/V: the pools as (D, page_size, heads, num_pages), boxes of sm90_paged_box_rows rows (a
+  // K/V tile is loaded in pieces, each inside one page; the kernel finds a key's page with a shift,
+  // so page sizes that are not a power of two run on the reference).
   const bool packed_q = p.cu_seqlens_q != nullptr, packed_k = p.cu_seqlens_k != nullptr;
+  const bool paged = p.block_table != nullptr;
   if (packed_k && p.total_k < 1) return "the Hopper kernel needs total_k (rows of packed K/V) with cu_seqlens_k";
+  if (paged && (p.page_size < 16 || (p.page_size & (p.page_size - 1)) != 0 || p.num_pages < 1))
+    return "the Hopper kernel reads paged K/V with a power-of-two page_size >= 16 and num_pages >= 1, got page_size " +
+           std::to_string(p.page_size) + ", num_pages " + std::to_string(p.num_pages);
+  const int bn = paged ? sm90_paged_box_rows(p.head_dim, p.page_size) : sm90_block_n(p.head_dim);  // box rows of K, V
   const int q_batch = packed_q ? 1 : p.batch, q_rows = packed_q ? p.total_q : p.seqlen_q;
-  const int k_batch = packed_k ? 1 : p.batch, k_rows = packed_k ? p.total_k : p.seqlen_k;
+  const int k_batch = paged ? p.num_pages : packed_k ? 1 : p.batch;
+  const int k_rows = paged ? p.page_size : packed_k ? p.total_k : p.seqlen_k;
   TmaView q, k, v;
   std::string why = make_view(&q, "q", p.q, q_batch, p.heads_q, q_rows, p.head_dim, p.q_batch_stride,
                               p.q_head_stride, p.q_seq_stride, bm);
