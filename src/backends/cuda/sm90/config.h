@@ -24,15 +24,16 @@ constexpr int hopper_head_dim(int head_dim) {
 
 // Per head dim: D <= 128 keeps 128-key tiles (S = 64 registers a thread beside O's D/2). Above, two
 // stages of 128-key K and V tiles do not fit 227 KB beside Q (D = 192: 48 KB + 4 x 48 KB), and
-// O (96 or 128 registers) + S (64) + P (32) leaves too little of the 240 for the rest: 64-key tiles,
-// three stages at 192 (48 + 6 x 24 KB), two at 256 (64 + 4 x 32 KB).
+// O (96 or 128 registers) + S + P must stay within the consumers' 240: 96-key tiles at 192 (S 48,
+// P 24; two stages, 193 KB; H100 (4,16,2048,192) 398 us against 433 with three stages of 64 keys),
+// 64-key tiles at 256 (two stages, 197.7 KB). 112 keys at 192 and 80 at 256 spill in every consumer.
 template <int D>
 struct HopperConfig {
   static_assert(D % 64 == 0 && D >= 64 && D <= 256, "compiled head dims: kHopperHeadDims");
   static constexpr int kConsumerWGs = 2;
   static constexpr int kBlockM = 64 * kConsumerWGs;        // query rows per block
-  static constexpr int kBlockN = D <= 128 ? 128 : 64;      // keys per K/V tile
-  static constexpr int kStages = D == 128 || D == 256 ? 2 : 3;  // K/V ring depth
+  static constexpr int kBlockN = D <= 128 ? 128 : D == 192 ? 96 : 64;  // keys per K/V tile
+  static constexpr int kStages = D == 64 ? 3 : 2;          // K/V ring depth
   static constexpr int kThreads = 128 * (kConsumerWGs + 1);
   // setmaxnreg moves registers inside the block's launch allocation (the 64K register file over
   // kThreads, in steps of 8: 168 for 384 threads): consumers can only grow by what the producer gives
@@ -79,8 +80,8 @@ inline int sm90_block_n(int head_dim) {
 // of 16) and the tile's keys, so that every box of a tile lies inside one page. Device code computes
 // the same (both use paged_box_rows).
 __host__ __device__ constexpr int paged_box_rows(int page_size, int block_n) {
-  const int low = page_size & -page_size;  // largest power of two dividing page_size
-  return low < block_n ? low : block_n;
+  const int low = page_size & -page_size, low_n = block_n & -block_n;  // largest powers of two dividing them
+  return low < low_n ? low : low_n;
 }
 inline int sm90_paged_box_rows(int head_dim, int page_size) { return paged_box_rows(page_size, sm90_block_n(head_dim)); }
 inline size_t sm90_smem_bytes(int head_dim) {

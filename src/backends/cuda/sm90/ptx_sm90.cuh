@@ -38,13 +38,17 @@ __device__ __forceinline__ void fence_regs(uint32_t (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
-// The shapes by accumulator size: S = Q·Kᵀ (N = kBlockN keys: 64 or 128) and O += P·V (N = D).
+// The shapes by accumulator size: S = Q·Kᵀ (N = kBlockN keys: 64, 96 or 128) and O += P·V (N = D).
 template <typename Elem>
 __device__ __forceinline__ void wgmma_qk_init(float (&s)[32], uint64_t da, uint64_t db, Elem e) { wgmma_ss_m64n64k16_init(s, da, db, e); }
 template <typename Elem>
 __device__ __forceinline__ void wgmma_qk_init(float (&s)[64], uint64_t da, uint64_t db, Elem e) { wgmma_ss_m64n128k16_init(s, da, db, e); }
 template <typename Elem>
+__device__ __forceinline__ void wgmma_qk_init(float (&s)[48], uint64_t da, uint64_t db, Elem e) { wgmma_ss_m64n96k16_init(s, da, db, e); }
+template <typename Elem>
 __device__ __forceinline__ void wgmma_qk(float (&s)[32], uint64_t da, uint64_t db, Elem e) { wgmma_ss_m64n64k16(s, da, db, 1, e); }
+template <typename Elem>
+__device__ __forceinline__ void wgmma_qk(float (&s)[48], uint64_t da, uint64_t db, Elem e) { wgmma_ss_m64n96k16(s, da, db, 1, e); }
 template <typename Elem>
 __device__ __forceinline__ void wgmma_qk(float (&s)[64], uint64_t da, uint64_t db, Elem e) { wgmma_ss_m64n128k16(s, da, db, 1, e); }
 template <typename Elem>
