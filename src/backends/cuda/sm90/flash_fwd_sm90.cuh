@@ -6,7 +6,7 @@
 // softmax, scheduler, epilogue), on a different machine:
 //
 //   block = 3 warpgroups, 128 query rows of one (batch, head), K/V tiles of kBlockN keys (128 up to
-//   D = 128, 64 above: sm90/config.h)
+//   D = 128, 96 at 192, 64 at 256: sm90/config.h)
 //   warpgroup 0 (producer): one thread issues the bulk tensor copies (TMA) of Q and of every K/V tile
 //                           into a kStages-deep ring; the warpgroup gives its registers back (setmaxnreg)
 //   warpgroups 1, 2 (consumers): 64 query rows each
