@@ -138,35 +138,29 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       const int k_row0 = p.cu_seqlens_k != nullptr ? p.cu_seqlens_k[b] : 0, k_b = p.cu_seqlens_k != nullptr ? 0 : b;
       mbar_expect_tx(bar_q, Cfg::kQBytes);
       for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, 64 * pn, q_row0 + m0, h, q_b, bar_q);
-      if constexpr (!kPaged) {
-        for (int t = 0; t < n_tiles; ++t) {
-          const int s = t % kS;
-          const uint32_t parity = ((t / kS) + 1) & 1;  // the previous use of slot s (tile t - kS) was released
-          if (t >= kS) mbar_wait_parity(empty_k(s), parity);
-          mbar_expect_tx(full_k(s), Cfg::kTileBytes);
+      // K/V tile t (keys from (t_first + t)·kBN) into slot dst, completing on bar: one box per 64-column
+      // panel, or with pages one per panel and piece (load_paged_tile).
+      const int table0 = kPaged ? b * p.pages_per_seq : 0;  // paged: this sequence's block_table row
+      const int box = kPaged ? paged_box_rows(p.page_size, kBN) : 1;
+      const int last = kPaged ? (mask.seq.len_k() - 1) / box * box : 0;  // paged: the piece holding the last key
+      auto load_tile = [&](const CUtensorMap* map, uint32_t dst, int t, uint32_t bar) {
+        if constexpr (kPaged) {
+          load_paged_tile<D>(p, map, dst, (t_first + t) * kBN, hk, table0, last, bar);
+        } else {
           for (int pn = 0; pn < Cfg::kPanels; ++pn)
-            tma_load_4d(sK + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, full_k(s));
-          if (t >= kS) mbar_wait_parity(empty_v(s), parity);
-          const uint32_t v_bar = varlen_k(p) && t == n_tiles - 1 ? bar_vtail : full_v(s);  // see below
-          mbar_expect_tx(v_bar, Cfg::kTileBytes);
-          for (int pn = 0; pn < Cfg::kPanels; ++pn)
-            tma_load_4d(sV + s * Cfg::kTileBytes + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, v_bar);
+            tma_load_4d(dst + pn * Cfg::kKVPanelBytes, map, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, bar);
         }
-      } else {  // paged K/V: the same ring, each tile in pieces from its pages
-        const int table0 = b * p.pages_per_seq;  // this sequence's block_table row
-        const int box = paged_box_rows(p.page_size, kBN);
-        const int last = (mask.seq.len_k() - 1) / box * box;  // the piece holding the last key
-        for (int t = 0; t < n_tiles; ++t) {
-          const int s = t % kS;
-          const uint32_t parity = ((t / kS) + 1) & 1;
-          if (t >= kS) mbar_wait_parity(empty_k(s), parity);
-          mbar_expect_tx(full_k(s), Cfg::kTileBytes);
-          load_paged_tile<D>(p, &maps.k, sK + s * Cfg::kTileBytes, (t_first + t) * kBN, hk, table0, last, full_k(s));
-          if (t >= kS) mbar_wait_parity(empty_v(s), parity);
-          const uint32_t v_bar = t == n_tiles - 1 ? bar_vtail : full_v(s);
-          mbar_expect_tx(v_bar, Cfg::kTileBytes);
-          load_paged_tile<D>(p, &maps.v, sV + s * Cfg::kTileBytes, (t_first + t) * kBN, hk, table0, last, v_bar);
-        }
+      };
+      for (int t = 0; t < n_tiles; ++t) {
+        const int s = t % kS;
+        const uint32_t parity = ((t / kS) + 1) & 1;  // the previous use of slot s (tile t - kS) was released
+        if (t >= kS) mbar_wait_parity(empty_k(s), parity);
+        mbar_expect_tx(full_k(s), Cfg::kTileBytes);
+        load_tile(&maps.k, sK + s * Cfg::kTileBytes, t, full_k(s));
+        if (t >= kS) mbar_wait_parity(empty_v(s), parity);
+        const uint32_t v_bar = varlen_k(p) && t == n_tiles - 1 ? bar_vtail : full_v(s);  // see below
+        mbar_expect_tx(v_bar, Cfg::kTileBytes);
+        load_tile(&maps.v, sV + s * Cfg::kTileBytes, t, v_bar);
       }
     }
     // Varlen K/V: past the sequence's last key TMA filled the last V tile from the rows that follow in
