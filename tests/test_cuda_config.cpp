@@ -385,6 +385,48 @@ TEST(CudaConfig, SequenceArraysPlan) {
       }
     }
   }
+  // Sequence arrays on the decode kernel: the balanced schedule (decode/schedule.cuh) over one or two
+  // waves of blocks (2 per SM of an H100 at D=128: 264 per wave), its grid bounded by two waves + the
+  // (b, hk, row block) items, workspace rows by block index; a forced split count or more than 128
+  // sequences: the fixed grid.
+  {
+    FlashFwdPlan plan;
+    const FlashFwdParams mixed = cache(params(16, 32, 8, 1, 8192, 128, false, false));
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(mixed, h100, FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.kernel, FlashKernel::Decode);
+    EXPECT_EQ(plan.work_slots, 2 * 132);
+    EXPECT_EQ(plan.work_waves, 0);
+    EXPECT_EQ(plan.work_blocks, 2 * 2 * 132 + 16 * 8);
+    EXPECT_EQ(plan.max_splits, 64);
+    EXPECT_NE(plan.describe().find("balanced slots=264 waves=1-2 blocks=656"), std::string::npos) << plan.describe();
+    EXPECT_EQ(plan.split_partial_bytes, size_t(656) * 16 * (128 + 1) * sizeof(float));
+    flashcore::cuda::FlashFwdLaunchOverride ov{};
+    ov.work_waves = 4;
+    FlashFwdParams waves = mixed;
+    waves.launch_override = &ov;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(waves, h100, FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.work_waves, 4);
+    EXPECT_EQ(plan.work_blocks, 4 * 2 * 132 + 16 * 8);
+    ov = {};
+    ov.splits = 3;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(waves, h100, FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.work_slots, 0);
+    EXPECT_EQ(plan.max_splits, 3);
+    ov = {};
+    ov.work_waves = 9;
+    EXPECT_NE(flashcore::cuda::flash_fwd_plan(waves, h100, FlashVariant::Auto, &plan).find("launch_override.work_waves not in [0, 8]"),
+              std::string::npos);
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(cache(params(128, 32, 8, 1, 512, 128, false, false)), h100,
+                                              FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.work_slots, 2 * 132);  // its largest batch: one sequence per thread
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(cache(params(129, 32, 8, 1, 512, 128, false, false)), h100,
+                                              FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.kernel, FlashKernel::Decode);
+    EXPECT_EQ(plan.work_slots, 0);
+    // Without sequence arrays: the fixed grid, as before.
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(16, 32, 8, 1, 8192, 128, false, false), h100, FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.work_slots, 0);
+  }
   // With the variants (window, softcap, ALiBi, sinks): the decode kernel too.
   FlashFwdParams variants = paged(params(4, 16, 4, 2, 4096, 128, true, false), 64);
   variants.window_left = 100, variants.softcap = 30.f;

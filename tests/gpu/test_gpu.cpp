@@ -333,6 +333,19 @@ std::vector<Case> sequence_cases() {
       out.push_back(sequence_case(4, 2, d, dt, causal, {}, {200, 1000, 333, 129}, KvStore::Batched, 0, 200, 50));
       out.push_back(sequence_case(4, 1, d, dt, causal, {100, 300, 0}, {500, 300, 1001}, KvStore::Batched, 0, 1, 7));
     }
+  // The decode kernel's balanced schedule (decode/schedule.cuh): 16 caches of 1..8192 keys fill two
+  // waves of blocks on an H100/H200 (a 13-way split of the longest, single pieces of the shortest),
+  // contiguous and paged; 128 sequences (its largest batch, one per thread); 300: the fixed grid with
+  // sequence arrays.
+  const std::vector<int> mixed = {1, 7, 33, 100, 250, 511, 777, 1024, 1500, 2048, 3000, 4096, 5000, 6144, 7000, 8192};
+  out.push_back(sequence_case(16, 4, 128, DType::F16, true, {}, mixed, KvStore::Batched, 0, 1, 5));
+  out.push_back(sequence_case(16, 4, 128, DType::BF16, false, {}, mixed, KvStore::Paged, 64, 2));
+  for (int batch : {128, 300}) {
+    std::vector<int> lens(batch);
+    for (int b = 0; b < batch; ++b) lens[b] = b % 41 == 5 ? 3000 : (b * 613) % 701;  // 0 .. 700, a few 3000
+    out.push_back(sequence_case(8, 2, 128, batch == 128 ? DType::F16 : DType::BF16, batch == 128, {}, lens,
+                                batch == 128 ? KvStore::Paged : KvStore::Batched, batch == 128 ? 16 : 0, 1, 3));
+  }
   // With variants (promised by the reference; the tuned path may decline them).
   Case v = sequence_case(8, 2, 128, DType::F16, true, {}, {1, 900, 2000}, KvStore::Paged, 64, 2);
   v.window_left = 300, v.alibi = true, v.sinks = true, v.softcap = 20;

@@ -33,6 +33,10 @@ std::string Case::name() const {
   auto list = [&](const char* tag, const std::vector<int>& v) {
     if (v.empty()) return;
     os << "_" << tag;
+    if (v.size() > 16) {  // a large batch: its count and range, not every length
+      os << v.size() << "seqs" << *std::min_element(v.begin(), v.end()) << "to" << *std::max_element(v.begin(), v.end());
+      return;
+    }
     for (std::size_t n = 0; n < v.size(); ++n) os << (n ? "x" : "") << v[n];
   };
   list("lensq", lens_q);

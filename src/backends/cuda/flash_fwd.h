@@ -21,6 +21,9 @@ struct FlashFwdLaunchOverride {
   int stages = 0;              // K/V shared-memory ring depth, 2..4
   int kv_tiles_per_split = 0;  // split-KV: 64-key tiles per split; -1 = never split
   int splits = 0;              // decode kernel: key splits per (batch, kv head, row block), 1..kMaxDecodeSplits
+                               // (with sequence arrays too: the fixed grid instead of the balanced schedule)
+  int work_waves = 0;          // decode kernel with sequence arrays: waves of blocks the balanced schedule fills, 1..8
+                               // (0: one, or two when the pieces of one do not fit in it)
 };
 
 struct FlashFwdParams {
@@ -106,6 +109,10 @@ struct FlashFwdPlan {
   int n_mblocks = 1;           // query blocks per (batch, head) (Decode: row blocks per (batch, kv head))
   int tiles_per_split = 1 << 30;  // split-KV piece size in 64-key tiles; 1 << 30 = no split (not Decode)
   int max_splits = 1;          // pieces of the longest query block (Decode: of every (batch, kv head, row block))
+  // Decode with sequence arrays: the balanced schedule (decode/schedule.cuh). work_slots: blocks of one
+  // wave (0: the fixed grid); work_waves: 0 = one or two waves as the lengths need, else forced;
+  // work_blocks: the grid, an upper bound of the work items (blocks past the last return at once).
+  int work_slots = 0, work_waves = 0, work_blocks = 0;
   int threads = 0;             // per block
   size_t smem = 0;             // dynamic shared memory per block
   size_t split_counter_bytes = 0, split_partial_bytes = 0;  // split-KV workspace (0 without): tickets, partials

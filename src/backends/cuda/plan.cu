@@ -237,6 +237,13 @@ constexpr DecodeLaunchRow kDecodeTable[] = {
 // 15.8 in 2 of 4).
 constexpr int kDecodeWaveBlocksPerSm = 2;
 constexpr int kDecodeMinTilesPerSplit = 1;
+// Sequence arrays (lengths in device memory, each sequence its own): the balanced schedule
+// (decode/schedule.cuh: one or two waves, as the lengths need) up to this many sequences, one per
+// thread of the block that computes it; above, B · Hkv blocks of the fixed grid are many waves and
+// balance themselves (512 caches of 1..4096 keys: rounds of 128 ran 13 % slower than the fixed grid
+// on an H200, perf/dev/NOTES.md, fourteenth session).
+constexpr int kDecodeBalanceMaxBatch = 128;
+static_assert(kDecodeBalanceMaxBatch <= detail::kDecodeThreads, "decode/schedule.cuh: one sequence per thread");
 
 size_t decode_smem(int head_dim, int block_m, int stages) {
   switch (detail::decode_head_dim(head_dim)) {
@@ -298,6 +305,23 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   if (ov && ov->splits) splits = std::min(ov->splits, std::max(1, tiles));
   plan->max_splits = (int)splits;
   plan->tiles_per_split = 1 << 30;
+  plan->work_slots = plan->work_waves = plan->work_blocks = 0;
+  // (Its block counts are scanned as 32-bit halves: base · 64 splits below 2^31.)
+  if (detail::has_sequences(p) && !(ov && ov->splits) && p.batch <= kDecodeBalanceMaxBatch &&
+      base * detail::kMaxDecodeSplits < (1ll << 31)) {
+    // Balanced schedule: at most waves · work_slots + base work items (decode/schedule.cuh); workspace
+    // rows by block index.
+    plan->work_slots = (int)slots;
+    plan->work_waves = ov && ov->work_waves ? ov->work_waves : 0;
+    plan->work_blocks = (int)(slots * std::max(2, plan->work_waves) + base);
+    plan->max_splits = std::min(detail::kMaxDecodeSplits, std::max(1, tiles));  // the most one sequence can get
+    const size_t ws_rows = (size_t)plan->work_blocks * plan->block_m;
+    const int d = detail::decode_head_dim(p.head_dim);
+    plan->split_lse_offset = align_up(ws_rows * d * sizeof(float));
+    plan->split_partial_bytes = plan->split_lse_offset + align_up(ws_rows * sizeof(float));
+    plan->split_counter_bytes = align_up((size_t)base * sizeof(int));
+    return;
+  }
   if (plan->max_splits > 1) {
     const size_t ws_rows = (size_t)base / plan->n_mblocks * plan->max_splits * rows;  // (b, hk, split, row)
     const int d = detail::decode_head_dim(p.head_dim);
@@ -409,6 +433,7 @@ std::string detail::common_limits(const FlashFwdParams& p, const DeviceLimits& d
     if (ov->stages && (ov->stages < 2 || ov->stages > detail::kMaxDecodeStages))
       return "launch_override.stages not in [2, 8]";
     if (ov->splits < 0 || ov->splits > detail::kMaxDecodeSplits) return "launch_override.splits not in [0, 64]";
+    if (ov->work_waves < 0 || ov->work_waves > 8) return "launch_override.work_waves not in [0, 8]";
     if (ov->key_split_warps && (ov->key_split_warps < 1 || ov->key_split_warps > 8))
       return "launch_override.key_split_warps not in [1, 8]";
   }
@@ -435,7 +460,11 @@ std::string FlashFwdPlan::describe() const {
   if (kernel == FlashKernel::Rows16 || kernel == FlashKernel::Rows16WarpSpecialized || kernel == FlashKernel::Decode)
     s += " key_split_warps=" + std::to_string(key_split_warps);
   if (kernel != FlashKernel::Hopper) s += " stages=" + std::to_string(stages);
-  s += " splits=" + std::to_string(max_splits);
+  if (work_slots > 0)
+    s += " balanced slots=" + std::to_string(work_slots) +
+         " waves=" + (work_waves ? std::to_string(work_waves) : std::string("1-2")) + " blocks=" + std::to_string(work_blocks);
+  else
+    s += " splits=" + std::to_string(max_splits);
   return s;
 }
 
@@ -536,6 +565,8 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   args.stages = plan.stages;
   args.tiles_per_split = plan.tiles_per_split;
   args.max_splits = plan.max_splits;
+  args.work_slots = plan.work_slots;
+  args.work_waves = plan.work_waves;
   if (plan.kernel == FlashKernel::Hopper) return detail::launch_sm90(plan, args, stream);
   auto launch = [&](const FlashFwdPlan& pl) {
     return pl.kernel == FlashKernel::Decode ? detail::launch_decode(pl, args, stream)
@@ -551,6 +582,7 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
     } else {  // no scratch (graph capture): run un-split
       FlashFwdPlan unsplit = plan;
       unsplit.max_splits = args.max_splits = 1;
+      unsplit.work_slots = args.work_slots = 0;
       unsplit.tiles_per_split = args.tiles_per_split = 1 << 30;
       return launch(unsplit);
     }

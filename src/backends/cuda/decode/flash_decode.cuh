@@ -6,9 +6,10 @@
 // tiles, so a block reads each K/V tile once for all G heads. A block owns block_m <= 64 packed rows
 // (one to four row tiles) and one split of the keys:
 //
-//   grid (row blocks x splits, heads_kv, batch); block (b, hk, row block, split):
+//   block (b, hk, row block, split) (decode/schedule.cuh: the fixed grid, or the balanced schedule for
+//   sequences of their own lengths):
 //   keys [k_lo, k_hi) every row of the block may see (the sequence's Lk_b; causal and window limits),
-//   cut into 64-key tiles, the tiles split evenly into min(max_splits, tiles) contiguous pieces
+//   cut into 64-key tiles, the tiles split evenly into min(splits, tiles) contiguous pieces
 //   for each 64-key tile of this piece (K, V streamed through a `stages`-deep cp.async ring):
 //       each of the 4 warps = (row tile mt, key group kg), MT row tiles x KG = 4/MT key groups, takes
 //       the tile's keys kg·64/KG .. (kg+1)·64/KG - 1 (MT 16-key slices) for its 16 rows:
@@ -37,6 +38,7 @@
 #include "backends/cuda/common/swizzle.cuh"
 #include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/decode/config.cuh"
+#include "backends/cuda/decode/schedule.cuh"
 #include "backends/cuda/sm80/tile_ops.cuh"
 
 namespace flashcore::cuda::detail {
@@ -96,12 +98,13 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   const FlashFwdParams& p = a.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int mt = warp % MT, kg = warp / MT;
-  const int rb = blockIdx.x % a.n_mblocks, split = blockIdx.x / a.n_mblocks;
-  const int hk = blockIdx.y, b = blockIdx.z;
   const int G = a.q_heads_per_kv;
 
-  // ---- the block's rows and keys
+  // ---- the block's work item (decode/schedule.cuh), rows and keys
   const numeric::Sequences seq = sequences_of(p);
+  DecodeWork work;
+  if (!decode_work(a, seq, &work)) return;
+  const int rb = work.rb, split = work.split, hk = work.hk, b = work.b;
   const int Lq = seq.len_q(b), Lk = seq.len_k(b);
   const int rows = G * Lq;
   const int r0 = rb * a.block_m;
@@ -117,7 +120,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   const long long u_hi = right >= 0 ? min((long long)Lk, i_first + diag + right + 1) : (long long)Lk;
   const int t_lo = k_lo / kBN;
   const int n_tiles = k_hi > k_lo ? (k_hi + kBN - 1) / kBN - t_lo : 0;
-  const int n_splits = n_tiles > 0 ? min(a.max_splits, n_tiles) : 1;
+  const int n_splits = n_tiles > 0 ? min(work.splits, n_tiles) : 1;
   if (split >= n_splits) return;  // this sequence has fewer tiles than splits
   const int t_begin = t_lo + (int)((long long)n_tiles * split / n_splits);
   const int n_iter = t_lo + (int)((long long)n_tiles * (split + 1) / n_splits) - t_begin;
@@ -330,8 +333,8 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   }
 
   // ---- epilogue: warps of key group 0 hold their row tile's state
-  const long long split_rows = (long long)G * p.seqlen_q;  // workspace rows per (b, hk, split)
-  const long long ws_row0 = ((long long)b * p.heads_kv + hk) * a.max_splits * split_rows;  // split 0, row 0
+  long long ws_row0, split_rows;  // workspace row: ws_row0 + split·split_rows + row
+  decode_workspace(a, work, &ws_row0, &split_rows);
   if (kg == 0) {
     float inv[2], lse2[2];
 #pragma unroll

@@ -28,8 +28,11 @@ cudaError_t launch_decode_typed(const FlashFwdPlan& plan, const KernelArgs& args
                                                     : flash_decode_kernel<D, Elem, 1>;
   const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), plan.device, plan.smem);
   if (e != cudaSuccess) return e;
-  // x: row blocks x splits (row block fastest), y: KV heads, z: sequences.
-  const dim3 grid((unsigned)(plan.n_mblocks * plan.max_splits), (unsigned)args.p.heads_kv, (unsigned)args.p.batch);
+  // Fixed grid: x row blocks x splits (row block fastest), y KV heads, z sequences; balanced schedule:
+  // one block per work item (decode/schedule.cuh).
+  const dim3 grid = plan.work_slots > 0 ? dim3((unsigned)plan.work_blocks)
+                                        : dim3((unsigned)(plan.n_mblocks * plan.max_splits), (unsigned)args.p.heads_kv,
+                                               (unsigned)args.p.batch);
   kernel<<<grid, kDecodeThreads, plan.smem, stream>>>(args);
   return cudaGetLastError();
 }

@@ -1,0 +1,155 @@
+// Which work item a block of the decode kernel takes: the fixed grid, or the balanced schedule for a
+// batch of sequences of their own lengths.
+//
+// Work item = (sequence b, KV head hk, row block rb, split): `split` of the `splits` pieces of the key
+// tiles that row block sees.
+//
+// Fixed grid (no sequence arrays, a forced split count, or more than 128 sequences): grid (row blocks x splits, heads_kv, batch),
+// every (b, hk, rb) cut into the same max_splits pieces. With every sequence as long as the longest,
+// that is one wave of equal blocks.
+//
+// Balanced schedule (plan: work_slots > 0, sequence arrays). With the fixed grid, a batch of one long
+// and many short caches waits on the long one's few blocks, each walking a long chain of tiles (16
+// caches of 1..8192 keys on an H100: 2 splits, 64 tiles per block of the longest). Here every block
+// takes about the same number of tiles, whatever its sequence:
+//
+//   W    = heads_kv · sum_b (row blocks of b) · (64-key tiles of Lk_b)     the batch's tile work
+//   tps  = ceil(W / (waves · work_slots))                                    tiles per block
+//   splits_b = clamp(ceil(tiles_b / tps), 1, kMaxDecodeSplits)  (0 for a sequence without queries)
+//
+// work_slots = the blocks resident at once (one wave). waves: one if the pieces of one wave's tps fit
+// in one wave (equal lengths: every block the same chain, as the fixed grid), else two (the rounding
+// of many short sequences spills into a second wave; smaller pieces shorten its tail). Measured on an
+// H100, 16 caches of 1..8192 keys: fixed grid 116.1 us, 1 wave 89.9, 2 waves 78.9, 4 81.2, 8 89.8;
+// 8 caches of 8192: fixed grid 98.3, 1 wave 98.7, 2 waves 104.4 (perf/dev/NOTES.md, thirteenth session).
+// work_waves > 0 (a launch override) forces the count.
+//
+// Items are numbered sequence by sequence, then KV head, row block, split (split fastest), and block L
+// of the 1-D grid takes item L. Since sum ceil(x) <= sum x + count, there are at most
+// waves · work_slots + batch · heads_kv · n_mblocks items: the plan's grid (work_blocks); blocks past
+// the last item return. The pieces of one (b, hk, rb) are consecutive blocks, so their fp32 partials go
+// to the workspace rows of their block index (L · block_m ..), where the merging block finds them.
+//
+// Every block computes the schedule from the lengths in device memory (the host does not have them):
+// one sequence per thread, two block scans (the work; then the block counts at one and at two waves,
+// packed in one 64-bit value), about a microsecond before the first K/V load. Hence at most 128
+// sequences (kDecodeBalanceMaxBatch): a version with rounds of 128 per pass ran 512 caches of 1..4096
+// keys 13 % slower than the fixed grid on an H200 (1300 against 1155 us; H100 at par), where B · Hkv
+// blocks are many waves and balance themselves. The same lengths on the same GPU give the same
+// schedule, so results are deterministic.
+#pragma once
+
+#include "backends/cuda/common/kernel_args.h"
+#include "backends/cuda/decode/config.cuh"
+#include "core/sequences.hpp"
+
+namespace flashcore::cuda::detail {
+
+struct DecodeWork {
+  int b, hk, rb, split;
+  int splits;       // pieces of (b, hk, rb)'s key tiles (at most; its row block may see fewer tiles)
+  int first;        // balanced schedule: the block of split 0 (its workspace rows); -1: the fixed grid
+};
+
+// Workspace row of packed row `row` of piece `split`: ws_row0 + split·split_rows + row. Fixed grid:
+// [b][hk][split][packed row]; balanced schedule: block_m rows per block, by block index.
+__device__ __forceinline__ void decode_workspace(const KernelArgs& a, const DecodeWork& w, long long* ws_row0,
+                                                 long long* split_rows) {
+  if (w.first < 0) {
+    *split_rows = (long long)a.q_heads_per_kv * a.p.seqlen_q;
+    *ws_row0 = ((long long)w.b * a.p.heads_kv + w.hk) * a.max_splits * *split_rows;
+  } else {
+    *split_rows = a.block_m;
+    *ws_row0 = (long long)(w.first - w.rb) * a.block_m;  // rows of this row block start at rb·block_m
+  }
+}
+
+// Exclusive prefix sum of v over the block's threads in thread order, and the block's total in *total.
+__device__ __forceinline__ long long block_exclusive_scan(long long v, long long* s_warp, long long* total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  long long incl = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const long long t = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += t;
+  }
+  if (lane == 31) s_warp[warp] = incl;
+  __syncthreads();
+  long long before = 0, all = 0;
+#pragma unroll
+  for (int k = 0; k < kDecodeWarps; ++k) {
+    const long long x = s_warp[k];
+    before += k < warp ? x : 0;
+    all += x;
+  }
+  __syncthreads();  // s_warp is free for the next call
+  *total = all;
+  return before + incl - v;
+}
+
+// This block's work item; false for a block past the last one (the whole block returns).
+__device__ __forceinline__ bool decode_work(const KernelArgs& a, const numeric::Sequences& seq, DecodeWork* w) {
+  const FlashFwdParams& p = a.p;
+  if (a.work_slots <= 0) {  // fixed grid
+    w->rb = blockIdx.x % a.n_mblocks;
+    w->split = blockIdx.x / a.n_mblocks;
+    w->hk = blockIdx.y;
+    w->b = blockIdx.z;
+    w->splits = a.max_splits;
+    w->first = -1;
+    return true;
+  }
+  __shared__ long long s_warp[kDecodeWarps];
+  __shared__ int s_item[5];  // b (-1: none yet), hk, rb, split, splits
+  const int tid = threadIdx.x;
+  auto shape_of = [&](int b, int* mblocks, int* tiles) {
+    *mblocks = (a.q_heads_per_kv * seq.len_q(b) + a.block_m - 1) / a.block_m;
+    *tiles = (seq.len_k(b) + kDecodeBlockN - 1) / kDecodeBlockN;
+  };
+  auto splits_of = [](int mb, int tl, long long tps) {
+    return mb > 0 ? (int)min((long long)kMaxDecodeSplits, max(1ll, (tl + tps - 1) / tps)) : 0;
+  };
+  auto tiles_per_block = [&](long long work, int waves) {
+    const long long slots = (long long)a.work_slots * waves;
+    return max(1ll, (work + slots - 1) / slots);
+  };
+  if (tid == 0) s_item[0] = -1;
+  const long long L = blockIdx.x;
+
+  // One sequence per thread (the plan allows at most kDecodeThreads): its lengths read once, two
+  // scans. The second scans the block counts at one wave's and at two waves' tps together (32 bits
+  // each: the plan keeps B · Hkv · row blocks · 64 splits below 2^31), so the choice needs no third pass.
+  int mb = 0, tl = 0;
+  if (tid < p.batch) shape_of(tid, &mb, &tl);
+  long long w_all;
+  block_exclusive_scan((long long)mb * tl, s_warp, &w_all);
+  const long long work = w_all * p.heads_kv;  // the batch's tile work W
+  const long long tps1 = tiles_per_block(work, a.work_waves > 0 ? a.work_waves : 1);
+  const long long tps2 = a.work_waves > 0 ? tps1 : tiles_per_block(work, 2);
+  const int sp1 = splits_of(mb, tl, tps1), sp2 = splits_of(mb, tl, tps2);
+  const long long n1 = (long long)p.heads_kv * mb * sp1, n2 = (long long)p.heads_kv * mb * sp2;  // its blocks
+  long long both_all;
+  const long long both = block_exclusive_scan(n1 << 32 | n2, s_warp, &both_all);  // first blocks, packed
+  const bool two = a.work_waves == 0 && (both_all >> 32) > a.work_slots;  // one wave's pieces overflow it
+  const long long first = two ? both & 0xffffffffll : both >> 32, n = two ? n2 : n1;
+  const int sp = two ? sp2 : sp1;
+  if (n > 0 && L >= first && L < first + n) {  // the thread of the sequence holding item L
+    const long long local = L - first, rest = local / sp;
+    s_item[0] = tid;
+    s_item[1] = (int)(rest / mb);
+    s_item[2] = (int)(rest % mb);
+    s_item[3] = (int)(local % sp);
+    s_item[4] = sp;
+  }
+  __syncthreads();
+  if (s_item[0] < 0) return false;
+  w->b = s_item[0];
+  w->hk = s_item[1];
+  w->rb = s_item[2];
+  w->split = s_item[3];
+  w->splits = s_item[4];
+  w->first = (int)(L - w->split);
+  return true;
+}
+
+}  // namespace flashcore::cuda::detail
