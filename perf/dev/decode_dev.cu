@@ -13,6 +13,8 @@
 //   decode_dev cross64   the same at D=64
 //   decode_dev rule      Auto's boundaries (kDecodeTable): decode vs the other kernels
 //   decode_dev paged     paged K/V (page 16..256) and varlen timing against the fixed layout
+//   decode_dev mixed     16 caches of 1..8192 keys (contiguous, pages of 16/64/256): the balanced
+//                        schedule's waves against the fixed grid; equal lengths through seqlens_k too
 //   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be)
 //
 // Build (CPU machine, after `cmake --build build/cuda-sm90 --target flashcore`): perf/dev/build_decode_dev.sh
@@ -60,6 +62,8 @@ struct Case {
   bool alibi = false, sinks = false;
   bool lse = true;
   FlashVariant variant = FlashVariant::Auto;
+  bool use_ov = false;  // run with this launch override
+  FlashFwdLaunchOverride ov{};
 };
 
 struct Dev {
@@ -286,7 +290,7 @@ static std::string plan_of(const FlashFwdParams& p, FlashVariant v, FlashFwdPlan
 static int check_case(const Case& c, uint64_t seed, bool quiet = false) {
   const Data d = make_data(c, seed);
   Run r;
-  setup(d, r);
+  setup(d, r, c.use_ov ? &d.c.ov : nullptr);
   FlashFwdPlan plan;
   const std::string why = plan_of(r.p, c.variant, &plan);
   if (!why.empty()) {
@@ -406,6 +410,34 @@ static std::vector<Case> check_cases() {
     c = {"paged 64 window+sinks", 6, 8, 2, 128, lq_var, lk_var, causal};
     c.page = 64, c.cache = true, c.varlen_q = true, c.wl = 200, c.wr = causal ? 0 : 10, c.sinks = true;
     add(c);
+  }
+  {  // The balanced schedule (decode/schedule.cuh): 128 sequences (its largest batch), lengths 0..3000,
+     // some long ones cut into many pieces; 300 (the fixed grid with sequence arrays); a mixed batch
+     // with 1, 2 and 8 waves, and the fixed grid forced.
+    for (int batch : {128, 300}) {
+      std::mt19937 g(42);
+      std::vector<int> lq(batch), lk(batch);
+      for (int b = 0; b < batch; ++b) lq[b] = 1 + (int)(g() % 4), lk[b] = b % 50 == 7 ? 3000 : (int)(g() % 400);
+      lk[3] = 0;
+      Case c{(batch == 128 ? "balanced " : "fixed grid ") + std::to_string(batch) + " caches, varlen q", batch, 8, 2, 128,
+             lq, lk, true};
+      c.varlen_q = true, c.cache = true;
+      add(c);
+      c.name = (batch == 128 ? "balanced " : "fixed grid ") + std::to_string(batch) + " caches, paged 16", c.page = 16;
+      add(c);
+    }
+    Case m{"balanced mixed 1..8192 lq1", 16, 32, 8, 128, rep(16, 1),
+           {1, 7, 33, 100, 250, 511, 777, 1024, 1500, 2048, 3000, 4096, 5000, 6144, 7000, 8192}};
+    m.cache = true;
+    for (int waves : {1, 2, 8}) {
+      m.use_ov = true, m.ov = {}, m.ov.work_waves = waves;
+      m.name = "balanced mixed 1..8192 lq1, waves " + std::to_string(waves);
+      add(m);
+    }
+    m.ov = {}, m.ov.splits = 2, m.name = "mixed 1..8192 lq1, fixed grid (2 splits)";
+    add(m);
+    m.ov = {}, m.ov.work_waves = 8, m.page = 64, m.sinks = true, m.name = "balanced mixed paged 64 sinks, waves 8";
+    add(m);
   }
   for (bool causal : {false, true}) {  // 32 packed rows: two row tiles x two key groups
     Case c{"varlen q g4 lq<=8 (32 rows), paged 32", 6, 8, 2, 128, {1, 8, 5, 0, 2, 7}, lk_var, causal};
@@ -683,6 +715,53 @@ int main(int argc, char** argv) {
     time_one(c, FlashVariant::Auto, "auto");
     return 0;
   }
-  fprintf(stderr, "usage: decode_dev check|sanitize|time|sweep|cross|cross64|rule|paged|peak\n");
+  if (mode == "mixed") {  // a batch of different cache lengths: the balanced schedule's waves vs the fixed grid
+    const std::vector<int> lk = {1, 7, 33, 100, 250, 511, 777, 1024, 1500, 2048, 3000, 4096, 5000, 6144, 7000, 8192};
+    for (int page : {0, 16, 64, 256}) {
+      Case c{"mixed 16 x 1..8192" + (page ? " page " + std::to_string(page) : std::string()), 16, 32, 8, 128,
+             rep(16, 1), lk};
+      c.cache = true, c.page = page;
+      Bench bn(c);
+      FlashFwdLaunchOverride ov{};
+      ov.splits = 2;  // the fixed grid (what the plan chose before the balanced schedule)
+      time_cfg(bn, FlashVariant::Decode, "fixed x2", &ov);
+      time_cfg(bn, FlashVariant::Decode, "auto");
+      for (int waves : {1, 2, 4, 8}) {
+        ov = {};
+        ov.work_waves = waves;
+        const std::string label = "waves " + std::to_string(waves);
+        time_cfg(bn, FlashVariant::Decode, label.c_str(), &ov);
+      }
+    }
+    for (int batch : {64, 128}) {  // many sequences (128: the most the balanced schedule takes)
+      std::mt19937 g(batch);
+      std::vector<int> lens(batch);
+      for (int& l : lens) l = 1 + (int)(g() % 4096);
+      Case c{"mixed " + std::to_string(batch) + " x 1..4096", batch, 32, 8, 128, rep(batch, 1), lens};
+      c.cache = true;
+      Bench bn(c);
+      FlashFwdLaunchOverride ov{};
+      ov.splits = 1;  // the fixed grid's choice at this batch (B · Hkv blocks fill the GPU)
+      time_cfg(bn, FlashVariant::Decode, "fixed x1", &ov);
+      time_cfg(bn, FlashVariant::Decode, "auto");
+    }
+    for (int page : {0, 64}) {  // equal lengths through the sequence arrays: balanced vs fixed
+      Case c = shape(8, 32, 8, 1, 8192, 128);
+      c.cache = true, c.page = page, c.name += page ? " cache, page 64" : " cache";
+      Bench bn(c);
+      FlashFwdLaunchOverride ov{};
+      ov.splits = 4;
+      time_cfg(bn, FlashVariant::Decode, "fixed x4", &ov);
+      time_cfg(bn, FlashVariant::Decode, "auto");
+      for (int waves : {1, 2, 4}) {
+        ov = {};
+        ov.work_waves = waves;
+        const std::string label = "waves " + std::to_string(waves);
+        time_cfg(bn, FlashVariant::Decode, label.c_str(), &ov);
+      }
+    }
+    return 0;
+  }
+  fprintf(stderr, "usage: decode_dev check|sanitize|time|sweep|cross|cross64|rule|paged|mixed|peak\n");
   return 2;
 }
