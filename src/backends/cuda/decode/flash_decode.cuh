@@ -147,21 +147,58 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
 
   // K and V of tile t -> ring slot: this thread copies column chunk tid % kRowChunks of every
   // kLoadRowStep-th row; keys at or past k_hi and columns past head_dim are zero-filled.
-  const int ld_chunk = tid % Cfg::kRowChunks;
+  // D <= 128: the tile's block-table entries are read first, all in flight together (the copies are
+  // asm with a memory clobber, so a lookup between them waits its round trip, row after row); not
+  // paged, row j is row 0 + j, its offset computed once. On an H200: 16 caches of 1..8192 keys
+  // 66.7 -> 58.9 us, paged 64 equal lengths 92.1 -> 88.6 (perf/dev/NOTES.md, fourteenth session).
+  constexpr int kLdRows = kBN / Cfg::kLoadRowStep;  // rows this thread copies per tile
+  constexpr int kDecodeTilePages = kBN / 16;        // pages one tile can span
+  static_assert(kDecodeTilePages == 4, "the page select below takes 4 entries");
+  constexpr bool kPagesFirst = D <= 128;
+  const int ld_chunk = tid % Cfg::kRowChunks, ld_row = tid / Cfg::kRowChunks;
   const bool ld_col_ok = ld_chunk < Cfg::kChunks && ld_chunk * 8 < p.head_dim;
+  const bool paged = seq.block_table != nullptr;
+  const long long k_row0 = paged ? 0 : seq.kv_row(ks, b, 0), v_row0 = paged ? 0 : seq.kv_row(vs, b, 0);
+  const int* table = paged ? seq.block_table + (long long)b * seq.pages_per_seq : nullptr;
   auto load_tile = [&](int t, int slot) {
     if (ld_chunk >= Cfg::kChunks) return;
     const uint32_t sK = smem_u32(sRing + slot * 2 * Cfg::kTileElems);
     const uint32_t sV = sK + Cfg::kTileElems * 2;
     const int key0 = t * kBN;
+    if constexpr (!kPagesFirst) {  // D = 256: no registers to spare (ptxas spills); a lookup per row
 #pragma unroll
-    for (int r = tid / Cfg::kRowChunks; r < kBN; r += Cfg::kLoadRowStep) {
-      const int j = key0 + r;
+      for (int r = ld_row; r < kBN; r += Cfg::kLoadRowStep) {
+        const int j = key0 + r;
+        const bool ok = ld_col_ok && j < k_hi;
+        const long long ko = ok ? seq.kv_row(ks, b, j) : 0, vo = ok ? seq.kv_row(vs, b, j) : 0;
+        const uint32_t dst = r * Cfg::kRowBytes + ((ld_chunk ^ (r & 7)) << 4);
+        cp_async_16(sK + dst, gK + ko + ld_chunk * 8, ok);
+        cp_async_16(sV + dst, gV + vo + ld_chunk * 8, ok);
+      }
+      return;
+    }
+    // The tile's keys [key0, key0 + 64) lie in at most 4 pages (page sizes are multiples of 16).
+    const int p0 = paged ? key0 / seq.page_size : 0;
+    int e[kDecodeTilePages];
+#pragma unroll
+    for (int q = 0; q < kDecodeTilePages; ++q)
+      e[q] = paged && ld_col_ok && (p0 + q) * seq.page_size < k_hi ? __ldg(table + p0 + q) : 0;
+#pragma unroll
+    for (int n = 0; n < kLdRows; ++n) {
+      const int r = ld_row + n * Cfg::kLoadRowStep, j = key0 + r;
       const bool ok = ld_col_ok && j < k_hi;
       long long ko = 0, vo = 0;
       if (ok) {
-        ko = seq.kv_row(ks, b, j);
-        vo = seq.kv_row(vs, b, j);
+        if (paged) {
+          const int q = j / seq.page_size - p0;
+          const int page = q == 0 ? e[0] : q == 1 ? e[1] : q == 2 ? e[2] : e[3];
+          const long long in_page = j - (p0 + q) * seq.page_size;
+          ko = (long long)page * ks.batch + in_page * ks.seq;
+          vo = (long long)page * vs.batch + in_page * vs.seq;
+        } else {
+          ko = k_row0 + (long long)j * ks.seq;
+          vo = v_row0 + (long long)j * vs.seq;
+        }
       }
       const uint32_t dst = r * Cfg::kRowBytes + ((ld_chunk ^ (r & 7)) << 4);
       cp_async_16(sK + dst, gK + ko + ld_chunk * 8, ok);
