@@ -50,7 +50,7 @@ struct Tiles {
 /// disagree (Kokkos 3.4 does not check; 4.x returns nullptr past the end).
 class Carve {
  public:
-  KOKKOS_INLINE_FUNCTION Carve() = default;
+  Carve() = default;  // (defaulted: host and device alike, no annotation)
   KOKKOS_INLINE_FUNCTION explicit Carve(void* base) : base_(reinterpret_cast<std::uintptr_t>(base)) {}
   template <class E>
   KOKKOS_INLINE_FUNCTION E* take(std::size_t n) {
