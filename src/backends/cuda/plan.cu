@@ -306,7 +306,8 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   plan->max_splits = (int)splits;
   plan->tiles_per_split = 1 << 30;
   plan->work_slots = plan->work_waves = plan->work_blocks = 0;
-  // (Its block counts are scanned as 32-bit halves: base · 64 splits below 2^31.)
+  size_t ws_rows = (size_t)base / plan->n_mblocks * plan->max_splits * rows;  // fixed grid: (b, hk, split, row)
+  // (The balanced schedule's block counts are scanned as 32-bit halves: base · 64 splits below 2^31.)
   if (detail::has_sequences(p) && !(ov && ov->splits) && p.batch <= kDecodeBalanceMaxBatch &&
       base * detail::kMaxDecodeSplits < (1ll << 31)) {
     // Balanced schedule: at most waves · work_slots + base work items (decode/schedule.cuh); workspace
@@ -315,15 +316,9 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
     plan->work_waves = ov && ov->work_waves ? ov->work_waves : 0;
     plan->work_blocks = (int)(slots * std::max(2, plan->work_waves) + base);
     plan->max_splits = std::min(detail::kMaxDecodeSplits, std::max(1, tiles));  // the most one sequence can get
-    const size_t ws_rows = (size_t)plan->work_blocks * plan->block_m;
-    const int d = detail::decode_head_dim(p.head_dim);
-    plan->split_lse_offset = align_up(ws_rows * d * sizeof(float));
-    plan->split_partial_bytes = plan->split_lse_offset + align_up(ws_rows * sizeof(float));
-    plan->split_counter_bytes = align_up((size_t)base * sizeof(int));
-    return;
+    ws_rows = (size_t)plan->work_blocks * plan->block_m;
   }
   if (plan->max_splits > 1) {
-    const size_t ws_rows = (size_t)base / plan->n_mblocks * plan->max_splits * rows;  // (b, hk, split, row)
     const int d = detail::decode_head_dim(p.head_dim);
     plan->split_lse_offset = align_up(ws_rows * d * sizeof(float));
     plan->split_partial_bytes = plan->split_lse_offset + align_up(ws_rows * sizeof(float));
