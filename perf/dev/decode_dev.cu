@@ -716,6 +716,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "mixed") {  // a batch of different cache lengths: the balanced schedule's waves vs the fixed grid
+    auto time_waves = [](Bench& bn, std::initializer_list<int> counts) {  // the wave count forced
+      for (int waves : counts) {
+        FlashFwdLaunchOverride ov{};
+        ov.work_waves = waves;
+        const std::string label = "waves " + std::to_string(waves);
+        time_cfg(bn, FlashVariant::Decode, label.c_str(), &ov);
+      }
+    };
     const std::vector<int> lk = {1, 7, 33, 100, 250, 511, 777, 1024, 1500, 2048, 3000, 4096, 5000, 6144, 7000, 8192};
     for (int page : {0, 16, 64, 256}) {
       Case c{"mixed 16 x 1..8192" + (page ? " page " + std::to_string(page) : std::string()), 16, 32, 8, 128,
@@ -726,12 +734,7 @@ int main(int argc, char** argv) {
       ov.splits = 2;  // the fixed grid (what the plan chose before the balanced schedule)
       time_cfg(bn, FlashVariant::Decode, "fixed x2", &ov);
       time_cfg(bn, FlashVariant::Decode, "auto");
-      for (int waves : {1, 2, 4, 8}) {
-        ov = {};
-        ov.work_waves = waves;
-        const std::string label = "waves " + std::to_string(waves);
-        time_cfg(bn, FlashVariant::Decode, label.c_str(), &ov);
-      }
+      time_waves(bn, {1, 2, 4, 8});
     }
     for (int batch : {64, 128}) {  // many sequences (128: the most the balanced schedule takes)
       std::mt19937 g(batch);
@@ -753,12 +756,7 @@ int main(int argc, char** argv) {
       ov.splits = 4;
       time_cfg(bn, FlashVariant::Decode, "fixed x4", &ov);
       time_cfg(bn, FlashVariant::Decode, "auto");
-      for (int waves : {1, 2, 4}) {
-        ov = {};
-        ov.work_waves = waves;
-        const std::string label = "waves " + std::to_string(waves);
-        time_cfg(bn, FlashVariant::Decode, label.c_str(), &ov);
-      }
+      time_waves(bn, {1, 2, 4});
     }
     return 0;
   }
