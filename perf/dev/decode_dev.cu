@@ -12,7 +12,8 @@
 //   decode_dev cross     Auto's decode rule: decode vs the other kernels over Lq x Lk x GQA
 //   decode_dev cross64   the same at D=64
 //   decode_dev rule      Auto's boundaries (kDecodeTable): decode vs the other kernels
-//   decode_dev paged     paged K/V (page 16..256) and varlen timing against the fixed layout
+//   decode_dev paged     paged K/V (page 16..256; pages shuffled, in order, or 2 MB groups shuffled) and
+//                        varlen timing against the fixed layout; a plain gather read of the same pages
 //   decode_dev mixed     16 caches of 1..8192 keys (contiguous, pages of 16/64/256): the balanced
 //                        schedule's waves against the fixed grid; equal lengths through seqlens_k too
 //   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be)
@@ -57,6 +58,7 @@ struct Case {
   bool causal = false, bf16 = false;
   bool varlen_q = false, varlen_k = false, cache = false;
   int page = 0;
+  int page_order = 0;  // 0: pages shuffled over the pool, 1: in order, 2: 2 MB groups of pages shuffled
   int wl = -1, wr = -1;
   float softcap = 0.f;
   bool alibi = false, sinks = false;
@@ -142,7 +144,17 @@ static Data make_data(const Case& c, uint64_t seed, bool host_values = true) {
     d.num_pages = B * d.pages_per_seq + 3;
     std::vector<int> perm(d.num_pages);
     for (int i = 0; i < d.num_pages; ++i) perm[i] = i;
-    std::shuffle(perm.begin(), perm.end(), rng);
+    if (c.page_order == 0) std::shuffle(perm.begin(), perm.end(), rng);
+    if (c.page_order == 2) {  // groups of pages spanning 2 MB shuffled, pages in order inside a group
+      const long long page_bytes = (long long)c.page * c.Hkv * c.D * 2;
+      const int per = (int)std::max(1ll, (2ll << 20) / page_bytes);
+      std::vector<int> groups((d.num_pages + per - 1) / per);
+      for (size_t g = 0; g < groups.size(); ++g) groups[g] = (int)g;
+      std::shuffle(groups.begin(), groups.end(), rng);
+      perm.clear();
+      for (int g : groups)
+        for (int i = g * per; i < std::min(d.num_pages, (g + 1) * per); ++i) perm.push_back(i);
+    }
     d.block_table.resize((size_t)B * d.pages_per_seq);
     for (size_t i = 0; i < d.block_table.size(); ++i) d.block_table[i] = perm[i];
     d.k_batch = (long long)c.page * rowk;
@@ -556,6 +568,89 @@ static void peak(size_t bytes_each) {
   cudaFree(a), cudaFree(b), cudaFree(out);
 }
 
+// The memory system alone on a paged read: K and V of every (sequence, KV head) read once, 256 bytes
+// (D = 128) per key row, rows through the block table (table == nullptr: contiguous sequences), 64 rows
+// per step of a block, 8 rows x 2 tensors in flight per thread. No math: what pages cost the loads.
+__global__ void gather_read_kernel(const uint4* k, const uint4* v, const int* table, int pages_per_seq, int page,
+                                   int hkv, int seqlen, int rows_per_block, uint32_t* out) {
+  const int pieces = seqlen / rows_per_block;
+  int id = blockIdx.x;
+  const int piece = id % pieces;
+  id /= pieces;
+  const int hk = id % hkv, b = id / hkv;
+  const int chunk = threadIdx.x & 15, r0 = threadIdx.x >> 4;
+  const size_t row_u4 = (size_t)hkv * 16;
+  uint32_t acc = 0;
+  for (int j0 = piece * rows_per_block; j0 < (piece + 1) * rows_per_block; j0 += 64) {
+    uint4 x[8], y[8];
+#pragma unroll
+    for (int n = 0; n < 8; ++n) {
+      const int j = j0 + r0 + 8 * n;
+      const size_t row = table ? (size_t)__ldg(table + b * pages_per_seq + j / page) * page + j % page
+                               : (size_t)b * seqlen + j;
+      const size_t off = row * row_u4 + hk * 16 + chunk;
+      x[n] = __ldcs(k + off);
+      y[n] = __ldcs(v + off);
+    }
+#pragma unroll
+    for (int n = 0; n < 8; ++n) acc ^= x[n].x ^ x[n].y ^ x[n].z ^ x[n].w ^ y[n].x ^ y[n].y ^ y[n].z ^ y[n].w;
+  }
+  if (acc == 0x12345678u) out[0] = acc;
+}
+
+// (8, 8 KV heads, 8192 keys, D = 128): K and V read contiguously and through pages of 16 / 64 / 256 in the
+// three orders of Case::page_order; the kernel above, 16 blocks of 128 threads per SM resident.
+static void gather_peak() {
+  const int B = 8, Hkv = 8, L = 8192, rows_per_block = 512;
+  const size_t rows = (size_t)B * L + 3 * 256;
+  const size_t bytes = rows * Hkv * 128 * 2;
+  void *k, *v, *out;
+  CK(cudaMalloc(&k, bytes));
+  CK(cudaMalloc(&v, bytes));
+  CK(cudaMalloc(&out, 16));
+  CK(cudaMemset(k, 1, bytes));
+  CK(cudaMemset(v, 2, bytes));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  const int grid = B * Hkv * (L / rows_per_block);
+  for (int page : {0, 16, 64, 256})
+    for (int order : {0, 1, 2}) {
+      if (page == 0 && order > 0) continue;
+      int* table = nullptr;
+      int pps = 0;
+      if (page) {
+        Case c = shape(B, 32, Hkv, 1, L, 128);
+        c.page = page, c.page_order = order;
+        const Data d = make_data(c, 7, false);
+        pps = d.pages_per_seq;
+        CK(cudaMalloc(&table, d.block_table.size() * sizeof(int)));
+        CK(cudaMemcpy(table, d.block_table.data(), d.block_table.size() * sizeof(int), cudaMemcpyHostToDevice));
+      }
+      std::vector<float> ts;
+      for (int r = 0; r < 12; ++r) {
+        CK(cudaEventRecord(e0));
+        for (int i = 0; i < 10; ++i)
+          gather_read_kernel<<<grid, 128>>>((const uint4*)k, (const uint4*)v, table, pps, page ? page : 1, Hkv, L,
+                                            rows_per_block, (uint32_t*)out);
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        ts.push_back(ms / 10);
+      }
+      std::sort(ts.begin(), ts.end());
+      const double us = ts[ts.size() / 2] * 1000;
+      const double moved = 2.0 * B * L * Hkv * 128 * 2;
+      static const char* kOrder[] = {"shuffled", "in order", "2 MB groups shuffled"};
+      printf("gather read K+V (8,8,8192,128), %s: %.1f us, %.0f GB/s\n",
+             page ? ("page " + std::to_string(page) + " " + kOrder[order]).c_str() : "contiguous", us,
+             moved / us * 1e-3);
+      if (table) CK(cudaFree(table));
+    }
+  cudaFree(k), cudaFree(v), cudaFree(out);
+}
+
 // A timing problem: device buffers filled on the device, reused for every configuration timed on it.
 struct Bench {
   Data d;
@@ -704,12 +799,27 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "paged") {
-    for (int page : {0, 16, 32, 64, 128, 256}) {
+    static const char* kOrder[] = {"", " in order", " 2MB groups"};
+    for (int page : {0, 16, 32, 64, 128, 256})
+      for (int order : {0, 1, 2}) {
+        if (order > 0 && page != 16 && page != 64) continue;
+        Case c = shape(8, 32, 8, 1, 8192, 128);
+        c.page = page, c.cache = true, c.page_order = order;
+        c.name += " page " + std::to_string(page) + kOrder[order];
+        time_one(c, FlashVariant::Auto, "auto");
+      }
+    for (int page : {0, 64}) {  // ring depth: does a deeper ring hide what pages cost?
       Case c = shape(8, 32, 8, 1, 8192, 128);
-      c.page = page, c.cache = page > 0;
-      c.name += " page " + std::to_string(page);
-      time_one(c, FlashVariant::Auto, "auto");
+      c.page = page, c.cache = true, c.name += " page " + std::to_string(page);
+      Bench bn(c);
+      for (int stages : {2, 3, 4, 5, 6}) {
+        FlashFwdLaunchOverride ov{};
+        ov.stages = stages;
+        const std::string label = "stages " + std::to_string(stages);
+        time_cfg(bn, FlashVariant::Decode, label.c_str(), &ov);
+      }
     }
+    gather_peak();
     Case c = shape(8, 32, 8, 1, 8192, 128);
     c.varlen_k = true, c.name += " varlen k";
     time_one(c, FlashVariant::Auto, "auto");
