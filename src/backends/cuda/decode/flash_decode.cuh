@@ -145,30 +145,39 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   }
   cp_async_commit();
 
-  // K and V of tile t -> ring slot: this thread copies column chunk tid % kRowChunks of every
-  // kLoadRowStep-th row; keys at or past k_hi and columns past head_dim are zero-filled.
-  // D <= 128: the tile's block-table entries are read first, all in flight together (the copies are
-  // asm with a memory clobber, so a lookup between them waits its round trip, row after row); not
-  // paged, row j is row 0 + j, its offset computed once. On an H200: 16 caches of 1..8192 keys
-  // 66.7 -> 58.9 us, paged 64 equal lengths 92.1 -> 88.6 (perf/dev/NOTES.md, fourteenth session).
+  // K and V of tile t -> ring slot: this thread copies column chunk tid % kRowChunks of kLdRows
+  // consecutive rows, ld_row·kLdRows onwards. They lie in one page (kLdRows divides 16, page sizes are
+  // multiples of 16), so a tile costs this thread one block-table entry and one row offset; the rows
+  // follow at the sequence stride, as without pages. Keys at or past k_hi and columns past head_dim
+  // are zero-filled. The entry of the next tile is read when this one's copies issue (`load_next`), so
+  // it has a tile's MMAs and a barrier to land: a copy never waits on a lookup's round trip (the
+  // copies are asm with a memory clobber, so a lookup among them waited its round trip, row after row).
+  // Paged decode was 1.3x contiguous on an H200 with per-row lookups; perf/dev/NOTES.md, fifteenth
+  // session.
   constexpr int kLdRows = kBN / Cfg::kLoadRowStep;  // rows this thread copies per tile
-  constexpr int kDecodeTilePages = kBN / 16;        // pages one tile can span
-  static_assert(kDecodeTilePages == 4, "the page select below takes 4 entries");
-  constexpr bool kPagesFirst = D <= 128;
+  static_assert(16 % kLdRows == 0, "a thread's rows of a tile must lie in one page");
+  // D = 256: no registers to spare (the 64-row instance spills 20-92 bytes with the entry read ahead):
+  // a lookup per row, kLoadRowStep rows apart, as before.
+  constexpr bool kPageAhead = D <= 128;
   const int ld_chunk = tid % Cfg::kRowChunks, ld_row = tid / Cfg::kRowChunks;
+  const int ld_r0 = kPageAhead ? ld_row * kLdRows : ld_row;
   const bool ld_col_ok = ld_chunk < Cfg::kChunks && ld_chunk * 8 < p.head_dim;
   const bool paged = seq.block_table != nullptr;
   const long long k_row0 = paged ? 0 : seq.kv_row(ks, b, 0), v_row0 = paged ? 0 : seq.kv_row(vs, b, 0);
   const int* table = paged ? seq.block_table + (long long)b * seq.pages_per_seq : nullptr;
-  auto load_tile = [&](int t, int slot) {
+  // The page of this thread's rows of tile t (paged; 0 when they start at or past k_hi).
+  auto read_page = [&](int t) {
+    const int j0 = t * kBN + ld_r0;
+    return paged && ld_col_ok && j0 < k_hi ? __ldg(table + j0 / seq.page_size) : 0;
+  };
+  auto load_tile = [&](int t, int slot, int page) {
     if (ld_chunk >= Cfg::kChunks) return;
     const uint32_t sK = smem_u32(sRing + slot * 2 * Cfg::kTileElems);
     const uint32_t sV = sK + Cfg::kTileElems * 2;
-    const int key0 = t * kBN;
-    if constexpr (!kPagesFirst) {  // D = 256: no registers to spare (ptxas spills); a lookup per row
+    if constexpr (!kPageAhead) {
 #pragma unroll
       for (int r = ld_row; r < kBN; r += Cfg::kLoadRowStep) {
-        const int j = key0 + r;
+        const int j = t * kBN + r;
         const bool ok = ld_col_ok && j < k_hi;
         const long long ko = ok ? seq.kv_row(ks, b, j) : 0, vo = ok ? seq.kv_row(vs, b, j) : 0;
         const uint32_t dst = r * Cfg::kRowBytes + ((ld_chunk ^ (r & 7)) << 4);
@@ -177,37 +186,36 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
       }
       return;
     }
-    // The tile's keys [key0, key0 + 64) lie in at most 4 pages (page sizes are multiples of 16).
-    const int p0 = paged ? key0 / seq.page_size : 0;
-    int e[kDecodeTilePages];
-#pragma unroll
-    for (int q = 0; q < kDecodeTilePages; ++q)
-      e[q] = paged && ld_col_ok && (p0 + q) * seq.page_size < k_hi ? __ldg(table + p0 + q) : 0;
+    const int j0 = t * kBN + ld_r0;
+    long long ko = k_row0 + (long long)j0 * ks.seq, vo = v_row0 + (long long)j0 * vs.seq;
+    if (paged) {
+      const long long in_page = j0 % seq.page_size;
+      ko = (long long)page * ks.batch + in_page * ks.seq;
+      vo = (long long)page * vs.batch + in_page * vs.seq;
+    }
+    const Elem* k_src = gK + ko + ld_chunk * 8;
+    const Elem* v_src = gV + vo + ld_chunk * 8;
 #pragma unroll
     for (int n = 0; n < kLdRows; ++n) {
-      const int r = ld_row + n * Cfg::kLoadRowStep, j = key0 + r;
-      const bool ok = ld_col_ok && j < k_hi;
-      long long ko = 0, vo = 0;
-      if (ok) {
-        if (paged) {
-          const int q = j / seq.page_size - p0;
-          const int page = q == 0 ? e[0] : q == 1 ? e[1] : q == 2 ? e[2] : e[3];
-          const long long in_page = j - (p0 + q) * seq.page_size;
-          ko = (long long)page * ks.batch + in_page * ks.seq;
-          vo = (long long)page * vs.batch + in_page * vs.seq;
-        } else {
-          ko = k_row0 + (long long)j * ks.seq;
-          vo = v_row0 + (long long)j * vs.seq;
-        }
-      }
+      const int r = ld_r0 + n;
+      const bool ok = ld_col_ok && j0 + n < k_hi;
       const uint32_t dst = r * Cfg::kRowBytes + ((ld_chunk ^ (r & 7)) << 4);
-      cp_async_16(sK + dst, gK + ko + ld_chunk * 8, ok);
-      cp_async_16(sV + dst, gV + vo + ld_chunk * 8, ok);
+      cp_async_16(sK + dst, k_src, ok);  // not read when !ok (zero-fill)
+      cp_async_16(sV + dst, v_src, ok);
+      k_src += ks.seq;
+      v_src += vs.seq;
     }
+  };
+  // Tiles are loaded in order; next_page holds the entry of the next one (paged).
+  int next_page = kPageAhead && n_iter > 0 ? read_page(t_begin) : 0;
+  auto load_next = [&](int t, int slot) {
+    const int page = next_page;
+    if (kPageAhead && paged && t + 1 < t_begin + n_iter) next_page = read_page(t + 1);  // in flight until the next call
+    load_tile(t, slot, page);
   };
   // Prologue: tiles 0 .. stages-2 in flight, one commit group each (empty groups keep the count).
   for (int s = 0; s < stages - 1; ++s) {
-    if (s < n_iter) load_tile(t_begin + s, s);
+    if (s < n_iter) load_next(t_begin + s, s);
     cp_async_commit();
   }
 
@@ -308,7 +316,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   for (int i = 0; i < n_iter; ++i) {
     cp_async_wait_upto(stages - 2);  // tile i landed (this thread's copies)...
     __syncthreads();                // ...and everyone's; everyone is done with tile i-1
-    if (i + stages - 1 < n_iter) load_tile(t_begin + i + stages - 1, slot == 0 ? stages - 1 : slot - 1);
+    if (i + stages - 1 < n_iter) load_next(t_begin + i + stages - 1, slot == 0 ? stages - 1 : slot - 1);
     cp_async_commit();
     const int key0 = (t_begin + i) * kBN;
     const bool need_mask = key0 < u_lo || key0 + kBN > u_hi;
