@@ -527,6 +527,40 @@ static const std::vector<Case> issue_shapes() {
 }
 
 // The device's streaming-read bandwidth: two buffers (K and V of a decode shape) read with 16-byte loads.
+// Two device buffers of `bytes` each (K and V of a read test, filled with 1s and 2s) and a word to write.
+struct ReadBuffers {
+  void *a = nullptr, *b = nullptr, *out = nullptr;
+  explicit ReadBuffers(size_t bytes) {
+    CK(cudaMalloc(&a, bytes));
+    CK(cudaMalloc(&b, bytes));
+    CK(cudaMalloc(&out, 16));
+    CK(cudaMemset(a, 1, bytes));
+    CK(cudaMemset(b, 2, bytes));
+  }
+  ~ReadBuffers() { cudaFree(a), cudaFree(b), cudaFree(out); }
+};
+
+// Median over 12 event-timed batches of 10 back-to-back launches, µs per launch.
+template <class Launch>
+static double median_launch_us(Launch launch) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<float> ts;
+  for (int r = 0; r < 12; ++r) {
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < 10; ++i) launch();
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    ts.push_back(ms / 10);
+  }
+  cudaEventDestroy(e0), cudaEventDestroy(e1);
+  std::sort(ts.begin(), ts.end());
+  return ts[ts.size() / 2] * 1000;
+}
+
 __global__ void stream_read_kernel(const uint4* a, const uint4* b, size_t n, uint32_t* out) {
   uint32_t acc = 0;
   const size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -538,34 +572,15 @@ __global__ void stream_read_kernel(const uint4* a, const uint4* b, size_t n, uin
 }
 
 static void peak(size_t bytes_each) {
-  void *a, *b, *out;
-  CK(cudaMalloc(&a, bytes_each));
-  CK(cudaMalloc(&b, bytes_each));
-  CK(cudaMalloc(&out, 16));
-  CK(cudaMemset(a, 1, bytes_each));
-  CK(cudaMemset(b, 2, bytes_each));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
+  ReadBuffers buf(bytes_each);
   for (int blocks_per_sm : {2, 4, 8, 16}) {
     const int grid = blocks_per_sm * g_dev.sm_count;
-    std::vector<float> ts;
-    for (int r = 0; r < 12; ++r) {
-      CK(cudaEventRecord(e0));
-      for (int i = 0; i < 10; ++i)
-        stream_read_kernel<<<grid, 256>>>((const uint4*)a, (const uint4*)b, bytes_each / 16, (uint32_t*)out);
-      CK(cudaEventRecord(e1));
-      CK(cudaEventSynchronize(e1));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      ts.push_back(ms / 10);
-    }
-    std::sort(ts.begin(), ts.end());
-    const double us = ts[ts.size() / 2] * 1000;
+    const double us = median_launch_us([&] {
+      stream_read_kernel<<<grid, 256>>>((const uint4*)buf.a, (const uint4*)buf.b, bytes_each / 16, (uint32_t*)buf.out);
+    });
     printf("stream read 2 x %.0f MB, %d blocks/SM x 256 threads: %.1f us, %.0f GB/s\n", bytes_each / 1e6,
            blocks_per_sm, us, 2.0 * bytes_each / us * 1e-3);
   }
-  cudaFree(a), cudaFree(b), cudaFree(out);
 }
 
 // The memory system alone on a paged read: K and V of every (sequence, KV head) read once, 256 bytes
@@ -603,16 +618,7 @@ __global__ void gather_read_kernel(const uint4* k, const uint4* v, const int* ta
 static void gather_peak() {
   const int B = 8, Hkv = 8, L = 8192, rows_per_block = 512;
   const size_t rows = (size_t)B * L + 3 * 256;
-  const size_t bytes = rows * Hkv * 128 * 2;
-  void *k, *v, *out;
-  CK(cudaMalloc(&k, bytes));
-  CK(cudaMalloc(&v, bytes));
-  CK(cudaMalloc(&out, 16));
-  CK(cudaMemset(k, 1, bytes));
-  CK(cudaMemset(v, 2, bytes));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
+  ReadBuffers buf(rows * Hkv * 128 * 2);
   const int grid = B * Hkv * (L / rows_per_block);
   for (int page : {0, 16, 64, 256})
     for (int order : {0, 1, 2}) {
@@ -627,20 +633,10 @@ static void gather_peak() {
         CK(cudaMalloc(&table, d.block_table.size() * sizeof(int)));
         CK(cudaMemcpy(table, d.block_table.data(), d.block_table.size() * sizeof(int), cudaMemcpyHostToDevice));
       }
-      std::vector<float> ts;
-      for (int r = 0; r < 12; ++r) {
-        CK(cudaEventRecord(e0));
-        for (int i = 0; i < 10; ++i)
-          gather_read_kernel<<<grid, 128>>>((const uint4*)k, (const uint4*)v, table, pps, page ? page : 1, Hkv, L,
-                                            rows_per_block, (uint32_t*)out);
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        ts.push_back(ms / 10);
-      }
-      std::sort(ts.begin(), ts.end());
-      const double us = ts[ts.size() / 2] * 1000;
+      const double us = median_launch_us([&] {
+        gather_read_kernel<<<grid, 128>>>((const uint4*)buf.a, (const uint4*)buf.b, table, pps, page ? page : 1, Hkv,
+                                          L, rows_per_block, (uint32_t*)buf.out);
+      });
       const double moved = 2.0 * B * L * Hkv * 128 * 2;
       static const char* kOrder[] = {"shuffled", "in order", "2 MB groups shuffled"};
       printf("gather read K+V (8,8,8192,128), %s: %.1f us, %.0f GB/s\n",
@@ -648,7 +644,6 @@ static void gather_peak() {
              moved / us * 1e-3);
       if (table) CK(cudaFree(table));
     }
-  cudaFree(k), cudaFree(v), cudaFree(out);
 }
 
 // A timing problem: device buffers filled on the device, reused for every configuration timed on it.
