@@ -803,6 +803,12 @@ int main(int argc, char** argv) {
         c.name += " page " + std::to_string(page) + kOrder[order];
         time_one(c, FlashVariant::Auto, "auto");
       }
+    for (int d : {64, 256})  // the other head dims' instances, contiguous against pages of 16 and 64
+      for (int page : {0, 16, 64}) {
+        Case c = shape(8, 32, 8, 1, 8192, d);
+        c.page = page, c.cache = true, c.name += " page " + std::to_string(page);
+        time_one(c, FlashVariant::Auto, "auto");
+      }
     for (int page : {0, 64}) {  // ring depth: does a deeper ring hide what pages cost?
       Case c = shape(8, 32, 8, 1, 8192, 128);
       c.page = page, c.cache = true, c.name += " page " + std::to_string(page);

@@ -156,9 +156,9 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   // session.
   constexpr int kLdRows = kBN / Cfg::kLoadRowStep;  // rows this thread copies per tile
   static_assert(16 % kLdRows == 0, "a thread's rows of a tile must lie in one page");
-  // D = 256: no registers to spare (the 64-row instance spills 20-92 bytes with the entry read ahead):
-  // a lookup per row, kLoadRowStep rows apart, as before.
-  constexpr bool kPageAhead = D <= 128;
+  // D = 256 with 2 or 4 row tiles: no registers to spare (20-92 bytes of spills with the entry read
+  // ahead): a lookup per row, kLoadRowStep rows apart. One row tile (Lq = 1 decode) has room.
+  constexpr bool kPageAhead = D <= 128 || MT == 1;
   const int ld_chunk = tid % Cfg::kRowChunks, ld_row = tid / Cfg::kRowChunks;
   const int ld_r0 = kPageAhead ? ld_row * kLdRows : ld_row;
   const bool ld_col_ok = ld_chunk < Cfg::kChunks && ld_chunk * 8 < p.head_dim;
