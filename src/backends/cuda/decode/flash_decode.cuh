@@ -21,7 +21,8 @@
 //
 // Sequences (flashcore.hpp, "Sequences"; core/sequences.hpp): lengths, the rows of Q/O and K/V and
 // the LSE index come from numeric::Sequences, so fixed-length, varlen Q/K, cache lengths and paged
-// K/V are one code path (paged: each key row through its block-table entry, so a tile may span pages).
+// K/V are one code path (paged: a tile may span pages; a thread copies consecutive rows of a tile, which
+// lie in one page, through one block-table entry read a tile ahead).
 // Keys at or past k_hi are zero-filled, never read.
 //
 // Variants (common/variant_mask.cuh has the definitions): each row has its own query index and head,
