@@ -35,12 +35,13 @@ struct DecodeConfig {
   static constexpr int kChunks = D / 8;               // 16-byte chunks of the D columns
   static constexpr int kRowChunks = kRow / 8;         // 16-byte chunks of one smem row
   static_assert(kDecodeThreads % kRowChunks == 0, "a thread copies one column chunk of every row it loads");
-  static constexpr int kLoadRowStep = kDecodeThreads / kRowChunks;  // rows between one thread's copies
+  static constexpr int kLoadRowStep = kDecodeThreads / kRowChunks;  // threads per column chunk: a tile's rows
+                                                                    // per thread are 64 / kLoadRowStep
   static constexpr int kTileElems = kDecodeBlockN * kRow;           // one K (or V) tile
   static constexpr bool kQInRegisters = D <= 128;     // above, Q fragments are re-read from shared memory
   // Blocks per SM the registers must allow (__launch_bounds__): 2 up to D = 128 (ptxas, sm_90, 16/32/64
-  // rows per block: D=128 180/210/234 registers, no spills; 3 would cap them at 170: D=64's 64-row
-  // instance spills 12 bytes on sm_80/86/89 there), 1 above (D=256 220/255/254). Shared memory may
+  // rows per block: D=128 208/243/251 registers, no spills; 3 would cap them at 170: D=64's 64-row
+  // instance spills 12 bytes on sm_80/86/89 there), 1 above (D=256 242/254/255). Shared memory may
   // allow fewer (the plan takes the smaller).
   static constexpr int kBlocksPerSm = D <= 128 ? 2 : 1;
   // fp32 values a key-group warp parks for the merge of the groups: O fragment + row max and sum.

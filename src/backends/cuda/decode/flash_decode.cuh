@@ -22,7 +22,8 @@
 // Sequences (flashcore.hpp, "Sequences"; core/sequences.hpp): lengths, the rows of Q/O and K/V and
 // the LSE index come from numeric::Sequences, so fixed-length, varlen Q/K, cache lengths and paged
 // K/V are one code path (paged: a tile may span pages; a thread copies consecutive rows of a tile, which
-// lie in one page, through one block-table entry read a tile ahead).
+// lie in one page, through one block-table entry read a tile ahead; D = 256 with 2 or 4 row tiles looks
+// up every row).
 // Keys at or past k_hi are zero-filled, never read.
 //
 // Variants (common/variant_mask.cuh has the definitions): each row has its own query index and head,
@@ -151,14 +152,15 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   // multiples of 16), so a tile costs this thread one block-table entry and one row offset; the rows
   // follow at the sequence stride, as without pages. Keys at or past k_hi and columns past head_dim
   // are zero-filled. The entry of the next tile is read when this one's copies issue (`load_next`), so
-  // it has a tile's MMAs and a barrier to land: a copy never waits on a lookup's round trip (the
-  // copies are asm with a memory clobber, so a lookup among them waited its round trip, row after row).
+  // in the key loop it has a tile's MMAs and a barrier to land (in the prologue, one tile's copies):
+  // the copies are asm with a memory clobber, so a lookup among them waited its round trip, row after row.
   // Paged decode was 1.3x contiguous on an H200 with per-row lookups; perf/dev/NOTES.md, fifteenth
   // session.
   constexpr int kLdRows = kBN / Cfg::kLoadRowStep;  // rows this thread copies per tile
   static_assert(16 % kLdRows == 0, "a thread's rows of a tile must lie in one page");
-  // D = 256 with 2 or 4 row tiles: no registers to spare (20-92 bytes of spills with the entry read
-  // ahead): a lookup per row, kLoadRowStep rows apart. One row tile (Lq = 1 decode) has room.
+  // D = 256 with 2 or 4 row tiles: no registers to spare (consecutive rows spilled 12-52 bytes even
+  // without the read-ahead, 20-92 with it): a lookup per row, kLoadRowStep rows apart. One row tile
+  // (Lq = 1 decode) has room.
   constexpr bool kPageAhead = D <= 128 || MT == 1;
   const int ld_chunk = tid % Cfg::kRowChunks, ld_row = tid / Cfg::kRowChunks;
   const int ld_r0 = kPageAhead ? ld_row * kLdRows : ld_row;
@@ -166,7 +168,8 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   const bool paged = seq.block_table != nullptr;
   const long long k_row0 = paged ? 0 : seq.kv_row(ks, b, 0), v_row0 = paged ? 0 : seq.kv_row(vs, b, 0);
   const int* table = paged ? seq.block_table + (long long)b * seq.pages_per_seq : nullptr;
-  // The page of this thread's rows of tile t (paged; 0 when they start at or past k_hi).
+  // The page of this thread's rows of tile t (0 when not paged, or when they start at or past k_hi or
+  // the thread's column chunk is past head_dim: nothing is read then).
   auto read_page = [&](int t) {
     const int j0 = t * kBN + ld_r0;
     return paged && ld_col_ok && j0 < k_hi ? __ldg(table + j0 / seq.page_size) : 0;
