@@ -526,7 +526,6 @@ static const std::vector<Case> issue_shapes() {
           shape(16, 64, 8, 1, 4096, 128), shape(8, 32, 8, 4, 8192, 128)};
 }
 
-// The device's streaming-read bandwidth: two buffers (K and V of a decode shape) read with 16-byte loads.
 // Two device buffers of `bytes` each (K and V of a read test, filled with 1s and 2s) and a word to write.
 struct ReadBuffers {
   void *a = nullptr, *b = nullptr, *out = nullptr;
@@ -561,6 +560,7 @@ static double median_launch_us(Launch launch) {
   return ts[ts.size() / 2] * 1000;
 }
 
+// The device's streaming-read bandwidth: two buffers (K and V of a decode shape) read with 16-byte loads.
 __global__ void stream_read_kernel(const uint4* a, const uint4* b, size_t n, uint32_t* out) {
   uint32_t acc = 0;
   const size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -669,6 +669,16 @@ static double time_cfg(Bench& bn, FlashVariant v, const char* label, const Flash
          plan.describe().c_str());
   fflush(stdout);
   return us;
+}
+
+// The decode kernel with one launch-override field forced to each value in turn ("<what> <value>").
+static void time_forced(Bench& bn, const char* what, int FlashFwdLaunchOverride::*field, std::initializer_list<int> values) {
+  for (int value : values) {
+    FlashFwdLaunchOverride ov{};
+    ov.*field = value;
+    const std::string label = std::string(what) + " " + std::to_string(value);
+    time_cfg(bn, FlashVariant::Decode, label.c_str(), &ov);
+  }
 }
 
 static void time_one(const Case& c, FlashVariant v, const char* label) {
@@ -794,31 +804,22 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "paged") {
-    static const char* kOrder[] = {"", " in order", " 2MB groups"};
+    // (8,32,8,1,8192,D) with cache lengths, K/V contiguous (page 0) or in pages of one order
+    auto paged_case = [](int d, int page, int order) {
+      static const char* kOrder[] = {"", " in order", " 2MB groups"};
+      Case c = shape(8, 32, 8, 1, 8192, d);
+      c.page = page, c.cache = true, c.page_order = order;
+      c.name += " page " + std::to_string(page) + kOrder[order];
+      return c;
+    };
     for (int page : {0, 16, 32, 64, 128, 256})
-      for (int order : {0, 1, 2}) {
-        if (order > 0 && page != 16 && page != 64) continue;
-        Case c = shape(8, 32, 8, 1, 8192, 128);
-        c.page = page, c.cache = true, c.page_order = order;
-        c.name += " page " + std::to_string(page) + kOrder[order];
-        time_one(c, FlashVariant::Auto, "auto");
-      }
+      for (int order : {0, 1, 2})
+        if (order == 0 || page == 16 || page == 64) time_one(paged_case(128, page, order), FlashVariant::Auto, "auto");
     for (int d : {64, 256})  // the other head dims' instances, contiguous against pages of 16 and 64
-      for (int page : {0, 16, 64}) {
-        Case c = shape(8, 32, 8, 1, 8192, d);
-        c.page = page, c.cache = true, c.name += " page " + std::to_string(page);
-        time_one(c, FlashVariant::Auto, "auto");
-      }
+      for (int page : {0, 16, 64}) time_one(paged_case(d, page, 0), FlashVariant::Auto, "auto");
     for (int page : {0, 64}) {  // ring depth: does a deeper ring hide what pages cost?
-      Case c = shape(8, 32, 8, 1, 8192, 128);
-      c.page = page, c.cache = true, c.name += " page " + std::to_string(page);
-      Bench bn(c);
-      for (int stages : {2, 3, 4, 5, 6}) {
-        FlashFwdLaunchOverride ov{};
-        ov.stages = stages;
-        const std::string label = "stages " + std::to_string(stages);
-        time_cfg(bn, FlashVariant::Decode, label.c_str(), &ov);
-      }
+      Bench bn(paged_case(128, page, 0));
+      time_forced(bn, "stages", &FlashFwdLaunchOverride::stages, {2, 3, 4, 5, 6});
     }
     gather_peak();
     Case c = shape(8, 32, 8, 1, 8192, 128);
@@ -827,14 +828,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "mixed") {  // a batch of different cache lengths: the balanced schedule's waves vs the fixed grid
-    auto time_waves = [](Bench& bn, std::initializer_list<int> counts) {  // the wave count forced
-      for (int waves : counts) {
-        FlashFwdLaunchOverride ov{};
-        ov.work_waves = waves;
-        const std::string label = "waves " + std::to_string(waves);
-        time_cfg(bn, FlashVariant::Decode, label.c_str(), &ov);
-      }
-    };
     const std::vector<int> lk = {1, 7, 33, 100, 250, 511, 777, 1024, 1500, 2048, 3000, 4096, 5000, 6144, 7000, 8192};
     for (int page : {0, 16, 64, 256}) {
       Case c{"mixed 16 x 1..8192" + (page ? " page " + std::to_string(page) : std::string()), 16, 32, 8, 128,
@@ -845,7 +838,7 @@ int main(int argc, char** argv) {
       ov.splits = 2;  // the fixed grid (what the plan chose before the balanced schedule)
       time_cfg(bn, FlashVariant::Decode, "fixed x2", &ov);
       time_cfg(bn, FlashVariant::Decode, "auto");
-      time_waves(bn, {1, 2, 4, 8});
+      time_forced(bn, "waves", &FlashFwdLaunchOverride::work_waves, {1, 2, 4, 8});
     }
     for (int batch : {64, 128}) {  // many sequences (128: the most the balanced schedule takes)
       std::mt19937 g(batch);
@@ -867,7 +860,7 @@ int main(int argc, char** argv) {
       ov.splits = 4;
       time_cfg(bn, FlashVariant::Decode, "fixed x4", &ov);
       time_cfg(bn, FlashVariant::Decode, "auto");
-      time_waves(bn, {1, 2, 4});
+      time_forced(bn, "waves", &FlashFwdLaunchOverride::work_waves, {1, 2, 4});
     }
     return 0;
   }
