@@ -73,6 +73,8 @@ const char* kRunHelp =
     "  --backward               then the backward pass (dQ, dK, dV) with a random dO (--seed), in the\n"
     "                           forward's memory, timed; with --validate checked against the fp64\n"
     "                           backward oracle (needs the LSE; no --page-size)\n"
+    "  --deterministic          with --backward: bitwise-reproducible gradients (Options::deterministic;\n"
+    "                           cuda-flash then computes dQ in its own kernel instead of with atomics)\n"
     "execution:\n"
     "  --backend NAME           force a backend (default: automatic, or FLASHCORE_BACKEND);\n"
     "                           `flashcore info` lists them\n"
@@ -266,6 +268,9 @@ RunArgs parse_run_args(const std::vector<std::string>& args, bool main_job) {
     } else if (flag == "--backward") {
       no_value();
       a.backward = true;
+    } else if (flag == "--deterministic") {
+      no_value();
+      a.deterministic = true;
     } else if (flag == "--no-validate") {
       no_value();
       a.validate = false;
@@ -283,6 +288,7 @@ RunArgs parse_run_args(const std::vector<std::string>& args, bool main_job) {
   if (files != 0 && files != 3) throw UsageError("--q, --k and --v must be given together");
   if (!a.lse && !a.out_lse.empty()) throw UsageError("--out-lse cannot be used with --no-lse");
   if (!a.lse && a.backward) throw UsageError("--backward needs the forward's LSE: drop --no-lse");
+  if (a.deterministic && !a.backward) throw UsageError("--deterministic applies to --backward only (the forward always is)");
   if (a.backward && a.page_size > 0)
     throw UsageError("--backward: the backward pass has no paged K/V (drop --page-size; --varlen-k packs K/V)");
   if (files != 0 && a.has_sequences())

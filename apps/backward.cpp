@@ -46,6 +46,7 @@ BackwardOutcome run_backward_step(const RunArgs& a, HostData& d, flashcore::Memo
   const verify::HeadParams hp = d.head_params();
   flashcore::Options opts = forward_opts;
   opts.location = loc;
+  opts.deterministic = a.deterministic;
   const int warmup = a.warmup > 0 ? a.warmup : 1;
   std::vector<double> samples;
   if (loc == flashcore::MemoryLocation::Host) {

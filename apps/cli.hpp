@@ -71,6 +71,7 @@ struct RunArgs {
   int warmup = 0;  // 0: the default of the memory used
   bool validate = false;
   bool backward = false;  // --backward: the backward pass after the forward (needs the LSE)
+  bool deterministic = false;  // --deterministic: Options::deterministic for the backward
   bool json = false;
   bool lse = true;
   std::vector<std::string> shape_flags_given;  // e.g. "--batch", to check against .npy shapes

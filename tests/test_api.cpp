@@ -521,13 +521,16 @@ TEST(CApi, ProblemInitTurnsTheSequenceLayoutsOff) {
   EXPECT_EQ(c.num_pages, 0);
   EXPECT_EQ(c.pages_per_seq, 0);
   EXPECT_EQ(c.trust_sequences, 0);
+  EXPECT_EQ(c.deterministic, 0);
   EXPECT_EQ(c.cu_seqlens_q, nullptr);
   EXPECT_EQ(c.cu_seqlens_k, nullptr);
   EXPECT_EQ(c.seqlens_k, nullptr);
   EXPECT_EQ(c.block_table, nullptr);
   // The new fields are the tail of the struct, after every field of the earlier ABI.
   EXPECT_GT(offsetof(fc_problem, total_q), offsetof(fc_problem, sinks));
-  EXPECT_EQ(offsetof(fc_problem, block_table) + sizeof(c.block_table), sizeof(fc_problem));
+  EXPECT_GT(offsetof(fc_problem, deterministic), offsetof(fc_problem, block_table));
+  EXPECT_LE(offsetof(fc_problem, deterministic) + sizeof(c.deterministic), sizeof(fc_problem));
+  EXPECT_GT(offsetof(fc_problem, deterministic) + sizeof(c.deterministic) + alignof(fc_problem), sizeof(fc_problem));
 }
 
 TEST(CApi, SequenceLayoutsGiveTheBitsOfTheCppApi) {
@@ -585,6 +588,9 @@ TEST(CApi, BadSequenceFieldsAreErrorsNamingTheField) {
   fc_problem c = good;
   c.trust_sequences = 2;
   expect_c_error(sized(c, nq, nk, no, nl), "trust_sequences: value 2 is not 0 or 1", d);
+  c = good;
+  c.deterministic = -1;
+  expect_c_error(sized(c, nq, nk, no, nl), "deterministic: value -1 is not 0 or 1", d);
   c = good;
   c.page_size = 24;
   expect_c_error(sized(c, nq, nk, no, nl), "page_size", d);

@@ -56,6 +56,8 @@ typedef struct {
   const int32_t* cu_seqlens_k;  /* NULL, or batch+1 int32 offsets in the memory of q */
   const int32_t* seqlens_k;     /* NULL, or batch int32 cache lengths in the memory of q */
   const int32_t* block_table;   /* NULL, or batch x pages_per_seq int32 page indices in the memory of q */
+  int deterministic;            /* backward pass (Options::deterministic): 1 = bitwise the same gradients every
+                                 * call; 0 (fc_problem_init) = fastest (cuda-flash sums dQ with atomics). */
 } fc_problem;
 
 /* Fills a descriptor for contiguous (B,S,H,D) tensors, with no variant and no sequence layout. */
@@ -82,7 +84,8 @@ fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void*
 /* The backward pass (flashcore.hpp, run_backward): from the forward call's q, k, v, its output o and
  * its lse (required), and d_o = dL/dO (o's strides), computes dq, dk, dv (q's, k's, v's strides; dk and
  * dv summed over each KV head's group) and, when dsinks is not NULL, the sinks' gradient (heads_q fp32;
- * needs p->sinks). Every output is overwritten. Deterministic: bitwise the same gradients every call.
+ * needs p->sinks). Every output is overwritten. With p->deterministic = 1, bitwise the same gradients every
+ * call; with 0 (the default) cuda-flash sums dQ with fp32 atomics (its last bits vary from call to call).
  * Paged K/V (page_size > 0) has no backward pass (FC_ERROR_INVALID). */
 fc_status fc_attention_backward(const fc_problem* p, const void* q, const void* k, const void* v, const void* o,
                                 const float* lse, const void* d_o, void* dq, void* dk, void* dv, float* dsinks,

@@ -210,6 +210,12 @@ struct Options {
   /// valid (a decode loop): FlashCore then trusts them, and an offset, length or page index out of
   /// range reads memory outside the tensors. Host-memory arrays are always validated.
   bool check_sequences = true;
+  /// The backward pass (run_backward): true asks for bitwise-reproducible gradients (the same call
+  /// gives the same bits every time). false (the default) lets a backend take a faster path whose
+  /// float sums run in a varying order: `cuda-flash` then adds dQ with fp32 atomics (its last bits
+  /// vary from run to run; dK, dV do not), as PyTorch's and FlashAttention's default backward do.
+  /// The Kokkos backends are deterministic either way. The forward is always deterministic.
+  bool deterministic = false;
 };
 
 /// What a backend decided for one call when it said yes (its kernel, launch shape, workspace,
@@ -242,6 +248,8 @@ struct Query {
   const Plan* plan = nullptr;
   /// The backward pass's gradients (supports_backward / run_backward); nullptr for the forward.
   const Gradients* gradients = nullptr;
+  /// Options::deterministic: the backward must give bitwise-reproducible gradients.
+  bool deterministic = false;
 };
 
 /// What a backend is: the correctness oracle (the Kokkos reference), the portable tier, a tuned
@@ -346,8 +354,9 @@ Report run(const Problem& p, const Tensors& t, const Options& opts = {});
 ///   P_ij = exp(x_ij - lse_i), delta_i = dO_i·O_i, dx_ij = P_ij (dO_i·v_j - delta_i),
 ///   dQ_i = sum_j dx_ij dx_ij/dq_i,  dK_j = sum_i dx_ij dx_ij/dk_j,  dV_j = sum_i P_ij dO_i
 /// with x_ij the logit of the top of this file (scale, soft-capping, ALiBi) over the pairs the mask
-/// shows. Every backward FlashCore provides is deterministic: the same call gives bitwise the same
-/// gradients every time (no atomics; each gradient is summed in a fixed order). Validates everything
+/// shows. With Options::deterministic every backend gives bitwise the same gradients every time (no
+/// atomics; each gradient summed in a fixed order); without it (the default) `cuda-flash` sums dQ with
+/// fp32 atomics, whose order, and so dQ's last bits, vary from run to run. Validates everything
 /// first (Error naming the field; nothing is written), then selects a backend as run() does, among
 /// those with a backward pass. Paged K/V (Problem::page_size) has no backward pass: Error.
 Report run_backward(const Problem& p, const Tensors& forward, const Gradients& g, const Options& opts = {});

@@ -58,12 +58,13 @@ flashcore::Problem to_cpp(const fc_problem* p) {
   cp.num_pages = p->num_pages;
   cp.pages_per_seq = p->pages_per_seq;
   flag("trust_sequences", p->trust_sequences);  // read by run_c
+  flag("deterministic", p->deterministic);      // read by run_c
   return cp;
 }
 
 // Runs a converted problem; the shared tail of fc_attention and fc_attention_sized.
 // `c` is the C descriptor, for its pointers (Tensors in C++: per-head parameters, sequence arrays)
-// and trust_sequences (Options::check_sequences).
+// trust_sequences (Options::check_sequences) and deterministic (Options::deterministic).
 // grads: the backward pass's gradients (run_backward), or null for the forward.
 fc_status run_c(const flashcore::Problem& cp, const fc_problem& c, const void* q, const void* k, const void* v,
                 void* o, float* lse, fc_location location, const char* backend, void* stream,
@@ -79,6 +80,7 @@ fc_status run_c(const flashcore::Problem& cp, const fc_problem& c, const void* q
   }
   opts.stream = stream;
   opts.check_sequences = c.trust_sequences == 0;
+  opts.deterministic = c.deterministic != 0;
   flashcore::Tensors t{q, k, v, o, lse, c.alibi_slopes, c.sinks};
   t.cu_seqlens_q = c.cu_seqlens_q;
   t.cu_seqlens_k = c.cu_seqlens_k;
@@ -136,6 +138,7 @@ void fc_problem_init(fc_problem* p, int batch, int heads_q, int heads_kv, int se
   p->total_q = p->total_k = 0;
   p->page_size = p->num_pages = p->pages_per_seq = 0;
   p->trust_sequences = 0;
+  p->deterministic = 0;
   p->cu_seqlens_q = p->cu_seqlens_k = p->seqlens_k = p->block_table = nullptr;
 }
 

@@ -100,6 +100,7 @@ Selection select(const Problem& p, const Tensors& t, const Options& opts, const 
   q.problem = &p;
   q.tensors = &t;
   q.gradients = g;
+  q.deterministic = opts.deterministic;
   q.location = resolve_location(t, g, opts.location);
   if (q.location == MemoryLocation::Host) {
     detail::validate_head_parameters(p, t);

@@ -59,6 +59,7 @@ module flashcore
     type(c_ptr) :: cu_seqlens_q, cu_seqlens_k    ! c_null_ptr, or c_loc of batch+1 integer(c_int32_t) offsets
     type(c_ptr) :: seqlens_k                     ! c_null_ptr, or c_loc of batch integer(c_int32_t) cache lengths
     type(c_ptr) :: block_table                   ! c_null_ptr, or c_loc of integer(c_int32_t) (pages_per_seq, batch)
+    integer(c_int) :: deterministic              ! backward: 1 = bitwise-reproducible gradients; 0 = fastest
   end type
 
   public :: fc_problem_init, fc_attention, fc_attention_ptr, fc_last_error, fc_last_backend, &

@@ -141,6 +141,10 @@ contains
     bad%trust_sequences = 2
     status = fc_attention(bad, pq, pk, pv, po, plse)
     call expect_error(status, 'trust_sequences', 'trust_sequences = 2')
+    bad = s
+    bad%deterministic = 2
+    status = fc_attention(bad, pq, pk, pv, po, plse)
+    call expect_error(status, 'deterministic', 'deterministic = 2 (the field after block_table: the layouts agree)')
     call check(all(ieee_is_nan(po)) .and. all(ieee_is_nan(plse)), 'packed o and lse untouched by the failed calls')
 
     status = fc_attention(s, pq, pk, pv, po, plse)
