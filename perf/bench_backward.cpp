@@ -3,6 +3,8 @@
 //
 //   flashcore_bench_backward [--backends=a,b] [--shapes=B,H,L,D,causal;...] [--dtype=bf16|fp16] [--seconds=S]
 //
+// A backend name with the suffix "+deterministic" (e.g. cuda-flash+deterministic) runs that backend
+// with Options::deterministic (the default path otherwise).
 // For each shape: Q, K, V, dO uniform in [-1, 1] (fixed seed), the forward once on cuda-flash (O, LSE),
 // then per backend: one call (checked against the first backend's gradients on sampled elements
 // only as a sanity check: the tests check accuracy), then repetitions of back-to-back calls between
@@ -60,7 +62,7 @@ void ck(cudaError_t e, const char* what) {
 int main(int argc, char** argv) {
   // The issue-13 shapes (torch's figures in the issue are bf16 on an H100).
   std::string shapes = "4,16,1024,64,0;8,16,2048,64,1;2,16,4096,128,0;2,16,4096,128,1;1,16,16384,128,1";
-  std::string backends = "cuda-flash,reference-cuda";
+  std::string backends = "cuda-flash,cuda-flash+deterministic,reference-cuda";
   std::string dtype_name = "bf16";
   double seconds = 2.0;
   for (int n = 1; n < argc; ++n) {
@@ -109,7 +111,9 @@ int main(int argc, char** argv) {
     const double flops = 2.5 * p.flops();
     for (const std::string& name : names) {
       flashcore::Options opts;
-      opts.backend = name;
+      const std::string suffix = "+deterministic";
+      opts.deterministic = name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      opts.backend = opts.deterministic ? name.substr(0, name.size() - suffix.size()) : name;
       opts.stream = stream;
       std::printf("{\"B\":%d,\"H\":%d,\"L\":%d,\"D\":%d,\"causal\":%s,\"dtype\":\"%s\",\"backend\":\"%s\"", s.b, s.h, s.l,
                   s.d, s.causal ? "true" : "false", dtype_name.c_str(), name.c_str());

@@ -5,7 +5,8 @@
 #   perf/run_backward.sh [BIN_DIR]     (default .gpu/bin)
 #
 # Writes to ${OUT:-perf/results/tmp}: PREFIX_backward.{md,json,log}, PREFIX_backward_flashcore.jsonl,
-# PREFIX = <date>_<device-slug>. Environment: BACKENDS (default cuda-flash,reference-cuda), SHAPES
+# PREFIX = <date>_<device-slug>. Environment: BACKENDS (default cuda-flash,cuda-flash+deterministic,
+# reference-cuda; "+deterministic": Options::deterministic), SHAPES
 # (flashcore_bench_backward --shapes), SECONDS_PER: seconds per backend and shape (default 2).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -15,7 +16,7 @@ OUTDIR=${OUT:-perf/results/tmp}
 mkdir -p "$OUTDIR"
 source "$(dirname "${BASH_SOURCE[0]}")/device_name.sh"  # GPU_NAME, SLUG
 PREFIX=$OUTDIR/$(date +%F)_${SLUG}
-ARGS=(--backends="${BACKENDS:-cuda-flash,reference-cuda}" --seconds="${SECONDS_PER:-2}")
+ARGS=(--backends="${BACKENDS:-cuda-flash,cuda-flash+deterministic,reference-cuda}" --seconds="${SECONDS_PER:-2}")
 [[ -n ${SHAPES:-} ]] && ARGS+=(--shapes="$SHAPES")
 {
   echo "device: $GPU_NAME; commit $(cat .gpu/commit 2>/dev/null || git rev-parse --short HEAD)"

@@ -498,3 +498,46 @@ TEST(CudaConfig, PointersAndStridesAreNamedInBothPlans) {
   bad.dk_seq_stride = 8 * 64 + 4;
   EXPECT_EQ(flashcore::cuda::flash_bwd_plan(bad, h100, &plan), "dk_seq_stride 516 is not a multiple of 8 elements");
 }
+
+// The backward's two paths: by default dQ goes through an fp32 accumulator in the workspace (summed
+// with atomics in the dK/dV kernel, converted by the grid_dq kernel); FlashBwdParams::deterministic
+// takes the dQ kernel and a workspace of delta and lse2 only. The plan's words name the path.
+TEST(CudaConfig, BackwardPlansNameTheirDqPath) {
+  flashcore::cuda::DeviceLimits h100;
+  h100.cc_major = 9, h100.smem_optin_per_block = 227 * 1024;
+  alignas(16) static unsigned char grad[16];
+  alignas(16) static float lse[1];
+  flashcore::cuda::FlashBwdParams b{};
+  b.fwd = params(3, 8, 2, 100, 130, 64, false, true);
+  b.fwd.lse = lse;
+  b.d_o = grad, b.dq = grad, b.dk = grad, b.dv = grad;
+  b.do_batch_stride = b.dq_batch_stride = b.fwd.q_batch_stride, b.dk_batch_stride = b.dv_batch_stride = b.fwd.k_batch_stride;
+  b.do_seq_stride = b.dq_seq_stride = b.fwd.q_seq_stride, b.dk_seq_stride = b.dv_seq_stride = b.fwd.k_seq_stride;
+  b.do_head_stride = b.dq_head_stride = b.fwd.q_head_stride, b.dk_head_stride = b.dv_head_stride = b.fwd.k_head_stride;
+  const size_t rows = 3 * 8 * 128;  // batch x heads_q x seqlen_q rounded up to 64
+  flashcore::cuda::FlashBwdPlan atomic, fixed;
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(b, h100, &atomic), "");
+  EXPECT_TRUE(atomic.atomic_dq);
+  EXPECT_EQ(atomic.workspace_bytes, sizeof(float) * rows * (2 + 64));
+  EXPECT_NE(atomic.describe().find("dq=atomic"), std::string::npos) << atomic.describe();
+  b.deterministic = true;
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(b, h100, &fixed), "");
+  EXPECT_FALSE(fixed.atomic_dq);
+  EXPECT_EQ(fixed.workspace_bytes, sizeof(float) * rows * 2);
+  EXPECT_NE(fixed.describe().find("dq=deterministic"), std::string::npos) << fixed.describe();
+  // The grids do not depend on the path: the conversion runs on the dQ kernel's grid.
+  EXPECT_EQ(atomic.grid_dq.x, 2u);
+  EXPECT_EQ(atomic.grid_dq.y, 8u);
+  EXPECT_EQ(atomic.grid_dq.z, 3u);
+  EXPECT_EQ(fixed.grid_dkdv.x, atomic.grid_dkdv.x);
+  // Head dim 96 has the deterministic path only (its atomic dK/dV kernel spilled): asked or not.
+  b.deterministic = false;
+  b.fwd = params(3, 8, 2, 100, 130, 96, false, true);
+  b.do_batch_stride = b.dq_batch_stride = b.fwd.q_batch_stride, b.dk_batch_stride = b.dv_batch_stride = b.fwd.k_batch_stride;
+  b.do_seq_stride = b.dq_seq_stride = b.fwd.q_seq_stride, b.dk_seq_stride = b.dv_seq_stride = b.fwd.k_seq_stride;
+  b.do_head_stride = b.dq_head_stride = b.fwd.q_head_stride, b.dk_head_stride = b.dv_head_stride = b.fwd.k_head_stride;
+  b.fwd.lse = lse;
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(b, h100, &fixed), "");
+  EXPECT_FALSE(fixed.atomic_dq);
+  EXPECT_EQ(fixed.workspace_bytes, sizeof(float) * rows * 2);
+}

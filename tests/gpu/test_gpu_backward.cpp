@@ -1,5 +1,6 @@
 // GPU tests of the backward pass (run_backward): every device backend with a backward pass on device
-// memory, against the fp64 backward oracle on the host; bitwise determinism on the device. Without a
+// memory, against the fp64 backward oracle on the host, the tuned backward on both of its paths (dQ
+// with atomics, the default, and Options::deterministic); bitwise determinism on the device. Without a
 // CUDA device every test skips with the reason.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -127,8 +128,6 @@ TEST_P(BackwardCases, MatchesFp64Oracle) {
     if (promised(prm.backend, c)) FAIL() << prm.backend << " declined a case it promises: " << why;
     GTEST_SKIP() << prm.backend << " declines: " << why;
   }
-  flashcore::run_backward(h.fwd.problem, d.t, d.g, opts);
-  d.download(h);
   const verify::Gradients ref = fctest::backward_oracle(h, verify::Precision::Exact, 8);
   const std::array<double, 3> scale = verify::gradient_scales(ref);
   double sinks_scale = 0;
@@ -141,10 +140,27 @@ TEST_P(BackwardCases, MatchesFp64Oracle) {
         verify::gradient_differences(fctest::backward_oracle(h, verify::Precision::Same, 8), ref);
     for (int t = 0; t < 3; ++t) bounds[t] = tolerance::kernel_gradient_bound(c.dtype, naive[t], scale[t]);
   }
-  const fctest::GradientErrors e =
-      fctest::compare_gradients(h, ref, bounds, tolerance::reference_sinks_bound(c.dtype, sinks_scale));
-  EXPECT_EQ(e.bad, 0) << r.plan << ": " << e.summary();
-  RecordProperty("errors", e.summary());
+  // Both paths of the tuned backward (the reference has one): the default, then deterministic, each
+  // on freshly poisoned gradients; the plan names the path it took.
+  std::string errors;
+  for (bool deterministic : {false, true}) {
+    if (deterministic && is_reference(prm.backend)) break;
+    SCOPED_TRACE(deterministic ? "deterministic" : "default");
+    CUDA_OK(cudaMemset(d.g.dq, 0xff, h.dq.size()));  // NaN in every dtype
+    CUDA_OK(cudaMemset(d.g.dk, 0xff, h.dk.size()));
+    CUDA_OK(cudaMemset(d.g.dv, 0xff, h.dv.size()));
+    opts.deterministic = deterministic;
+    const flashcore::Report ran = flashcore::run_backward(h.fwd.problem, d.t, d.g, opts);
+    if (!is_reference(prm.backend))
+      EXPECT_NE(ran.plan.find(deterministic || c.head_dim == 96 ? "dq=deterministic" : "dq=atomic"), std::string::npos)
+          << ran.plan;  // head dim 96: the deterministic path only
+    d.download(h);
+    const fctest::GradientErrors e =
+        fctest::compare_gradients(h, ref, bounds, tolerance::reference_sinks_bound(c.dtype, sinks_scale));
+    EXPECT_EQ(e.bad, 0) << ran.plan << ": " << e.summary();
+    errors += std::string(errors.empty() ? "" : "; ") + (deterministic ? "deterministic: " : "") + e.summary();
+  }
+  RecordProperty("errors", errors);
 }
 
 // Builds whose Kokkos has no CUDA backend register no device backend with a backward pass (no
@@ -156,6 +172,8 @@ INSTANTIATE_TEST_SUITE_P(Gpu, BackwardCases,
 
 }  // namespace
 
+// Options::deterministic: bitwise the same gradients every run, on every backend. Without it the tuned
+// backward's dK and dV are still bitwise the same (no atomics there); only dQ's sums vary in order.
 TEST(GpuBackward, BitwiseTheSameEveryRun) {
   REQUIRE_DEVICE();
   Case c = make_case(2, 8, 2, 300, 333, 64, DType::BF16, true);
@@ -167,17 +185,21 @@ TEST(GpuBackward, BitwiseTheSameEveryRun) {
     flashcore::Options opts;
     opts.backend = b;
     if (flashcore::explain_backward(h0.fwd.problem, d.t, d.g, opts).chosen.empty()) continue;
-    flashcore::run_backward(h0.fwd.problem, d.t, d.g, opts);
-    d.download(first);
-    for (int n = 0; n < 3; ++n) {
-      CUDA_OK(cudaMemset(d.g.dq, 0xff, h0.dq.size()));  // poisoned again
-      CUDA_OK(cudaMemset(d.g.dk, 0xff, h0.dk.size()));
-      CUDA_OK(cudaMemset(d.g.dv, 0xff, h0.dv.size()));
+    for (bool deterministic : {true, false}) {
+      SCOPED_TRACE(deterministic ? "deterministic" : "default");
+      opts.deterministic = deterministic;
       flashcore::run_backward(h0.fwd.problem, d.t, d.g, opts);
-      d.download(second);
-      ASSERT_EQ(first.dq, second.dq) << "run " << n;
-      ASSERT_EQ(first.dk, second.dk) << "run " << n;
-      ASSERT_EQ(first.dv, second.dv) << "run " << n;
+      d.download(first);
+      for (int n = 0; n < 3; ++n) {
+        CUDA_OK(cudaMemset(d.g.dq, 0xff, h0.dq.size()));  // poisoned again
+        CUDA_OK(cudaMemset(d.g.dk, 0xff, h0.dk.size()));
+        CUDA_OK(cudaMemset(d.g.dv, 0xff, h0.dv.size()));
+        flashcore::run_backward(h0.fwd.problem, d.t, d.g, opts);
+        d.download(second);
+        if (deterministic) ASSERT_EQ(first.dq, second.dq) << "run " << n;
+        ASSERT_EQ(first.dk, second.dk) << "run " << n;
+        ASSERT_EQ(first.dv, second.dv) << "run " << n;
+      }
     }
   }
 }

@@ -131,6 +131,7 @@ class FlashBackend final : public Backend {
     if (q.problem->dtype == DType::F32) return Support::no("dtype fp32 is not supported (fp16 and bf16 only)");
     auto plan = std::make_shared<CudaBwdPlan>();
     plan->params = make_bwd_params(*q.problem, *q.tensors, *q.gradients);
+    plan->params.deterministic = q.deterministic;
     why = flash_bwd_plan(plan->params, dev, &plan->launch);
     if (!why.empty()) return Support::no(why);
     return Support::yes(std::move(plan));

@@ -1,17 +1,21 @@
 // FlashCore: fused attention backward (dQ, dK, dV of O = softmax(Q·Kᵀ·scale + mask)·V) on NVIDIA
-// tensor cores (mma.sync, compute capability 8.0+). Deterministic: no float atomics, every sum in a
-// fixed order, so the same call gives bitwise the same gradients every time.
+// tensor cores (mma.sync, compute capability 8.0+). Two paths, chosen by FlashBwdParams::deterministic:
+//   atomic (default)   dQ summed in fp32 with atomics: the fastest; the order of those sums, hence the
+//                      last bits of dQ, varies from run to run (dK and dV never do); D = 32, 64, 128;
+//   deterministic      no float atomics, every sum in a fixed order: bitwise the same gradients every time.
 //
 // Plain C++ interface (no Kokkos), in two steps like the forward (flash_fwd.h, cudnn-frontend style):
 //   flash_bwd_plan()  checks the problem once, for one device, and decides everything a launch needs;
 //   flash_bwd_run()   launches a plan, with no further checks or choices.
 // Three kernels (backward/, README.md beside this file):
-//   delta    delta_i = dO_i·O_i and lse2_i = LSE_i·log2(e) into a workspace;
+//   delta    delta_i = dO_i·O_i and lse2_i = LSE_i·log2(e) into a workspace (atomic path: and zeroes
+//            the fp32 dQ accumulator);
 //   dK/dV    one block per (batch, KV head, 64-key block): every query head of the group, every
 //            64-query tile that sees the block; dK, dV accumulated in registers, written once;
-//   dQ       one block per (batch, query head, 64-query block): every key tile it sees; dQ written once.
-// S and dP are recomputed in both of the last two (7 matmuls per tile pair instead of 5), in exchange
-// for no atomics and no fp32 dQ accumulator in global memory.
+//            atomic path: dQ_tile = dS·K of every tile pair added to the accumulator (5 matmuls a pair);
+//   dQ       deterministic path: one block per (batch, query head, 64-query block), every key tile it
+//            sees, S and dP recomputed (7 matmuls a pair), dQ written once;
+//   convert  atomic path: dQ = scale · accumulator in the problem's dtype.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +41,7 @@ struct FlashBwdParams {
   long long dk_batch_stride, dk_seq_stride, dk_head_stride;
   long long dv_batch_stride, dv_seq_stride, dv_head_stride;
   float* dsinks = nullptr;  // the sinks' gradient: declined (no sinks in the tuned backward)
+  bool deterministic = false;  // true: the deterministic path (Options::deterministic)
 };
 
 // Everything one call decided. Valid for the params (sizes, strides, dtype) and device it was made for.
@@ -48,12 +53,15 @@ struct FlashBwdPlan {
   int threads = 128;            // per block, both main kernels (4 warps x 16 rows)
   int delta_threads = 256;      // delta kernel
   int seqlen_q_rounded = 0;     // workspace rows per (batch, query head): seqlen_q rounded up to block_m
-  dim3 grid_delta, grid_dkdv, grid_dq;
+  bool atomic_dq = true;        // dQ through the fp32 accumulator (not deterministic), else the dQ kernel
+                                // (deterministic asked for, or head_dim 96, which has only that path)
+  dim3 grid_delta, grid_dkdv, grid_dq;  // grid_dq: the dQ kernel, or the conversion on the atomic path
   size_t smem_dkdv = 0, smem_dq = 0;  // dynamic shared memory per block
-  // Workspace: delta and lse2, 2 x batch x heads_q x seqlen_q_rounded floats, allocated by
+  // Workspace: delta and lse2, 2 x batch x heads_q x seqlen_q_rounded floats, and on the atomic path
+  // the dQ accumulator, batch x heads_q x seqlen_q_rounded x head_dim floats; allocated by
   // flash_bwd_run on the stream (cudaMallocAsync) and released there (cudaFreeAsync) after the kernels.
   size_t workspace_bytes = 0;
-  // e.g. "sm80-bwd D=64 block=64x64 threads=128 smem dkdv=50176 dq=49152 workspace=65536"
+  // e.g. "sm80-bwd D=64 dq=atomic block=64x64 threads=128 smem dkdv=50176 dq=49152 workspace=65536"
   std::string describe() const;
 };
 

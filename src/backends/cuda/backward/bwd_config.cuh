@@ -15,10 +15,14 @@ constexpr int kBwdWarps = 4;          // 16 rows (keys in dK/dV, queries in dQ) 
 constexpr int kBwdThreads = 32 * kBwdWarps;
 constexpr int kBwdDeltaThreads = 256;
 constexpr int kBwdDeltaThreadsPerRow = 8;  // lanes sharing one row's dot product dO_i·O_i
+constexpr int kBwdConvertThreads = 256;    // dq_accum -> dQ (atomic path), per 64 query rows
 static_assert(kBwdWarps * 16 == kBwdBlockM && kBwdBlockM == kBwdBlockN, "one 16-row tile per warp");
 
 // The head dims the backward is compiled for (one instance file each); a problem runs only on its own.
 constexpr bool bwd_head_dim_built(int d) { return d == 32 || d == 64 || d == 96 || d == 128; }
+// The head dims with the atomic dQ path (bwd_dkdv.cuh, kAtomicDq); 96 runs the deterministic path always:
+// its dK/dV kernel with the dQ atomics spilled 8-28 bytes on sm_90 whatever the dQ column pass (16-96).
+constexpr bool bwd_atomic_dq_built(int d) { return d == 32 || d == 64 || d == 128; }
 
 template <int D>
 struct BwdConfig {
@@ -44,6 +48,9 @@ struct BwdArgs {
   int seqlen_q_rounded;   // workspace row pitch per (batch, query head)
   float* delta;           // [batch][heads_q][seqlen_q_rounded]: dO_i·O_i (0 past seqlen_q)
   float* lse2;            // [batch][heads_q][seqlen_q_rounded]: LSE_i·log2(e); +inf where LSE = -inf or past seqlen_q
+  float* dq_accum;        // atomic path: [batch][heads_q][seqlen_q_rounded / 64][64 x head_dim] fp32 dQ/scale
+                          // sums, each 64-row tile in fragment order (dq_frag_index); zeroed by the delta
+                          // kernel; nullptr on the deterministic path
 };
 
 }  // namespace flashcore::cuda::detail

@@ -2,7 +2,8 @@
 // lse2_i = LSE_i·log2(e) (the main kernels use exp2), into the workspace [batch][heads_q][seqlen_q_rounded].
 // Rows that see no key (LSE = -inf) and the padding rows past seqlen_q get lse2 = +inf and delta = 0, so
 // that every P of theirs is exp2(S·c − inf) = 0: they add nothing to dK, dV and their dQ is 0, with no
-// mask for them in the main kernels.
+// mask for them in the main kernels. On the atomic path (a.dq_accum set) the same threads zero the
+// rows' fp32 dQ accumulator, padding rows included, before the dK/dV kernel adds to it.
 #pragma once
 
 #include <cmath>
@@ -49,6 +50,11 @@ __global__ void __launch_bounds__(kBwdDeltaThreads) flash_bwd_delta_kernel(const
         acc = fmaf(of.y, df.y, acc);
       }
     }
+  }
+  if (a.dq_accum != nullptr && row < a.seqlen_q_rounded) {
+    float4* z = reinterpret_cast<float4*>(a.dq_accum + (((long long)b * p.heads_q + h) * a.seqlen_q_rounded + row) *
+                                                           p.head_dim);
+    for (int c = sub; c < p.head_dim / 4; c += kBwdDeltaThreadsPerRow) z[c] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
 #pragma unroll
   for (int off = kBwdDeltaThreadsPerRow / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);

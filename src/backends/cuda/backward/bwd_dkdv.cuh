@@ -10,13 +10,20 @@
 // dK and dV stay in registers (fp32) and are written once: no atomics, a fixed summation order.
 // Q, dO and their 64 lse2/delta values stream through a two-slot cp.async ring (the next tile loads
 // while this one computes); K and V are loaded once.
+// kAtomicDq (the default, non-deterministic path): the block also adds dQ_tile = dS·K of every tile
+// pair to the fp32 accumulator a.dq_accum (red.global.add, in fragment order: bwd_tile_ops.cuh,
+// dq_frag_index; bwd_convert.cuh writes dQ from it):
+//   dSᵀ -> Elem, staged in the dO slot the tile pair is done with   (a barrier before and after)
+//   dQ_acc[queries] += dS·K                                          (warp w: queries 16w..16w+15)
+// 5 matmuls per tile pair and no dQ kernel, in exchange for atomics whose order varies from run to run.
+// Without it (Options::deterministic) the dQ kernel (bwd_dq.cuh) recomputes S and dP: 7 matmuls.
 #pragma once
 
 #include "backends/cuda/backward/bwd_tile_ops.cuh"
 
 namespace flashcore::cuda::detail {
 
-template <int D, typename Elem, bool kCausal>
+template <int D, typename Elem, bool kCausal, bool kAtomicDq>
 __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __grid_constant__ BwdArgs a) {
   using Cfg = BwdConfig<D>;
   constexpr int kTile = 64 * Cfg::kRow;  // elements of one [64 x D] tile
@@ -80,6 +87,8 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __gri
     for (int e = 0; e < 4; ++e) dk[j][e] = dv[j][e] = 0.f;
 
   const int key_row0 = k0 + 16 * warp + (lane >> 2);
+  const uint32_t ds_lane = ds_lane_offset(16 * warp, lane);  // kAtomicDq: this lane's dS A-fragment offset
+  const int frag_off = dq_frag_offset<D>(warp, lane);        // kAtomicDq: this thread's dQ accumulator offset
 #pragma unroll 1
   for (int it = 0; it < n_iters; ++it) {
     const int slot = it & 1;
@@ -100,6 +109,22 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __gri
     nt_tile<D, Elem>(dp, aV, tdO, lo);  // dPᵀ = V·dOᵀ
     ds_cols(dp, s, s_delta + slot * 64, lane);
     pv_tile<D, Elem>(dk, dp, tQ, lo);  // dK += dSᵀ·Q
+    if constexpr (kAtomicDq) {
+      __syncthreads();  // every warp is done with the dO tile: it takes dSᵀ
+      Elem* sdS = sdO + slot * kTile;  // [64 keys x 64 queries], 64-element swizzled rows
+      stage_acc_rows<64, Elem>(sdS, 16 * warp + (lane >> 2), lane, dp, 1.f);
+      __syncthreads();
+      const int h = hk * a.group + it / m_count;
+      float* acc_tile = a.dq_accum + (((long long)b * p.heads_q + h) * a.seqlen_q_rounded + q0) * D;
+      // dQ columns per pass: at most 64 (32 accumulators live), dividing D.
+      constexpr int kCols = D % 64 == 0 ? 64 : 32;
+#pragma unroll
+      for (int c0 = 0; c0 < D; c0 += kCols) {
+        float acc[kCols / 8][4];
+        ds_k_tile<D, Elem, kCols>(acc, smem_u32(sdS) + ds_lane, smem_u32(sK), c0, lo);  // dS·K
+        red_add_frags<D, kCols>(acc_tile, frag_off, c0, acc);
+      }
+    }
     __syncthreads();  // the slot is free for the load two iterations on
   }
   cp_async_wait<0>();

@@ -154,6 +154,74 @@ __device__ __forceinline__ void ds_cols(float (&dp)[kBlockN / 8][4], const float
   }
 }
 
+// ---- dQ in the dK/dV kernel (the atomic path) ---------------------------------------------------------
+// The block's dSᵀ (64 keys x 64 queries) is staged as Elem in a swizzled [64 x 64] tile (rows = keys), then
+// every warp computes 16 query rows of dQ_tile = dS·K (A = dS read with ldmatrix.trans from the keys-on-rows
+// tile, B = the K tile as pv_tile reads V) and adds them to the fp32 accumulator in global memory.
+//
+// A-fragment addresses (ldmatrix_x4_trans) of a warp's 16 query columns q0w.. of the staged tile: lane l
+// reads tile row (key) 16·kk + (l & 7) + 8·(l >> 4) at chunk q0w/8 + ((l >> 3) & 1); transposed, the four
+// 8x8 matrices are A's (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15). Returns step 0's byte
+// offset; step kk adds kk · 16 · 128.
+__device__ __forceinline__ uint32_t ds_lane_offset(int q0w, int lane) {
+  const int row = (lane & 7) + 8 * (lane >> 4), chunk = q0w / 8 + ((lane >> 3) & 1);
+  return uint32_t(row * 128 + ((chunk ^ (lane & 7)) << 4));
+}
+// acc[16 x kCols] (columns c0.. of D) = dS[16 warp rows x 64 keys] · K[64 keys x columns c0..c0 + kCols).
+template <int D, typename Elem, int kCols>
+__device__ __forceinline__ void ds_k_tile(float (&acc)[kCols / 8][4], uint32_t sdS_lane, uint32_t sK, int c0,
+                                          const LaneOffsets& lo) {
+  using Cfg = TileConfig<D>;
+#pragma unroll
+  for (int j = 0; j < kCols / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < kBlockN / 16; ++kk) {
+    uint32_t a[4];
+    ldmatrix_x4_trans(a, sdS_lane + kk * 16 * 128);
+#pragma unroll
+    for (int dp = 0; dp < kCols / 16; ++dp) {
+      const int g = c0 / 16 + dp;  // 16-column group of D, as pv_tile's dp
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, sK + lo.v[g & 3] + (g >> 2) * 128 + kk * 16 * Cfg::kRowBytes);
+      ElemOps<Elem>::mma(acc[2 * dp], a, b[0], b[1]);
+      ElemOps<Elem>::mma(acc[2 * dp + 1], a, b[2], b[3]);
+    }
+  }
+}
+// The dQ accumulator of one 64-query tile is kept in fragment order, not row-major: the warps'
+// C-fragment pairs (e = 0, 1: row 16w + l/4; e = 2, 3: that row + 8; columns 8j + 2(l%4) + {0, 1}) of
+// warp w, n8 column tile j, half e/2 lie at float (((w · D/8 + j) · 2 + e/2) · 32 + l) · 2 + e%2
+// (dq_frag_index). One warp's reduction of a half tile is then 256 contiguous bytes (two 128-byte lines)
+// instead of 32-byte pieces of eight rows: a quarter of the L1 wavefronts for the same data (ncu: the
+// row-major atomics took the L1 to 86 % and the kernel 1.66x the deterministic one's dK/dV time).
+template <int D>
+__host__ __device__ constexpr long long dq_frag_index(int row, int col) {
+  const int w = row / 16, rr = row % 16, j = col / 8, c = col % 8;
+  return (((long long)(w * (D / 8) + j) * 2 + rr / 8) * 32 + 4 * (rr % 8) + c / 2) * 2 + c % 2;
+}
+// dst[0] += a, dst[1] += b in global memory (8-byte aligned): one vector reduction on sm_90, two before.
+__device__ __forceinline__ void red_add_f32x2(float* dst, float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(dst), "f"(a), "f"(b) : "memory");
+#else
+  atomicAdd(dst, a);
+  atomicAdd(dst + 1, b);
+#endif
+}
+// A warp's acc (column tiles c0/8 ..) added to the tile's accumulator `tile` (64 x D floats, fragment
+// order); frag_off = dq_frag_offset<D>(warp, lane), computed once per thread.
+template <int D>
+__device__ __forceinline__ int dq_frag_offset(int warp, int lane) { return warp * (D / 8) * 128 + 2 * lane; }
+template <int D, int kCols>
+__device__ __forceinline__ void red_add_frags(float* tile, int frag_off, int c0, const float (&acc)[kCols / 8][4]) {
+  float* lo = tile + frag_off + c0 * 16;  // half 0 of column tile c0/8
+#pragma unroll
+  for (int j = 0; j < kCols / 8; ++j) {
+    red_add_f32x2(lo + 128 * j, acc[j][0], acc[j][1]);
+    red_add_f32x2(lo + 128 * j + 64, acc[j][2], acc[j][3]);
+  }
+}
+
 // ---- Output -----------------------------------------------------------------------------------------
 // A warp's accumulator rows (C-fragments, D/8 n8 tiles) times `mul` -> rows lr0, lr0 + 8 of the
 // swizzled smem tile s (lr0 = the warp's first row + lane/4).

@@ -10,9 +10,10 @@
 
 namespace flashcore::cuda::detail {
 
-// delta and lse2 into the workspace (bwd_delta.cuh).
+// delta and lse2 into the workspace (bwd_delta.cuh); on the atomic path also zeroes dq_accum.
 cudaError_t launch_bwd_delta(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream);
-// The dK/dV kernel, then the dQ kernel, of head dim D (both read the workspace).
+// Head dim D: the dK/dV kernel, then the dQ kernel (deterministic path) or, when args.dq_accum is set,
+// the dK/dV kernel with dQ atomics and the conversion of the accumulator to dQ (bwd_convert.cuh).
 template <int D>
 cudaError_t launch_bwd_head_dim(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream);
 
@@ -22,6 +23,7 @@ cudaError_t launch_bwd_head_dim(const FlashBwdPlan& plan, const BwdArgs& args, c
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "backends/cuda/backward/bwd_convert.cuh"
 #include "backends/cuda/backward/bwd_delta.cuh"
 #include "backends/cuda/backward/bwd_dkdv.cuh"
 #include "backends/cuda/backward/bwd_dq.cuh"
@@ -30,9 +32,22 @@ namespace flashcore::cuda::detail {
 
 template <int D, typename Elem, bool kCausal>
 cudaError_t launch_bwd_typed(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
-  void (*dkdv)(BwdArgs) = flash_bwd_dkdv_kernel<D, Elem, kCausal>;
-  void (*dq)(BwdArgs) = flash_bwd_dq_kernel<D, Elem, kCausal>;
   // The forward's once-per-(kernel, device) raise of the dynamic shared memory limit (plan.cu).
+  if constexpr (bwd_atomic_dq_built(D)) {
+    if (plan.atomic_dq) {
+      void (*dkdv)(BwdArgs) = flash_bwd_dkdv_kernel<D, Elem, kCausal, true>;
+      cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(dkdv), plan.device, plan.smem_dkdv);
+      if (e != cudaSuccess) return e;
+      dkdv<<<plan.grid_dkdv, plan.threads, plan.smem_dkdv, stream>>>(args);
+      e = cudaGetLastError();
+      if (e != cudaSuccess) return e;
+      flash_bwd_convert_dq_kernel<D, Elem><<<plan.grid_dq, kBwdConvertThreads, 0, stream>>>(args);
+      return cudaGetLastError();
+    }
+  }
+  if (plan.atomic_dq) return cudaErrorInvalidValue;  // the plan never gets here (bwd_atomic_dq_built)
+  void (*dkdv)(BwdArgs) = flash_bwd_dkdv_kernel<D, Elem, kCausal, false>;
+  void (*dq)(BwdArgs) = flash_bwd_dq_kernel<D, Elem, kCausal>;
   cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(dkdv), plan.device, plan.smem_dkdv);
   if (e != cudaSuccess) return e;
   e = raise_smem_limit(reinterpret_cast<const void*>(dq), plan.device, plan.smem_dq);

@@ -53,7 +53,7 @@ std::string unsupported_features(const FlashBwdParams& b) {
 }  // namespace
 
 std::string FlashBwdPlan::describe() const {
-  return "sm80-bwd D=" + std::to_string(head_dim) + " block=" + std::to_string(block_m) + "x" +
+  return "sm80-bwd D=" + std::to_string(head_dim) + (atomic_dq ? " dq=atomic" : " dq=deterministic") + " block=" + std::to_string(block_m) + "x" +
          std::to_string(block_n) + " threads=" + std::to_string(threads) + " smem dkdv=" + std::to_string(smem_dkdv) +
          " dq=" + std::to_string(smem_dq) + " workspace=" + std::to_string(workspace_bytes);
 }
@@ -92,6 +92,7 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
   out.threads = detail::kBwdThreads;
   out.delta_threads = detail::kBwdDeltaThreads;
   out.seqlen_q_rounded = (int)q_rounded;
+  out.atomic_dq = !b.deterministic && detail::bwd_atomic_dq_built(p.head_dim);
   bwd_smem(p.head_dim, &out.smem_dkdv, &out.smem_dq);
   const size_t need = out.smem_dkdv > out.smem_dq ? out.smem_dkdv : out.smem_dq;
   if (need > dev.smem_optin_per_block)
@@ -102,7 +103,8 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
   out.grid_delta = dim3((unsigned)(q_rounded / kDeltaRows), (unsigned)p.heads_q, (unsigned)p.batch);
   out.grid_dkdv = dim3((unsigned)((p.seqlen_k + kBwdBlockN - 1) / kBwdBlockN), (unsigned)p.heads_kv, (unsigned)p.batch);
   out.grid_dq = dim3((unsigned)q_tiles, (unsigned)p.heads_q, (unsigned)p.batch);
-  out.workspace_bytes = 2 * sizeof(float) * (size_t)p.batch * p.heads_q * (size_t)q_rounded;
+  const size_t rows = (size_t)p.batch * p.heads_q * (size_t)q_rounded;
+  out.workspace_bytes = sizeof(float) * rows * (2 + (out.atomic_dq ? (size_t)p.head_dim : 0));
   if (plan != nullptr) *plan = out;
   return {};
 }
@@ -120,10 +122,12 @@ cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cud
     cudaGetLastError();  // not sticky: leave no error behind for the next launch check
     return e;
   }
-  // [delta][lse2], each batch x heads_q x seqlen_q_rounded floats (seqlen_q_rounded a multiple of 64:
-  // both halves and every 64-row tile of them 16-byte aligned for cp.async).
+  // [delta][lse2][dq_accum], the first two batch x heads_q x seqlen_q_rounded floats each
+  // (seqlen_q_rounded a multiple of 64: every part and every 64-row tile 16-byte aligned for cp.async).
+  const size_t rows = (size_t)p.batch * p.heads_q * (size_t)plan.seqlen_q_rounded;
   args.delta = static_cast<float*>(ws);
-  args.lse2 = args.delta + plan.workspace_bytes / (2 * sizeof(float));
+  args.lse2 = args.delta + rows;
+  args.dq_accum = plan.atomic_dq ? args.lse2 + rows : nullptr;
   e = detail::launch_bwd_delta(plan, args, stream);
   if (e == cudaSuccess) {
     switch (plan.head_dim) {
