@@ -501,7 +501,7 @@ TEST(CudaConfig, PointersAndStridesAreNamedInBothPlans) {
 
 // The backward's two paths: by default dQ goes through an fp32 accumulator in the workspace (summed
 // with atomics in the dK/dV kernel, converted by the grid_dq kernel); FlashBwdParams::deterministic
-// takes the dQ kernel and a workspace of delta and lse2 only. The plan's words name the path.
+// takes the dQ kernel and a workspace of delta and lse2 only. The plan's words name the path (dq_path=).
 TEST(CudaConfig, BackwardPlansNameTheirDqPath) {
   flashcore::cuda::DeviceLimits h100;
   h100.cc_major = 9, h100.smem_optin_per_block = 227 * 1024;
@@ -519,12 +519,12 @@ TEST(CudaConfig, BackwardPlansNameTheirDqPath) {
   ASSERT_EQ(flashcore::cuda::flash_bwd_plan(b, h100, &atomic), "");
   EXPECT_TRUE(atomic.atomic_dq);
   EXPECT_EQ(atomic.workspace_bytes, sizeof(float) * rows * (2 + 64));
-  EXPECT_NE(atomic.describe().find("dq=atomic"), std::string::npos) << atomic.describe();
+  EXPECT_NE(atomic.describe().find("dq_path=atomic"), std::string::npos) << atomic.describe();
   b.deterministic = true;
   ASSERT_EQ(flashcore::cuda::flash_bwd_plan(b, h100, &fixed), "");
   EXPECT_FALSE(fixed.atomic_dq);
   EXPECT_EQ(fixed.workspace_bytes, sizeof(float) * rows * 2);
-  EXPECT_NE(fixed.describe().find("dq=deterministic"), std::string::npos) << fixed.describe();
+  EXPECT_NE(fixed.describe().find("dq_path=deterministic"), std::string::npos) << fixed.describe();
   // The grids do not depend on the path: the conversion runs on the dQ kernel's grid.
   EXPECT_EQ(atomic.grid_dq.x, 2u);
   EXPECT_EQ(atomic.grid_dq.y, 8u);

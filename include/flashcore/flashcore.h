@@ -85,7 +85,8 @@ fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void*
  * its lse (required), and d_o = dL/dO (o's strides), computes dq, dk, dv (q's, k's, v's strides; dk and
  * dv summed over each KV head's group) and, when dsinks is not NULL, the sinks' gradient (heads_q fp32;
  * needs p->sinks). Every output is overwritten. With p->deterministic = 1, bitwise the same gradients every
- * call; with 0 (the default) cuda-flash sums dQ with fp32 atomics (its last bits vary from call to call).
+ * call; with 0 (the default) cuda-flash sums dQ with fp32 atomics (its last bits vary from call to call;
+ * head dim 96 always runs the deterministic path).
  * Paged K/V (page_size > 0) has no backward pass (FC_ERROR_INVALID). */
 fc_status fc_attention_backward(const fc_problem* p, const void* q, const void* k, const void* v, const void* o,
                                 const float* lse, const void* d_o, void* dq, void* dk, void* dv, float* dsinks,

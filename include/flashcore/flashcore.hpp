@@ -213,7 +213,8 @@ struct Options {
   /// The backward pass (run_backward): true asks for bitwise-reproducible gradients (the same call
   /// gives the same bits every time). false (the default) lets a backend take a faster path whose
   /// float sums run in a varying order: `cuda-flash` then adds dQ with fp32 atomics (its last bits
-  /// vary from run to run; dK, dV do not), as PyTorch's and FlashAttention's default backward do.
+  /// vary from run to run; dK, dV do not; head dim 96 and a failed workspace allocation run the
+  /// deterministic path), as PyTorch's and FlashAttention's default backward do.
   /// The Kokkos backends are deterministic either way. The forward is always deterministic.
   bool deterministic = false;
 };

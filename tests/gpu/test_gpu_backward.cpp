@@ -6,12 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <vector>
 
+#include "flashcore/flashcore.h"
 #include "gpu/gpu_support.hpp"
 #include "support/backward.hpp"
+#include "verify/elements.hpp"
 #include "verify/tolerance.hpp"
 
 using fctest::BackwardData;
@@ -152,7 +156,7 @@ TEST_P(BackwardCases, MatchesFp64Oracle) {
     opts.deterministic = deterministic;
     const flashcore::Report ran = flashcore::run_backward(h.fwd.problem, d.t, d.g, opts);
     if (!is_reference(prm.backend))
-      EXPECT_NE(ran.plan.find(deterministic || c.head_dim == 96 ? "dq=deterministic" : "dq=atomic"), std::string::npos)
+      EXPECT_NE(ran.plan.find(deterministic || c.head_dim == 96 ? "dq_path=deterministic" : "dq_path=atomic"), std::string::npos)
           << ran.plan;  // head dim 96: the deterministic path only
     d.download(h);
     const fctest::GradientErrors e =
@@ -202,4 +206,157 @@ TEST(GpuBackward, BitwiseTheSameEveryRun) {
       }
     }
   }
+}
+
+namespace {
+
+// Runs cuda-flash's backward of h on the device with Options::deterministic `det`; the gradients in out.
+// False when cuda-flash declines (no tuned device).
+bool tuned_backward(const BackwardData& h, DeviceBackward& d, bool det, BackwardData& out) {
+  flashcore::Options opts;
+  opts.backend = "cuda-flash";
+  opts.deterministic = det;
+  if (flashcore::explain_backward(h.fwd.problem, d.t, d.g, opts).chosen.empty()) return false;
+  CUDA_OK(cudaMemset(d.g.dq, 0xff, h.dq.size()));
+  CUDA_OK(cudaMemset(d.g.dk, 0xff, h.dk.size()));
+  CUDA_OK(cudaMemset(d.g.dv, 0xff, h.dv.size()));
+  flashcore::run_backward(h.fwd.problem, d.t, d.g, opts);
+  d.download(out);
+  return true;
+}
+
+}  // namespace
+
+// The C field fc_problem::deterministic reaches the backend: with 1 the C call gives bitwise the
+// gradients of the C++ deterministic call (the atomic path sums dQ per key block in another order; with
+// 5 key blocks its bits differ from the deterministic path's, checked below so the test can fail).
+TEST(GpuBackward, CApiDeterministicFieldSelectsThePath) {
+  REQUIRE_DEVICE();
+  const Case c = make_case(1, 4, 2, 200, 300, 64, DType::F16, false);
+  const BackwardData h = fctest::make_backward_data(c, fctest::run_seed() ^ 0xb4c5);
+  DeviceBackward d(h);
+  BackwardData fixed = h, atomic = h, from_c = h;
+  if (!tuned_backward(h, d, true, fixed)) GTEST_SKIP() << "cuda-flash declines on this device";
+  ASSERT_TRUE(tuned_backward(h, d, false, atomic));
+  EXPECT_NE(fixed.dq, atomic.dq) << "the two paths gave the same dQ bits: this test cannot tell them apart";
+  fc_problem cp;
+  fc_problem_init(&cp, 1, 4, 2, 200, 300, 64, FC_F16, 0);
+  const flashcore::Problem& p = h.fwd.problem;
+  ASSERT_EQ(cp.q.seq, p.q.seq);  // the case is contiguous BSHD, as fc_problem_init describes
+  ASSERT_EQ(cp.k.seq, p.k.seq);
+  cp.deterministic = 1;
+  CUDA_OK(cudaMemset(d.g.dq, 0xff, h.dq.size()));
+  CUDA_OK(cudaMemset(d.g.dk, 0xff, h.dk.size()));
+  CUDA_OK(cudaMemset(d.g.dv, 0xff, h.dv.size()));
+  ASSERT_EQ(fc_attention_backward(&cp, d.t.q, d.t.k, d.t.v, d.t.o, d.t.lse, d.g.d_o, d.g.dq, d.g.dk, d.g.dv, nullptr,
+                                  FC_LOC_DEVICE, "cuda-flash", nullptr),
+            FC_OK)
+      << fc_last_error();
+  d.download(from_c);
+  EXPECT_EQ(from_c.dq, fixed.dq);
+  EXPECT_EQ(from_c.dk, fixed.dk);
+  EXPECT_EQ(from_c.dv, fixed.dv);
+}
+
+// When the atomic path's workspace (an fp32 dQ accumulator) cannot be allocated, the call runs the
+// deterministic path. The device's memory is taken but for a margin in which the stream-ordered pool can
+// still give the deterministic workspace (2 MB here) but not the accumulator (136 MB): the default call
+// then gives bitwise the deterministic gradients instead of failing. (The default pool reserves in large
+// steps: on an H200 with 31 MB free even a 1 MB cudaMallocAsync failed, so the margin is searched.)
+// Random inputs, O and LSE from cuda-flash's forward: the comparison is bitwise between the two paths.
+TEST(GpuBackward, AtomicWorkspaceThatDoesNotFitRunsTheDeterministicPath) {
+  REQUIRE_DEVICE();
+  constexpr int kH = 16, kL = 16384, kD = 128;
+  const flashcore::Problem p = flashcore::Problem::make(1, kH, kH, kL, kL, kD, DType::BF16, true);
+  const size_t n = size_t(kL) * kH * kD, bytes = 2 * n;
+  const size_t fixed_ws = sizeof(float) * 2 * kH * kL, atomic_ws = sizeof(float) * (2 + kD) * kH * size_t(kL);
+  std::vector<std::uint16_t> host(n);
+  std::mt19937_64 rng(fctest::run_seed() ^ 0xb4c6);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<void*> owned;
+  struct Free {
+    std::vector<void*>& v;
+    ~Free() {
+      for (void* ptr : v) cudaFree(ptr);
+    }
+  } free_all{owned};
+  auto device = [&](bool random) {
+    void* ptr = nullptr;
+    CUDA_OK(cudaMalloc(&ptr, bytes));
+    owned.push_back(ptr);
+    if (random) {
+      for (size_t i = 0; i < n; ++i) verify::store_element(DType::BF16, host.data(), i, u(rng));
+      CUDA_OK(cudaMemcpy(ptr, host.data(), bytes, cudaMemcpyHostToDevice));
+    }
+    return ptr;
+  };
+  void *q = device(true), *k = device(true), *v = device(true), *d_o = device(true);
+  void *o = device(false), *dq = device(false), *dk = device(false), *dv = device(false);
+  float* lse = nullptr;
+  CUDA_OK(cudaMalloc(&lse, size_t(kH) * kL * sizeof(float)));
+  owned.push_back(lse);
+  const flashcore::Tensors t{q, k, v, o, lse};
+  const flashcore::Gradients g{d_o, dq, dk, dv};
+  flashcore::Options opts;
+  opts.backend = "cuda-flash";
+  if (flashcore::explain_backward(p, t, g, opts).chosen.empty()) GTEST_SKIP() << "cuda-flash declines on this device";
+  flashcore::run(p, t, opts);
+  auto gradients = [&](bool det) {
+    opts.deterministic = det;
+    for (void* ptr : {dq, dk, dv}) CUDA_OK(cudaMemset(ptr, 0xff, bytes));
+    flashcore::run_backward(p, t, g, opts);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<std::uint16_t> out(3 * n);
+    CUDA_OK(cudaMemcpy(out.data(), dq, bytes, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(out.data() + n, dk, bytes, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(out.data() + 2 * n, dv, bytes, cudaMemcpyDeviceToHost));
+    return out;
+  };
+  const std::vector<std::uint16_t> fixed = gradients(true);
+  int dev = 0;
+  CUDA_OK(cudaGetDevice(&dev));
+  cudaMemPool_t pool;
+  CUDA_OK(cudaDeviceGetDefaultMemPool(&pool, dev));
+  // Can the pool give `size` bytes now? (The probe is given back and the pool trimmed.)
+  auto pool_gives = [&](size_t size) {
+    void* probe = nullptr;
+    const bool ok = cudaMallocAsync(&probe, size, nullptr) == cudaSuccess;
+    cudaGetLastError();
+    if (ok) cudaFreeAsync(probe, nullptr);
+    cudaStreamSynchronize(nullptr);
+    cudaMemPoolTrimTo(pool, 0);
+    return ok;
+  };
+  CUDA_OK(cudaMemPoolTrimTo(pool, 0));
+  void* hog = nullptr;
+  size_t left_mb = 0;
+  for (size_t margin : {48, 64, 96, 128}) {
+    size_t free_bytes = 0, total = 0;
+    CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+    if (free_bytes <= (margin << 20) + (256u << 20)) break;
+    if (cudaMalloc(&hog, free_bytes - (margin << 20)) != cudaSuccess) {
+      cudaGetLastError();
+      hog = nullptr;
+      continue;
+    }
+    if (pool_gives(fixed_ws) && !pool_gives(atomic_ws)) {
+      left_mb = margin;
+      break;
+    }
+    cudaFree(hog);
+    hog = nullptr;
+  }
+  if (hog == nullptr)
+    GTEST_SKIP() << "no margin of free memory (48-128 MB) where the pool gives " << fixed_ws << " bytes but not "
+                 << atomic_ws;
+  owned.push_back(hog);
+  RecordProperty("margin_mb", static_cast<int>(left_mb));
+  std::vector<std::uint16_t> starved;
+  try {
+    starved = gradients(false);
+  } catch (const std::exception& e) {
+    FAIL() << "the default call failed instead of running the deterministic path (" << left_mb
+           << " MB left): " << e.what();
+  }
+  EXPECT_TRUE(starved == fixed) << "the default call with no room for its accumulator differs from the deterministic path";
 }

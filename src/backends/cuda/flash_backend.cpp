@@ -121,7 +121,7 @@ class FlashBackend final : public Backend {
     if (err != cudaSuccess) throw Error("backend", name_ + ": kernel launch failed: " + cudaGetErrorString(err));
   }
 
-  // The backward pass (backward/: delta, dK/dV and dQ kernels): "cuda-flash" only.
+  // The backward pass (backward/: delta, dK/dV and dQ or conversion kernels): "cuda-flash" only.
   Support supports_backward(const Query& q) const override {
     if (variant_ != FlashVariant::Auto)
       return Support::no("has no backward pass (the tuned backward runs as cuda-flash)");

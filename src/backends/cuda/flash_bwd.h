@@ -7,7 +7,7 @@
 // Plain C++ interface (no Kokkos), in two steps like the forward (flash_fwd.h, cudnn-frontend style):
 //   flash_bwd_plan()  checks the problem once, for one device, and decides everything a launch needs;
 //   flash_bwd_run()   launches a plan, with no further checks or choices.
-// Three kernels (backward/, README.md beside this file):
+// Four kernels, three per path (backward/, README.md beside this file):
 //   delta    delta_i = dO_i·O_i and lse2_i = LSE_i·log2(e) into a workspace (atomic path: and zeroes
 //            the fp32 dQ accumulator);
 //   dK/dV    one block per (batch, KV head, 64-key block): every query head of the group, every
@@ -61,7 +61,8 @@ struct FlashBwdPlan {
   // the dQ accumulator, batch x heads_q x seqlen_q_rounded x head_dim floats; allocated by
   // flash_bwd_run on the stream (cudaMallocAsync) and released there (cudaFreeAsync) after the kernels.
   size_t workspace_bytes = 0;
-  // e.g. "sm80-bwd D=64 dq=atomic block=64x64 threads=128 smem dkdv=50176 dq=49152 workspace=65536"
+  // e.g. (B=1, Hq=8, Lq=512, D=64)
+  // "sm80-bwd D=64 dq_path=atomic block=64x64 threads=128 smem dkdv=50176 dq=49152 workspace=1081344"
   std::string describe() const;
 };
 
@@ -72,7 +73,8 @@ std::string flash_bwd_plan(const FlashBwdParams& p, const DeviceLimits& dev, Fla
 
 // Launches a plan on `stream` (asynchronous; the current device must be plan.device): allocates the
 // workspace with cudaMallocAsync on `stream` (stream-ordered, from the device's default memory pool),
-// runs the three kernels, and frees it with cudaFreeAsync on `stream`. Every element of dQ, dK and
+// runs the path's three kernels, and frees it with cudaFreeAsync on `stream`. If the atomic path's
+// workspace cannot be allocated, the call runs the deterministic path (its workspace is 2 floats a row). Every element of dQ, dK and
 // dV in the problem's extents is written. Returns the first failing status (allocation or launch).
 // Not capturable into a CUDA graph on drivers without stream-ordered allocation support in graphs.
 cudaError_t flash_bwd_run(const FlashBwdParams& p, const FlashBwdPlan& plan, cudaStream_t stream);

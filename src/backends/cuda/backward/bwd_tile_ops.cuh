@@ -4,6 +4,8 @@
 //   nt_tile           C[16 x 64] = A[16 x D] · B[64 x D]ᵀ (S, Sᵀ, dP, dPᵀ); pv_tile does C += A[16 x 64] · B[64 x D],
 //   bwd_mask          causal + key tail, written once for both kernels (keys on rows or on columns),
 //   p_from_scores_*   P = exp2(S·scale·log2e − lse2) and dS = P ∘ (dP − delta), rows or columns,
+//   ds_k_tile         the atomic path's dQ_tile = dS·K from the staged dSᵀ (ds_lane_offset: its A operand),
+//   red_add_frags     ... added to the fp32 accumulator in fragment order (dq_frag_index, dq_frag_offset),
 //   store_tile_rows   a staged [64 x D] tile to global memory, 16-byte stores.
 // Fragment layout (mma.sync m16n8 C, common/mask.cuh): a thread holds rows row0 = lane/4 and row0 + 8
 // of the warp's 16 rows and, in n8 column tile i, columns 8i + 2(lane%4) + {0,1}: s[i][0..1] row0, s[i][2..3] row0 + 8.

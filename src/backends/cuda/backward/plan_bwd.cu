@@ -53,7 +53,7 @@ std::string unsupported_features(const FlashBwdParams& b) {
 }  // namespace
 
 std::string FlashBwdPlan::describe() const {
-  return "sm80-bwd D=" + std::to_string(head_dim) + (atomic_dq ? " dq=atomic" : " dq=deterministic") + " block=" + std::to_string(block_m) + "x" +
+  return "sm80-bwd D=" + std::to_string(head_dim) + (atomic_dq ? " dq_path=atomic" : " dq_path=deterministic") + " block=" + std::to_string(block_m) + "x" +
          std::to_string(block_n) + " threads=" + std::to_string(threads) + " smem dkdv=" + std::to_string(smem_dkdv) +
          " dq=" + std::to_string(smem_dq) + " workspace=" + std::to_string(workspace_bytes);
 }
@@ -118,6 +118,15 @@ cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cud
   args.seqlen_q_rounded = plan.seqlen_q_rounded;
   void* ws = nullptr;
   cudaError_t e = cudaMallocAsync(&ws, plan.workspace_bytes, stream);
+  if (e == cudaErrorMemoryAllocation && plan.atomic_dq) {
+    // The atomic path's dQ accumulator (4·D bytes a row) does not fit: the deterministic path needs
+    // 2 floats a row and no more shared memory than the plan checked (bwd_smem covers both kernels).
+    cudaGetLastError();
+    FlashBwdPlan fixed = plan;
+    fixed.atomic_dq = false;
+    fixed.workspace_bytes = sizeof(float) * 2 * (size_t)p.batch * p.heads_q * (size_t)plan.seqlen_q_rounded;
+    return flash_bwd_run(b, fixed, stream);
+  }
   if (e != cudaSuccess) {
     cudaGetLastError();  // not sticky: leave no error behind for the next launch check
     return e;
