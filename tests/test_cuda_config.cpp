@@ -463,6 +463,21 @@ TEST(CudaConfig, SequenceArraysPlan) {
   EXPECT_EQ(why64.find("page_size"), std::string::npos) << why64;  // accepted, or declined by the driver only
 }
 
+// Backward params over a forward's: 16-byte aligned dummy gradients and the LSE, dO and dQ with Q's
+// strides, dK and dV with K's (as flashcore gives them).
+static flashcore::cuda::FlashBwdParams bwd_params(const FlashFwdParams& fwd) {
+  alignas(16) static unsigned char grad[16];
+  alignas(16) static float lse[1];
+  flashcore::cuda::FlashBwdParams b{};
+  b.fwd = fwd;
+  b.fwd.lse = lse;
+  b.d_o = grad, b.dq = grad, b.dk = grad, b.dv = grad;
+  b.do_batch_stride = b.dq_batch_stride = fwd.q_batch_stride, b.dk_batch_stride = b.dv_batch_stride = fwd.k_batch_stride;
+  b.do_seq_stride = b.dq_seq_stride = fwd.q_seq_stride, b.dk_seq_stride = b.dv_seq_stride = fwd.k_seq_stride;
+  b.do_head_stride = b.dq_head_stride = fwd.q_head_stride, b.dk_head_stride = b.dv_head_stride = fwd.k_head_stride;
+  return b;
+}
+
 // The pointer and stride checks both plans share (detail::pointer_limits, stride_limits) name the
 // field, the forward's tensors and the backward's gradients alike.
 TEST(CudaConfig, PointersAndStridesAreNamedInBothPlans) {
@@ -477,22 +492,14 @@ TEST(CudaConfig, PointersAndStridesAreNamedInBothPlans) {
   EXPECT_EQ(flashcore::cuda::flash_fwd_unsupported_reason(fwd, 9, 0, h100.smem_optin_per_block),
             "k pointer is not 16-byte aligned");
 
-  alignas(16) static unsigned char grad[16];
-  alignas(16) static float lse[1];
-  flashcore::cuda::FlashBwdParams b{};
-  b.fwd = params(1, 8, 8, 64, 64, 64, true, false);
-  b.fwd.lse = lse;
-  b.d_o = grad, b.dq = grad, b.dk = grad, b.dv = grad;
-  b.do_batch_stride = b.dq_batch_stride = b.fwd.q_batch_stride, b.dk_batch_stride = b.dv_batch_stride = b.fwd.k_batch_stride;
-  b.do_seq_stride = b.dq_seq_stride = b.fwd.q_seq_stride, b.dk_seq_stride = b.dv_seq_stride = b.fwd.k_seq_stride;
-  b.do_head_stride = b.dq_head_stride = b.fwd.q_head_stride, b.dk_head_stride = b.dv_head_stride = b.fwd.k_head_stride;
+  const flashcore::cuda::FlashBwdParams b = bwd_params(params(1, 8, 8, 64, 64, 64, true, false));
   flashcore::cuda::FlashBwdPlan plan;
   EXPECT_EQ(flashcore::cuda::flash_bwd_plan(b, h100, &plan), "");
   flashcore::cuda::FlashBwdParams bad = b;
   bad.d_o = nullptr;
   EXPECT_EQ(flashcore::cuda::flash_bwd_plan(bad, h100, &plan), "d_o pointer is null");
   bad = b;
-  bad.dq = grad + 2;
+  bad.dq = static_cast<unsigned char*>(b.dq) + 2;
   EXPECT_EQ(flashcore::cuda::flash_bwd_plan(bad, h100, &plan), "dq pointer is not 16-byte aligned");
   bad = b;
   bad.dk_seq_stride = 8 * 64 + 4;
@@ -505,15 +512,7 @@ TEST(CudaConfig, PointersAndStridesAreNamedInBothPlans) {
 TEST(CudaConfig, BackwardPlansNameTheirDqPath) {
   flashcore::cuda::DeviceLimits h100;
   h100.cc_major = 9, h100.smem_optin_per_block = 227 * 1024;
-  alignas(16) static unsigned char grad[16];
-  alignas(16) static float lse[1];
-  flashcore::cuda::FlashBwdParams b{};
-  b.fwd = params(3, 8, 2, 100, 130, 64, false, true);
-  b.fwd.lse = lse;
-  b.d_o = grad, b.dq = grad, b.dk = grad, b.dv = grad;
-  b.do_batch_stride = b.dq_batch_stride = b.fwd.q_batch_stride, b.dk_batch_stride = b.dv_batch_stride = b.fwd.k_batch_stride;
-  b.do_seq_stride = b.dq_seq_stride = b.fwd.q_seq_stride, b.dk_seq_stride = b.dv_seq_stride = b.fwd.k_seq_stride;
-  b.do_head_stride = b.dq_head_stride = b.fwd.q_head_stride, b.dk_head_stride = b.dv_head_stride = b.fwd.k_head_stride;
+  flashcore::cuda::FlashBwdParams b = bwd_params(params(3, 8, 2, 100, 130, 64, false, true));
   const size_t rows = 3 * 8 * 128;  // batch x heads_q x seqlen_q rounded up to 64
   flashcore::cuda::FlashBwdPlan atomic, fixed;
   ASSERT_EQ(flashcore::cuda::flash_bwd_plan(b, h100, &atomic), "");
@@ -531,12 +530,7 @@ TEST(CudaConfig, BackwardPlansNameTheirDqPath) {
   EXPECT_EQ(atomic.grid_dq.z, 3u);
   EXPECT_EQ(fixed.grid_dkdv.x, atomic.grid_dkdv.x);
   // Head dim 96 has the deterministic path only (its atomic dK/dV kernel spilled): asked or not.
-  b.deterministic = false;
-  b.fwd = params(3, 8, 2, 100, 130, 96, false, true);
-  b.do_batch_stride = b.dq_batch_stride = b.fwd.q_batch_stride, b.dk_batch_stride = b.dv_batch_stride = b.fwd.k_batch_stride;
-  b.do_seq_stride = b.dq_seq_stride = b.fwd.q_seq_stride, b.dk_seq_stride = b.dv_seq_stride = b.fwd.k_seq_stride;
-  b.do_head_stride = b.dq_head_stride = b.fwd.q_head_stride, b.dk_head_stride = b.dv_head_stride = b.fwd.k_head_stride;
-  b.fwd.lse = lse;
+  b = bwd_params(params(3, 8, 2, 100, 130, 96, false, true));  // deterministic false
   ASSERT_EQ(flashcore::cuda::flash_bwd_plan(b, h100, &fixed), "");
   EXPECT_FALSE(fixed.atomic_dq);
   EXPECT_EQ(fixed.workspace_bytes, sizeof(float) * rows * 2);
