@@ -293,7 +293,7 @@ TEST(GpuBackward, AtomicWorkspaceThatDoesNotFitRunsTheDeterministicPath) {
   void *q = device(true), *k = device(true), *v = device(true), *d_o = device(true);
   void *o = device(false), *dq = device(false), *dk = device(false), *dv = device(false);
   float* lse = nullptr;
-  CUDA_OK(cudaMalloc(&lse, size_t(kH) * kL * sizeof(float)));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&lse), size_t(kH) * kL * sizeof(float)));
   owned.push_back(lse);
   const flashcore::Tensors t{q, k, v, o, lse};
   const flashcore::Gradients g{d_o, dq, dk, dv};
