@@ -74,8 +74,8 @@ std::string flash_bwd_plan(const FlashBwdParams& p, const DeviceLimits& dev, Fla
 // Launches a plan on `stream` (asynchronous; the current device must be plan.device): allocates the
 // workspace with cudaMallocAsync on `stream` (stream-ordered, from the device's default memory pool),
 // runs the path's three kernels, and frees it with cudaFreeAsync on `stream`. If the atomic path's
-// workspace cannot be allocated, the call runs the deterministic path (its workspace is 2 floats a row). Every element of dQ, dK and
-// dV in the problem's extents is written. Returns the first failing status (allocation or launch).
+// workspace cannot be allocated, the call runs the deterministic path (its workspace is 2 floats a
+// row). Every element of dQ, dK and dV in the problem's extents is written. Returns the first failing status (allocation or launch).
 // Not capturable into a CUDA graph on drivers without stream-ordered allocation support in graphs.
 cudaError_t flash_bwd_run(const FlashBwdParams& p, const FlashBwdPlan& plan, cudaStream_t stream);
 

@@ -31,6 +31,15 @@ void bwd_smem(int d, size_t* dkdv, size_t* dq) {
   }
 }
 
+// Workspace rows: one per (batch, query head, query row padded to kBwdBlockM). The workspace is delta
+// and lse2 (one float a row each) and, on the atomic path, the dQ accumulator (head_dim floats a row).
+size_t workspace_rows(const FlashFwdParams& p, int seqlen_q_rounded) {
+  return (size_t)p.batch * p.heads_q * (size_t)seqlen_q_rounded;
+}
+size_t workspace_bytes(const FlashFwdParams& p, int seqlen_q_rounded, bool atomic_dq) {
+  return sizeof(float) * workspace_rows(p, seqlen_q_rounded) * (2 + (atomic_dq ? (size_t)p.head_dim : 0));
+}
+
 // The variants and sequence layouts the backward kernels do not have: "" or the field that is set.
 std::string unsupported_features(const FlashBwdParams& b) {
   const FlashFwdParams& p = b.fwd;
@@ -53,7 +62,8 @@ std::string unsupported_features(const FlashBwdParams& b) {
 }  // namespace
 
 std::string FlashBwdPlan::describe() const {
-  return "sm80-bwd D=" + std::to_string(head_dim) + (atomic_dq ? " dq_path=atomic" : " dq_path=deterministic") + " block=" + std::to_string(block_m) + "x" +
+  return "sm80-bwd D=" + std::to_string(head_dim) + (atomic_dq ? " dq_path=atomic" : " dq_path=deterministic") +
+         " block=" + std::to_string(block_m) + "x" +
          std::to_string(block_n) + " threads=" + std::to_string(threads) + " smem dkdv=" + std::to_string(smem_dkdv) +
          " dq=" + std::to_string(smem_dq) + " workspace=" + std::to_string(workspace_bytes);
 }
@@ -103,8 +113,7 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
   out.grid_delta = dim3((unsigned)(q_rounded / kDeltaRows), (unsigned)p.heads_q, (unsigned)p.batch);
   out.grid_dkdv = dim3((unsigned)((p.seqlen_k + kBwdBlockN - 1) / kBwdBlockN), (unsigned)p.heads_kv, (unsigned)p.batch);
   out.grid_dq = dim3((unsigned)q_tiles, (unsigned)p.heads_q, (unsigned)p.batch);
-  const size_t rows = (size_t)p.batch * p.heads_q * (size_t)q_rounded;
-  out.workspace_bytes = sizeof(float) * rows * (2 + (out.atomic_dq ? (size_t)p.head_dim : 0));
+  out.workspace_bytes = workspace_bytes(p, out.seqlen_q_rounded, out.atomic_dq);
   if (plan != nullptr) *plan = out;
   return {};
 }
@@ -124,7 +133,7 @@ cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cud
     cudaGetLastError();
     FlashBwdPlan fixed = plan;
     fixed.atomic_dq = false;
-    fixed.workspace_bytes = sizeof(float) * 2 * (size_t)p.batch * p.heads_q * (size_t)plan.seqlen_q_rounded;
+    fixed.workspace_bytes = workspace_bytes(p, plan.seqlen_q_rounded, false);
     return flash_bwd_run(b, fixed, stream);
   }
   if (e != cudaSuccess) {
@@ -133,7 +142,7 @@ cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cud
   }
   // [delta][lse2][dq_accum], the first two batch x heads_q x seqlen_q_rounded floats each
   // (seqlen_q_rounded a multiple of 64: every part and every 64-row tile 16-byte aligned for cp.async).
-  const size_t rows = (size_t)p.batch * p.heads_q * (size_t)plan.seqlen_q_rounded;
+  const size_t rows = workspace_rows(p, plan.seqlen_q_rounded);
   args.delta = static_cast<float*>(ws);
   args.lse2 = args.delta + rows;
   args.dq_accum = plan.atomic_dq ? args.lse2 + rows : nullptr;
