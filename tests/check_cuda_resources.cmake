@@ -35,7 +35,8 @@ set(allowed_paged_bytes 12)
 set(allowed_bwd_kernel "flash_bwd_dkdv_kernelILi(64|128)E.*Lb1EEEv")
 set(allowed_bwd_bytes 28)
 # The mma.sync kernels (sm80/instances/: one file per head dim), the decode kernel (decode/instances/)
-# and the backward kernels (backward/instances/) for ARCH; for ARCH 90 also the Hopper kernel (sm90/instances/, sm_90a).
+# and the backward kernels (backward/instances/) for ARCH; for ARCH 90 also the Hopper kernels (sm90/instances/
+# and backward/sm90/instances/, sm_90a).
 file(GLOB instances ${SRC}/src/backends/cuda/sm80/instances/*.cu ${SRC}/src/backends/cuda/decode/instances/*.cu
                     ${SRC}/src/backends/cuda/backward/instances/*.cu)
 set(units "")
@@ -44,7 +45,7 @@ foreach(source IN LISTS instances)
   list(APPEND units "${name}|${source}|arch=compute_${ARCH},code=sm_${ARCH}")
 endforeach()
 if(ARCH STREQUAL "90")
-  file(GLOB sm90_instances ${SRC}/src/backends/cuda/sm90/instances/*.cu)
+  file(GLOB sm90_instances ${SRC}/src/backends/cuda/sm90/instances/*.cu ${SRC}/src/backends/cuda/backward/sm90/instances/*.cu)
   foreach(source IN LISTS sm90_instances)
     get_filename_component(name ${source} NAME_WE)
     list(APPEND units "sm90_${name}|${source}|arch=compute_90a,code=sm_90a")

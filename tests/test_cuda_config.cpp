@@ -535,3 +535,53 @@ TEST(CudaConfig, BackwardPlansNameTheirDqPath) {
   EXPECT_FALSE(fixed.atomic_dq);
   EXPECT_EQ(fixed.workspace_bytes, sizeof(float) * rows * 2);
 }
+
+// Which dK/dV kernel the backward plan takes: cuda-flash (Auto) the Hopper one (backward/sm90/) where it
+// can run, cuda-flash-hopper forces it and says why not, cuda-flash-allwarps forces mma.sync, the other
+// variants have no backward. The Hopper reasons come in a fixed order (head dim, path, device, build,
+// TMA), so each is checked here whatever this build has; without a driver (CI) the TMA encoder is the last.
+TEST(CudaConfig, BackwardPlansChooseTheirDkdvKernel) {
+  using flashcore::cuda::FlashVariant;
+  flashcore::cuda::DeviceLimits h100 = h100_limits();
+  h100.hopper_kernel_loads = true;
+  const auto has = [](const std::string& s, const char* what) { return s.find(what) != std::string::npos; };
+  flashcore::cuda::FlashBwdParams b = bwd_params(params(2, 8, 2, 300, 333, 64, true, true));
+  flashcore::cuda::FlashBwdPlan plan;
+
+  const std::string forced = flashcore::cuda::flash_bwd_plan(b, h100, &plan, FlashVariant::Hopper);
+  EXPECT_TRUE(forced.empty() || has(forced, "cuTensorMapEncodeTiled") || has(forced, "was not built")) << forced;
+  if (forced.empty()) {  // a driver and the sm_90a kernels: 128 keys a block, 3 warpgroups
+    EXPECT_TRUE(plan.hopper);
+    EXPECT_EQ(plan.threads, 384);
+    EXPECT_EQ(plan.grid_dkdv.x, 3u);  // 333 keys / 128
+    EXPECT_TRUE(has(plan.describe(), "sm90-bwd D=64 dq_path=atomic")) << plan.describe();
+  }
+  // Auto never fails for the Hopper kernel's reasons: it runs mma.sync instead.
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(b, h100, &plan), "");
+  EXPECT_EQ(plan.hopper, forced.empty());
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(b, h100, &plan, FlashVariant::AllWarps), "");
+  EXPECT_FALSE(plan.hopper);
+  EXPECT_EQ(plan.threads, 128);
+  EXPECT_EQ(plan.grid_dkdv.x, 6u);  // 333 keys / 64
+  EXPECT_TRUE(has(plan.describe(), "sm80-bwd D=64 dq_path=atomic")) << plan.describe();
+
+  const std::string no_bwd = flashcore::cuda::flash_bwd_plan(b, h100, &plan, FlashVariant::WarpSpecialized);
+  EXPECT_TRUE(has(no_bwd, "has no backward pass of its own")) << no_bwd;
+  b.deterministic = true;
+  const std::string det = flashcore::cuda::flash_bwd_plan(b, h100, &plan, FlashVariant::Hopper);
+  EXPECT_TRUE(has(det, "atomic dQ path only")) << det;
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(b, h100, &plan), "");  // deterministic: mma.sync
+  EXPECT_FALSE(plan.hopper);
+  EXPECT_FALSE(plan.atomic_dq);
+  const std::string d96 =
+      flashcore::cuda::flash_bwd_plan(bwd_params(params(1, 4, 4, 100, 100, 96, false, false)), h100, &plan,
+                                      FlashVariant::Hopper);
+  EXPECT_TRUE(has(d96, "built for head_dim 64 and 128, not 96")) << d96;
+  const std::string l4 = flashcore::cuda::flash_bwd_plan(bwd_params(params(1, 4, 4, 100, 100, 128, false, false)),
+                                                         l4_limits(), &plan, FlashVariant::Hopper);
+  EXPECT_TRUE(has(l4, "compute capability 9.0") && has(l4, "8.9")) << l4;
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(bwd_params(params(1, 4, 4, 100, 100, 128, false, false)), l4_limits(),
+                                            &plan),
+            "");
+  EXPECT_FALSE(plan.hopper);
+}

@@ -61,12 +61,31 @@ struct DeviceBackward {
   }
 };
 
-// The device backends with a backward pass, where registered (whether one runs a case is asked per case).
+// The device backends with a backward pass, where registered (whether one runs a case is asked per case):
+// the reference, cuda-flash, and its two forced dK/dV kernels (mma.sync: cuda-flash-allwarps; TMA +
+// wgmma on compute capability 9.0: cuda-flash-hopper).
 std::vector<std::string> backward_backends() {
   std::vector<std::string> out;
   for (const auto& b : flashcore::backends())
-    if (b.name == "reference-cuda" || b.name == "cuda-flash") out.push_back(b.name);
+    if (b.name == "reference-cuda" || b.name == "cuda-flash" || b.name == "cuda-flash-allwarps" ||
+        b.name == "cuda-flash-hopper")
+      out.push_back(b.name);
   return out;
+}
+
+// Compute capability 9.0 (where the Hopper backward runs, when this build has it).
+bool hopper_device() {
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major == 9 && minor == 0;
+}
+// The build has the sm_90a kernels (sm_90 among its CUDA architectures: build_info names them).
+bool hopper_built() {
+  const std::string info = flashcore::build_info();
+  const size_t at = info.find("CUDA kernels: built for ");
+  return at != std::string::npos && info.find("90", at) < info.find(" (CUDA", at);
 }
 
 bool is_reference(const std::string& name) {
@@ -79,11 +98,24 @@ bool is_reference(const std::string& name) {
 // src/backends/cuda/flash_bwd.h) fp16/bf16 problems without variants or sequence layouts, head dims
 // exactly 32, 64, 96 and 128 (any causal, GQA and stride layout of the cases below). Its gradients are
 // held to a tuned kernel's bound (kernel_gradient_bound: twice the naive same-precision error).
+// cuda-flash-allwarps promises the same; cuda-flash-hopper head dims 64 and 128 on a compute capability
+// 9.0 device (default path only), where cuda-flash then runs it too (the plan says sm90-bwd).
 bool promised(const std::string& backend, const Case& c) {
   if (is_reference(backend)) return true;
-  if (backend != "cuda-flash") return false;
+  const bool tuned = c.dtype != DType::F32 && !c.has_variant() && !c.has_sequences();
+  if (backend == "cuda-flash-hopper")
+    return tuned && (c.head_dim == 64 || c.head_dim == 128) && hopper_device() && hopper_built();
+  if (backend != "cuda-flash" && backend != "cuda-flash-allwarps") return false;
   const bool built_head_dim = c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 96 || c.head_dim == 128;
-  return c.dtype != DType::F32 && !c.has_variant() && !c.has_sequences() && built_head_dim;
+  return tuned && built_head_dim;
+}
+// The dK/dV kernel the plan should name on the default path ("" for the reference).
+std::string expected_kernel(const std::string& backend, const Case& c, bool deterministic) {
+  if (is_reference(backend)) return "";
+  if (backend == "cuda-flash-hopper") return "sm90-bwd";
+  const bool hopper = backend == "cuda-flash" && !deterministic && (c.head_dim == 64 || c.head_dim == 128) &&
+                      hopper_device() && hopper_built();
+  return hopper ? "sm90-bwd" : "sm80-bwd";
 }
 
 std::vector<Case> cases() {
@@ -148,7 +180,7 @@ TEST_P(BackwardCases, MatchesFp64Oracle) {
   // on freshly poisoned gradients; the plan names the path it took.
   std::string errors;
   for (bool deterministic : {false, true}) {
-    if (deterministic && is_reference(prm.backend)) break;
+    if (deterministic && (is_reference(prm.backend) || prm.backend == "cuda-flash-hopper")) break;  // one path
     SCOPED_TRACE(deterministic ? "deterministic" : "default");
     CUDA_OK(cudaMemset(d.g.dq, 0xff, h.dq.size()));  // NaN in every dtype
     CUDA_OK(cudaMemset(d.g.dk, 0xff, h.dk.size()));
@@ -158,6 +190,7 @@ TEST_P(BackwardCases, MatchesFp64Oracle) {
     if (!is_reference(prm.backend))
       EXPECT_NE(ran.plan.find(deterministic || c.head_dim == 96 ? "dq_path=deterministic" : "dq_path=atomic"), std::string::npos)
           << ran.plan;  // head dim 96: the deterministic path only
+    EXPECT_NE(ran.plan.find(expected_kernel(prm.backend, c, deterministic)), std::string::npos) << ran.plan;
     d.download(h);
     const fctest::GradientErrors e =
         fctest::compare_gradients(h, ref, bounds, tolerance::reference_sinks_bound(c.dtype, sinks_scale));
@@ -188,10 +221,10 @@ TEST(GpuBackward, BitwiseTheSameEveryRun) {
     DeviceBackward d(h0);
     flashcore::Options opts;
     opts.backend = b;
-    if (flashcore::explain_backward(h0.fwd.problem, d.t, d.g, opts).chosen.empty()) continue;
     for (bool deterministic : {true, false}) {
       SCOPED_TRACE(deterministic ? "deterministic" : "default");
       opts.deterministic = deterministic;
+      if (flashcore::explain_backward(h0.fwd.problem, d.t, d.g, opts).chosen.empty()) continue;  // e.g. Hopper: default only
       flashcore::run_backward(h0.fwd.problem, d.t, d.g, opts);
       d.download(first);
       for (int n = 0; n < 3; ++n) {

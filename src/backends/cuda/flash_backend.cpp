@@ -1,7 +1,8 @@
 // The tuned CUDA kernels behind the Backend interface. One backend per variant, so each can be forced
 // and benchmarked by name; "cuda-flash" picks the faster kernel per shape. supports() makes the plan
 // (plan.cu: every check, the kernel, its launch shape), run() launches it. "cuda-flash" also has the
-// backward pass (flash_bwd.h, backward/plan_bwd.cu): supports_backward() plans it, run_backward() runs it.
+// backward pass (flash_bwd.h, backward/plan_bwd.cu): supports_backward() plans it, run_backward() runs
+// it; "cuda-flash-hopper" and "cuda-flash-allwarps" force its Hopper or mma.sync dK/dV kernel.
 #include "backends/cuda/flash_bwd.h"
 #include "backends/cuda/flash_fwd.h"
 #include "core/internal.hpp"
@@ -121,10 +122,10 @@ class FlashBackend final : public Backend {
     if (err != cudaSuccess) throw Error("backend", name_ + ": kernel launch failed: " + cudaGetErrorString(err));
   }
 
-  // The backward pass (backward/: delta, dK/dV and dQ or conversion kernels): "cuda-flash" only.
+  // The backward pass (backward/: delta, dK/dV and dQ or conversion kernels): "cuda-flash" picks the
+  // dK/dV kernel (Hopper where it runs), "cuda-flash-hopper" and "cuda-flash-allwarps" force the
+  // Hopper or the mma.sync one (flash_bwd_plan declines for the other variants).
   Support supports_backward(const Query& q) const override {
-    if (variant_ != FlashVariant::Auto)
-      return Support::no("has no backward pass (the tuned backward runs as cuda-flash)");
     DeviceLimits dev;
     std::string why = tuned_device(&dev);
     if (!why.empty()) return Support::no(why);
@@ -132,7 +133,7 @@ class FlashBackend final : public Backend {
     auto plan = std::make_shared<CudaBwdPlan>();
     plan->params = make_bwd_params(*q.problem, *q.tensors, *q.gradients);
     plan->params.deterministic = q.deterministic;
-    why = flash_bwd_plan(plan->params, dev, &plan->launch);
+    why = flash_bwd_plan(plan->params, dev, &plan->launch, variant_);
     if (!why.empty()) return Support::no(why);
     return Support::yes(std::move(plan));
   }

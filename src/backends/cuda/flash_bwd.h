@@ -1,5 +1,6 @@
 // FlashCore: fused attention backward (dQ, dK, dV of O = softmax(Q·Kᵀ·scale + mask)·V) on NVIDIA
-// tensor cores (mma.sync, compute capability 8.0+). Two paths, chosen by FlashBwdParams::deterministic:
+// tensor cores (mma.sync, compute capability 8.0+; the dK/dV kernel on wgmma + TMA on 9.0). Two paths,
+// chosen by FlashBwdParams::deterministic:
 //   atomic (default)   dQ summed in fp32 with atomics: the fastest; the order of those sums, hence the
 //                      last bits of dQ, varies from run to run (dK and dV never do); D = 32, 64, 128;
 //   deterministic      no float atomics, every sum in a fixed order: bitwise the same gradients every time.
@@ -13,6 +14,8 @@
 //   dK/dV    one block per (batch, KV head, 64-key block): every query head of the group, every
 //            64-query tile that sees the block; dK, dV accumulated in registers, written once;
 //            atomic path: dQ_tile = dS·K of every tile pair added to the accumulator (5 matmuls a pair);
+//            on compute capability 9.0 at D = 64 and 128 (atomic path) the Hopper kernel instead
+//            (backward/sm90/: 128 keys a block, TMA producer warpgroup, two wgmma warpgroups);
 //   dQ       deterministic path: one block per (batch, query head, 64-query block), every key tile it
 //            sees, S and dP recomputed (7 matmuls a pair), dQ written once;
 //   convert  atomic path: dQ = scale · accumulator in the problem's dtype.
@@ -49,12 +52,17 @@ struct FlashBwdPlan {
   int device = -1;
   int head_dim = 0;             // the kernels' head dim (32, 64, 96 or 128: exactly the problem's)
   int block_m = 64;             // query rows per tile (dQ kernel: per block)
-  int block_n = 64;             // keys per tile (dK/dV kernel: per block)
-  int threads = 128;            // per block, both main kernels (4 warps x 16 rows)
+  int block_n = 64;             // keys per dK/dV block (hopper: 128)
+  int threads = 128;            // per block of the dK/dV and dQ kernels (4 warps x 16 rows; hopper dK/dV: 384)
   int delta_threads = 256;      // delta kernel
   int seqlen_q_rounded = 0;     // workspace rows per (batch, query head): seqlen_q rounded up to block_m
   bool atomic_dq = true;        // dQ through the fp32 accumulator (not deterministic), else the dQ kernel
                                 // (deterministic asked for, or head_dim 96, which has only that path)
+  // The dK/dV kernel: the Hopper one (backward/sm90/: TMA + wgmma, 128 keys a block, 384 threads;
+  // compute capability 9.0, head dims 64 and 128, atomic path only) or the mma.sync one.
+  bool hopper = false;
+  alignas(128) unsigned char tensor_maps[4 * 128] = {};  // hopper: CUtensorMap of Q, K, V, dO
+  int heavy_group = 1;          // hopper, causal: (KV head, batch) pairs scheduled heavy-first together
   dim3 grid_delta, grid_dkdv, grid_dq;  // grid_dq: the dQ kernel, or the conversion on the atomic path
   size_t smem_dkdv = 0, smem_dq = 0;  // dynamic shared memory per block
   // Workspace: delta and lse2, 2 x batch x heads_q x seqlen_q_rounded floats, and on the atomic path
@@ -69,7 +77,11 @@ struct FlashBwdPlan {
 // "" and *plan filled when the backward kernels can run p on `dev`, else why not (naming the field and
 // value). Every limit is checked here once (dtype and head dim, variants, sequence layouts, GQA,
 // 16-byte alignment of the pointers and strides, grid limits, shared memory).
-std::string flash_bwd_plan(const FlashBwdParams& p, const DeviceLimits& dev, FlashBwdPlan* plan);
+// variant: Auto runs the Hopper dK/dV kernel where it can (compute capability 9.0 with the sm_90a image,
+// head dim 64 or 128, the atomic path, TMA-readable layouts), else the mma.sync kernels; Hopper forces
+// the Hopper kernel (or says why not), AllWarps the mma.sync kernels; the other variants have no backward.
+std::string flash_bwd_plan(const FlashBwdParams& p, const DeviceLimits& dev, FlashBwdPlan* plan,
+                           FlashVariant variant = FlashVariant::Auto);
 
 // Launches a plan on `stream` (asynchronous; the current device must be plan.device): allocates the
 // workspace with cudaMallocAsync on `stream` (stream-ordered, from the device's default memory pool),

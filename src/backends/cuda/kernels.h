@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda/common/kernel_args.h"
+#include "backends/cuda/flash_bwd.h"
 #include "backends/cuda/flash_fwd.h"
 
 namespace flashcore::cuda::detail {
@@ -27,6 +28,10 @@ bool sm90_kernel_loads(int device);
 // sm90/tensor_maps.cpp: the TMA descriptors of Q, K and V (3 CUtensorMap, 128-byte aligned, at `maps`;
 // nullptr: check only). "" when TMA can read the layout, else why not (naming the tensor and stride).
 std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps);
+
+// sm90/tensor_maps.cpp: the Hopper backward's TMA descriptors of Q, K, V and dO (4 CUtensorMap at `maps`,
+// backward/sm90/config.h: BwdHopperMaps), "" or why not.
+std::string sm90_bwd_tensor_maps(const FlashBwdParams& b, void* maps);
 
 // Raises `kernel`'s dynamic shared memory limit on `device` to `bytes` once (plan.cu; the largest size
 // asked so far is remembered per kernel and device).

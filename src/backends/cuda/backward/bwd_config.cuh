@@ -46,6 +46,7 @@ struct BwdArgs {
   float scale_log2;       // scale · log2(e): P = exp2(S·scale_log2 − lse2)
   int group;              // heads_q / heads_kv
   int seqlen_q_rounded;   // workspace row pitch per (batch, query head)
+  int heavy_group;        // Hopper dK/dV, causal: (KV head, batch) pairs per scheduling group (key_block_order)
   float* delta;           // [batch][heads_q][seqlen_q_rounded]: dO_i·O_i (0 past seqlen_q)
   float* lse2;            // [batch][heads_q][seqlen_q_rounded]: LSE_i·log2(e); +inf where LSE = -inf or past seqlen_q
   float* dq_accum;        // atomic path: [batch][heads_q][seqlen_q_rounded / 64][64 x head_dim] fp32 dQ/scale

@@ -4,6 +4,7 @@
 // translation unit per head dim (instances/).
 #include "backends/cuda/flash_bwd.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +12,8 @@
 
 #include "backends/cuda/backward/bwd_config.cuh"
 #include "backends/cuda/backward/launch_bwd.cuh"
+#include "backends/cuda/backward/sm90/config.h"
+#include "backends/cuda/kernels.h"  // sm90_bwd_tensor_maps
 #include "backends/cuda/limits.h"
 
 namespace flashcore::cuda {
@@ -59,17 +62,64 @@ std::string unsupported_features(const FlashBwdParams& b) {
   return {};
 }
 
+// The mma.sync dK/dV kernel's launch shape (also what the atomic path's allocation fallback runs).
+void sm80_dkdv_shape(const FlashFwdParams& p, FlashBwdPlan* plan) {
+  plan->hopper = false;
+  plan->block_n = kBwdBlockN;
+  plan->threads = detail::kBwdThreads;
+  size_t dq = 0;
+  bwd_smem(p.head_dim, &plan->smem_dkdv, &dq);
+  plan->grid_dkdv = dim3((unsigned)((p.seqlen_k + kBwdBlockN - 1) / kBwdBlockN), (unsigned)p.heads_kv, (unsigned)p.batch);
+}
+
+// The Hopper dK/dV kernel's own conditions ("" or why not); on success its shape and TMA descriptors in *plan.
+std::string hopper_bwd(const FlashBwdParams& b, const DeviceLimits& dev, FlashBwdPlan* plan) {
+  const FlashFwdParams& p = b.fwd;
+  if (!detail::bwd_hopper_built(p.head_dim))
+    return "the Hopper backward is built for head_dim 64 and 128, not " + std::to_string(p.head_dim);
+  if (b.deterministic) return "the Hopper backward has the atomic dQ path only (deterministic runs the mma.sync kernels)";
+  if (dev.cc_major != 9 || dev.cc_minor != 0)
+    return "the Hopper backward needs compute capability 9.0 (wgmma, sm_90a); device has " + std::to_string(dev.cc_major) +
+           "." + std::to_string(dev.cc_minor);
+#ifndef FLASHCORE_HAVE_HOPPER_KERNELS
+  return "the Hopper backward was not built (sm_90 is not among the CUDA architectures of this build)";
+#else
+  if (!dev.hopper_kernel_loads) return "the Hopper kernels' sm_90a image does not load on this device";
+  const size_t need = detail::bwd_sm90_smem_bytes(p.head_dim);
+  if (need > dev.smem_optin_per_block)
+    return "the Hopper backward needs " + std::to_string(need) + " bytes of shared memory per block, device allows " +
+           std::to_string(dev.smem_optin_per_block);
+  const std::string why = detail::sm90_bwd_tensor_maps(b, plan->tensor_maps);
+  if (!why.empty()) return why;
+  const int bn = p.head_dim == 64 ? detail::BwdHopperConfig<64>::kBlockN : detail::BwdHopperConfig<128>::kBlockN;
+  plan->hopper = true;
+  plan->block_n = bn;
+  plan->threads = detail::BwdHopperConfig<64>::kThreads;
+  plan->smem_dkdv = need;
+  plan->grid_dkdv = dim3((unsigned)((p.seqlen_k + bn - 1) / bn), (unsigned)p.heads_kv, (unsigned)p.batch);
+  // Causal blocks go heavy-first inside groups of (KV head, batch) pairs whose Q, dO (2 bytes an element
+  // each) and fp32 dQ accumulator (4) take at most 24 MB, about half an H100's L2 (common/scheduler.cuh).
+  const double pair_bytes = 8.0 * (p.heads_q / p.heads_kv) * (double)p.seqlen_q * p.head_dim;
+  plan->heavy_group = (int)std::max(1.0, std::min((double)p.heads_kv * p.batch, 24.0 * (1 << 20) / pair_bytes));
+  return {};
+#endif
+}
+
 }  // namespace
 
 std::string FlashBwdPlan::describe() const {
-  return "sm80-bwd D=" + std::to_string(head_dim) + (atomic_dq ? " dq_path=atomic" : " dq_path=deterministic") +
-         " block=" + std::to_string(block_m) + "x" +
+  return std::string(hopper ? "sm90-bwd" : "sm80-bwd") + " D=" + std::to_string(head_dim) +
+         (atomic_dq ? " dq_path=atomic" : " dq_path=deterministic") + " block=" + std::to_string(block_m) + "x" +
          std::to_string(block_n) + " threads=" + std::to_string(threads) + " smem dkdv=" + std::to_string(smem_dkdv) +
-         " dq=" + std::to_string(smem_dq) + " workspace=" + std::to_string(workspace_bytes);
+         " dq=" + std::to_string(smem_dq) + " workspace=" + std::to_string(workspace_bytes) +
+         (hopper ? " heavy_group=" + std::to_string(heavy_group) : std::string());
 }
 
-std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, FlashBwdPlan* plan) {
+std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, FlashBwdPlan* plan, FlashVariant variant) {
   const FlashFwdParams& p = b.fwd;
+  if (variant != FlashVariant::Auto && variant != FlashVariant::AllWarps && variant != FlashVariant::Hopper)
+    return "has no backward pass of its own (the tuned backward runs as cuda-flash, cuda-flash-allwarps (mma.sync) "
+           "or cuda-flash-hopper)";
   // What every tuned kernel needs (sizes, scale, compute capability, the q, k, v, o pointers and strides).
   std::string why = detail::common_limits(p, dev);
   if (!why.empty()) return why;
@@ -98,8 +148,6 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
   out.device = dev.index;
   out.head_dim = p.head_dim;
   out.block_m = kBwdBlockM;
-  out.block_n = kBwdBlockN;
-  out.threads = detail::kBwdThreads;
   out.delta_threads = detail::kBwdDeltaThreads;
   out.seqlen_q_rounded = (int)q_rounded;
   out.atomic_dq = !b.deterministic && detail::bwd_atomic_dq_built(p.head_dim);
@@ -111,8 +159,14 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
   constexpr int kDeltaRows = detail::kBwdDeltaThreads / detail::kBwdDeltaThreadsPerRow;  // divides kBwdBlockM
   static_assert(kBwdBlockM % kDeltaRows == 0, "delta blocks tile the padded rows");
   out.grid_delta = dim3((unsigned)(q_rounded / kDeltaRows), (unsigned)p.heads_q, (unsigned)p.batch);
-  out.grid_dkdv = dim3((unsigned)((p.seqlen_k + kBwdBlockN - 1) / kBwdBlockN), (unsigned)p.heads_kv, (unsigned)p.batch);
   out.grid_dq = dim3((unsigned)q_tiles, (unsigned)p.heads_q, (unsigned)p.batch);
+  sm80_dkdv_shape(p, &out);
+  if (variant != FlashVariant::AllWarps) {
+    FlashBwdPlan hopper = out;
+    const std::string hopper_why = hopper_bwd(b, dev, &hopper);
+    if (hopper_why.empty()) out = hopper;
+    else if (variant == FlashVariant::Hopper) return hopper_why;
+  }
   out.workspace_bytes = workspace_bytes(p, out.seqlen_q_rounded, out.atomic_dq);
   if (plan != nullptr) *plan = out;
   return {};
@@ -125,6 +179,7 @@ cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cud
   args.scale_log2 = p.scale * 1.4426950408889634f;
   args.group = p.heads_q / p.heads_kv;
   args.seqlen_q_rounded = plan.seqlen_q_rounded;
+  args.heavy_group = plan.heavy_group;
   void* ws = nullptr;
   cudaError_t e = cudaMallocAsync(&ws, plan.workspace_bytes, stream);
   if (e == cudaErrorMemoryAllocation && plan.atomic_dq) {
@@ -133,6 +188,7 @@ cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cud
     cudaGetLastError();
     FlashBwdPlan fixed = plan;
     fixed.atomic_dq = false;
+    sm80_dkdv_shape(p, &fixed);  // the Hopper kernel has the atomic path only
     fixed.workspace_bytes = workspace_bytes(p, plan.seqlen_q_rounded, false);
     return flash_bwd_run(b, fixed, stream);
   }

@@ -8,9 +8,11 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <string>
 
+#include "backends/cuda/backward/sm90/config.h"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/sm90/config.h"
 
@@ -111,7 +113,42 @@ std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
   return why;
 }
 
+// The backward (fixed-length layouts only: flash_bwd_plan declines the others): Q and dO in boxes of
+// kBlockM rows, K and V of kBlockN (backward/sm90/config.h).
+std::string encode_bwd_maps(const FlashBwdParams& b, BwdHopperMaps* m) {
+  const FlashFwdParams& p = b.fwd;
+  const int bm = BwdHopperConfig<64>::kBlockM, bn = BwdHopperConfig<64>::kBlockN;
+  static_assert(BwdHopperConfig<64>::kBlockM == BwdHopperConfig<128>::kBlockM &&
+                    BwdHopperConfig<64>::kBlockN == BwdHopperConfig<128>::kBlockN,
+                "one box size for every head dim");
+  TmaView q, k, v, d_o;
+  std::string why = make_view(&q, "q", p.q, p.batch, p.heads_q, p.seqlen_q, p.head_dim, p.q_batch_stride,
+                              p.q_head_stride, p.q_seq_stride, bm);
+  if (why.empty())
+    why = make_view(&k, "k", p.k, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.k_batch_stride, p.k_head_stride,
+                    p.k_seq_stride, bn);
+  if (why.empty())
+    why = make_view(&v, "v", p.v, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.v_batch_stride, p.v_head_stride,
+                    p.v_seq_stride, bn);
+  if (why.empty())
+    why = make_view(&d_o, "d_o", b.d_o, p.batch, p.heads_q, p.seqlen_q, p.head_dim, b.do_batch_stride,
+                    b.do_head_stride, b.do_seq_stride, bm);
+  if (why.empty()) why = encode_view(&m->q, q, p.bf16);
+  if (why.empty()) why = encode_view(&m->k, k, p.bf16);
+  if (why.empty()) why = encode_view(&m->v, v, p.bf16);
+  if (why.empty()) why = encode_view(&m->d_o, d_o, p.bf16);
+  return why;
+}
+
 }  // namespace
+
+std::string sm90_bwd_tensor_maps(const FlashBwdParams& b, void* maps) {
+  static_assert(sizeof(BwdHopperMaps) == 4 * 128, "FlashBwdPlan::tensor_maps holds 4 of them");
+  BwdHopperMaps m;
+  const std::string why = encode_bwd_maps(b, &m);
+  if (why.empty() && maps != nullptr) std::memcpy(maps, static_cast<const void*>(&m), sizeof m);
+  return why;
+}
 
 std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps) {
   static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) <= 128, "FlashFwdPlan::tensor_maps holds 3 of them");
