@@ -524,7 +524,8 @@ TEST(CudaConfig, BackwardPlansNameTheirDqPath) {
   EXPECT_FALSE(fixed.atomic_dq);
   EXPECT_EQ(fixed.workspace_bytes, sizeof(float) * rows * 2);
   EXPECT_NE(fixed.describe().find("dq_path=deterministic"), std::string::npos) << fixed.describe();
-  // The grids do not depend on the path: the conversion runs on the dQ kernel's grid.
+  // On the mma.sync kernels (these limits do not load the Hopper image) the grids do not depend on the
+  // path: the conversion runs on the dQ kernel's grid.
   EXPECT_EQ(atomic.grid_dq.x, 2u);
   EXPECT_EQ(atomic.grid_dq.y, 8u);
   EXPECT_EQ(atomic.grid_dq.z, 3u);

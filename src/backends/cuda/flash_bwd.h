@@ -47,7 +47,9 @@ struct FlashBwdParams {
   bool deterministic = false;  // true: the deterministic path (Options::deterministic)
 };
 
-// Everything one call decided. Valid for the params (sizes, strides, dtype) and device it was made for.
+// Everything one call decided. Valid for the params (sizes, strides, dtype) and device it was made for;
+// with hopper the TMA descriptors hold the Q, K, V and dO pointers too, so those may not change between
+// plan and run (as for the forward's Hopper plan).
 struct FlashBwdPlan {
   int device = -1;
   int head_dim = 0;             // the kernels' head dim (32, 64, 96 or 128: exactly the problem's)

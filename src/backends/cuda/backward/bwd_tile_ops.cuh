@@ -131,8 +131,8 @@ __device__ __forceinline__ void ds_rows(float (&dp)[kBlockN / 8][4], const float
   }
 }
 // Queries on columns (dK/dV): a thread's lse2 (delta) values are those of columns 8i + 2t + {0, 1}
-// (t = lane % 4), one float2 per column tile i: cols_of gathers them from the tile's 64 values (shared
-// memory in the mma.sync kernel; global memory, read while the wgmma runs, in the Hopper one).
+// (t = lane % 4), one float2 per column tile i: cols_of gathers them from the tile's 64 values in shared
+// memory (both dK/dV kernels), the float2 forms do the arithmetic.
 __device__ __forceinline__ void cols_of(float2 (&out)[kBlockN / 8], const float* v, int lane) {
   const int t = lane & 3;
 #pragma unroll

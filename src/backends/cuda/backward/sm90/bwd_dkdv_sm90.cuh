@@ -26,7 +26,8 @@
 // (the 8 consumer warps are done with slot s); named barrier kBarDs per tile (dSᵀ staged; dSᵀ has two
 // buffers, so a tile's writes never meet the reads of the tile before). The tile's 64 lse2 and delta
 // values: warp 0 of each consumer warpgroup copies them (cp.async, a lane 16 bytes) two tiles ahead into
-// one of three buffers, right after the tile's kBarDs barrier, and waits for them before the next one:
+// one of three buffers, right after the tile's barrier (kBarDs; at D = 64 its warpgroup's kBarDs + 1 +
+// cw), and waits for them before the next one:
 // the barrier publishes them a tile before they are read, and the buffer written was last read before
 // the barrier a tile earlier. (A TMA bulk copy completing on FULL[s], or producer stores before an mbarrier
 // arrival, ran as fast, but compute-sanitizer racecheck cannot order mbarrier handoffs to plain loads and
