@@ -244,6 +244,37 @@ TEST(GpuBackward, BitwiseTheSameEveryRun) {
 
 namespace {
 
+// Device tensors of n 16-bit elements of one dtype, random in [-1, 1) or left as allocated, and fp32
+// arrays; freed with it. For the large cases that build their inputs on the device (no oracle).
+struct DeviceTensors {
+  DType dt;
+  size_t n;
+  std::mt19937_64 rng;
+  std::vector<std::uint16_t> host;
+  std::vector<void*> owned;
+  DeviceTensors(DType dtype, size_t elements, std::uint64_t seed) : dt(dtype), n(elements), rng(seed), host(elements) {}
+  ~DeviceTensors() {
+    for (void* ptr : owned) cudaFree(ptr);
+  }
+  void* tensor(bool random) {
+    void* ptr = nullptr;
+    CUDA_OK(cudaMalloc(&ptr, 2 * n));
+    owned.push_back(ptr);
+    if (random) {
+      std::uniform_real_distribution<double> u(-1.0, 1.0);
+      for (size_t i = 0; i < n; ++i) verify::store_element(dt, host.data(), i, u(rng));
+      CUDA_OK(cudaMemcpy(ptr, host.data(), 2 * n, cudaMemcpyHostToDevice));
+    }
+    return ptr;
+  }
+  float* floats(size_t count) {
+    void* ptr = nullptr;
+    CUDA_OK(cudaMalloc(&ptr, count * sizeof(float)));
+    owned.push_back(ptr);
+    return static_cast<float*>(ptr);
+  }
+};
+
 // Runs cuda-flash's backward of h on the device with Options::deterministic `det`; the gradients in out.
 // False when cuda-flash declines (no tuned device).
 bool tuned_backward(const BackwardData& h, DeviceBackward& d, bool det, BackwardData& out) {
@@ -304,31 +335,10 @@ TEST(GpuBackward, AtomicWorkspaceThatDoesNotFitRunsTheDeterministicPath) {
   const flashcore::Problem p = flashcore::Problem::make(1, kH, kH, kL, kL, kD, DType::BF16, true);
   const size_t n = size_t(kL) * kH * kD, bytes = 2 * n;
   const size_t fixed_ws = sizeof(float) * 2 * kH * kL, atomic_ws = sizeof(float) * (2 + kD) * kH * size_t(kL);
-  std::vector<std::uint16_t> host(n);
-  std::mt19937_64 rng(fctest::run_seed() ^ 0xb4c6);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<void*> owned;
-  struct Free {
-    std::vector<void*>& v;
-    ~Free() {
-      for (void* ptr : v) cudaFree(ptr);
-    }
-  } free_all{owned};
-  auto device = [&](bool random) {
-    void* ptr = nullptr;
-    CUDA_OK(cudaMalloc(&ptr, bytes));
-    owned.push_back(ptr);
-    if (random) {
-      for (size_t i = 0; i < n; ++i) verify::store_element(DType::BF16, host.data(), i, u(rng));
-      CUDA_OK(cudaMemcpy(ptr, host.data(), bytes, cudaMemcpyHostToDevice));
-    }
-    return ptr;
-  };
-  void *q = device(true), *k = device(true), *v = device(true), *d_o = device(true);
-  void *o = device(false), *dq = device(false), *dk = device(false), *dv = device(false);
-  float* lse = nullptr;
-  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&lse), size_t(kH) * kL * sizeof(float)));
-  owned.push_back(lse);
+  DeviceTensors mem(DType::BF16, n, fctest::run_seed() ^ 0xb4c6);
+  void *q = mem.tensor(true), *k = mem.tensor(true), *v = mem.tensor(true), *d_o = mem.tensor(true);
+  void *o = mem.tensor(false), *dq = mem.tensor(false), *dk = mem.tensor(false), *dv = mem.tensor(false);
+  float* lse = mem.floats(size_t(kH) * kL);
   const flashcore::Tensors t{q, k, v, o, lse};
   const flashcore::Gradients g{d_o, dq, dk, dv};
   flashcore::Options opts;
@@ -383,7 +393,7 @@ TEST(GpuBackward, AtomicWorkspaceThatDoesNotFitRunsTheDeterministicPath) {
   if (hog == nullptr)
     GTEST_SKIP() << "no margin of free memory (48-128 MB) where the pool gives " << fixed_ws << " bytes but not "
                  << atomic_ws;
-  owned.push_back(hog);
+  mem.owned.push_back(hog);
   RecordProperty("margin_mb", static_cast<int>(left_mb));
   std::vector<std::uint16_t> starved;
   try {
@@ -407,31 +417,11 @@ TEST(GpuBackward, HopperHeavyFirstGroupsMatchTheMmaSyncKernel) {
   constexpr int kB = 5, kH = 5, kL = 2048, kD = 64;
   const flashcore::Problem p = flashcore::Problem::make(kB, kH, kH, kL, kL, kD, DType::F16, true);
   const size_t n = size_t(kB) * kL * kH * kD, bytes = 2 * n;
-  std::vector<std::uint16_t> host(n);
-  std::mt19937_64 rng(fctest::run_seed() ^ 0xb4c7);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<void*> owned;
-  struct Free {
-    std::vector<void*>& v;
-    ~Free() {
-      for (void* ptr : v) cudaFree(ptr);
-    }
-  } free_all{owned};
-  auto device = [&](bool random) {
-    void* ptr = nullptr;
-    CUDA_OK(cudaMalloc(&ptr, bytes));
-    owned.push_back(ptr);
-    if (random) {
-      for (size_t i = 0; i < n; ++i) verify::store_element(DType::F16, host.data(), i, u(rng));
-      CUDA_OK(cudaMemcpy(ptr, host.data(), bytes, cudaMemcpyHostToDevice));
-    }
-    return ptr;
-  };
-  void *q = device(true), *k = device(true), *v = device(true), *d_o = device(true);
-  void *o = device(false), *dq = device(false), *dk = device(false), *dv = device(false);
-  float* lse = nullptr;
-  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&lse), size_t(kB) * kH * kL * sizeof(float)));
-  owned.push_back(lse);
+  DeviceTensors mem(DType::F16, n, fctest::run_seed() ^ 0xb4c7);
+  std::vector<std::uint16_t>& host = mem.host;
+  void *q = mem.tensor(true), *k = mem.tensor(true), *v = mem.tensor(true), *d_o = mem.tensor(true);
+  void *o = mem.tensor(false), *dq = mem.tensor(false), *dk = mem.tensor(false), *dv = mem.tensor(false);
+  float* lse = mem.floats(size_t(kB) * kH * kL);
   const flashcore::Tensors t{q, k, v, o, lse};
   const flashcore::Gradients g{d_o, dq, dk, dv};
   flashcore::Options opts;

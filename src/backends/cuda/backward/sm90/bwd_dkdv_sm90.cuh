@@ -149,6 +149,17 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   const uint32_t ds_addr = sdS + ds_row * 128 + 4 * (lane & 3);
   const int ds_x = ds_row & 7;
 
+  // acc[64 keys x 64 queries] = A·Bᵀ over the head dim: A the warpgroup's K or V rows, B the slot's Q or
+  // dO tile (both K-major).
+  auto keys_x_queries = [&](float (&acc)[32], uint64_t a_desc, uint64_t b_desc) {
+    wgmma_ss_m64n64k16_init(acc, a_desc, b_desc, Elem{});
+#pragma unroll
+    for (int kk = 1; kk < D / 16; ++kk) {
+      const uint32_t ao = ((kk / 4) * Cfg::kKVPanelBytes + (kk % 4) * 32) >> 4;
+      const uint32_t bo = ((kk / 4) * Cfg::kQPanelBytes + (kk % 4) * 32) >> 4;
+      wgmma_ss_m64n64k16(acc, a_desc + ao, b_desc + bo, 1, Elem{});
+    }
+  };
   auto release = [&](uint32_t bar) {
     __syncwarp();
     if (lane == 0) mbar_arrive(bar);
@@ -182,20 +193,8 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
     auto& st_flat = reinterpret_cast<float (&)[32]>(st);
     auto& dpt_flat = reinterpret_cast<float (&)[32]>(dpt);
     wgmma_fence();
-    wgmma_ss_m64n64k16_init(st_flat, k_desc, q_desc + qo, Elem{});
-#pragma unroll
-    for (int kk = 1; kk < D / 16; ++kk) {
-      const uint32_t ko = ((kk / 4) * Cfg::kKVPanelBytes + (kk % 4) * 32) >> 4;
-      const uint32_t bo = ((kk / 4) * Cfg::kQPanelBytes + (kk % 4) * 32) >> 4;
-      wgmma_ss_m64n64k16(st_flat, k_desc + ko, q_desc + qo + bo, 1, Elem{});
-    }
-    wgmma_ss_m64n64k16_init(dpt_flat, v_desc, do_desc + qo, Elem{});
-#pragma unroll
-    for (int kk = 1; kk < D / 16; ++kk) {
-      const uint32_t ko = ((kk / 4) * Cfg::kKVPanelBytes + (kk % 4) * 32) >> 4;
-      const uint32_t bo = ((kk / 4) * Cfg::kQPanelBytes + (kk % 4) * 32) >> 4;
-      wgmma_ss_m64n64k16(dpt_flat, v_desc + ko, do_desc + qo + bo, 1, Elem{});
-    }
+    keys_x_queries(st_flat, k_desc, q_desc + qo);   // Sᵀ = K·Qᵀ
+    keys_x_queries(dpt_flat, v_desc, do_desc + qo);  // dPᵀ = V·dOᵀ
     wgmma_commit();
     wgmma_wait<0>();
     fence_regs(st_flat);
