@@ -99,13 +99,14 @@ bool is_reference(const std::string& name) {
 // src/backends/cuda/flash_bwd.h) fp16/bf16 problems without variants or sequence layouts, head dims
 // exactly 32, 64, 96 and 128 (any causal, GQA and stride layout of the cases below). Its gradients are
 // held to a tuned kernel's bound (kernel_gradient_bound: twice the naive same-precision error).
-// cuda-flash-allwarps promises the same; cuda-flash-hopper head dims 64 and 128 on a compute capability
-// 9.0 device (default path only), where cuda-flash then runs it too (the plan says sm90-bwd).
+// cuda-flash-allwarps promises the same; cuda-flash-hopper head dims 64, 96 (on its D = 128 kernel) and
+// 128 on a compute capability 9.0 device (default path only), where cuda-flash then runs it too (the plan
+// says sm90-bwd).
 bool promised(const std::string& backend, const Case& c) {
   if (is_reference(backend)) return true;
   const bool tuned = c.dtype != DType::F32 && !c.has_variant() && !c.has_sequences();
   if (backend == "cuda-flash-hopper")
-    return tuned && (c.head_dim == 64 || c.head_dim == 128) && hopper_device() && hopper_built();
+    return tuned && (c.head_dim == 64 || c.head_dim == 96 || c.head_dim == 128) && hopper_device() && hopper_built();
   if (backend != "cuda-flash" && backend != "cuda-flash-allwarps") return false;
   const bool built_head_dim = c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 96 || c.head_dim == 128;
   return tuned && built_head_dim;
@@ -114,8 +115,8 @@ bool promised(const std::string& backend, const Case& c) {
 std::string expected_kernel(const std::string& backend, const Case& c, bool deterministic) {
   if (is_reference(backend)) return "";
   if (backend == "cuda-flash-hopper") return "sm90-bwd";
-  const bool hopper = backend == "cuda-flash" && !deterministic && (c.head_dim == 64 || c.head_dim == 128) &&
-                      hopper_device() && hopper_built();
+  const bool hopper = backend == "cuda-flash" && !deterministic &&
+                      (c.head_dim == 64 || c.head_dim == 96 || c.head_dim == 128) && hopper_device() && hopper_built();
   return hopper ? "sm90-bwd" : "sm80-bwd";
 }
 
@@ -188,10 +189,12 @@ TEST_P(BackwardCases, MatchesFp64Oracle) {
     CUDA_OK(cudaMemset(d.g.dv, 0xff, h.dv.size()));
     opts.deterministic = deterministic;
     const flashcore::Report ran = flashcore::run_backward(h.fwd.problem, d.t, d.g, opts);
+    const std::string kernel = expected_kernel(prm.backend, c, deterministic);
+    // Head dim 96: the deterministic path only on the mma.sync kernels (the Hopper kernel has the atomic one).
+    const bool atomic = !deterministic && (c.head_dim != 96 || kernel == "sm90-bwd");
     if (!is_reference(prm.backend))
-      EXPECT_NE(ran.plan.find(deterministic || c.head_dim == 96 ? "dq_path=deterministic" : "dq_path=atomic"), std::string::npos)
-          << ran.plan;  // head dim 96: the deterministic path only
-    EXPECT_NE(ran.plan.find(expected_kernel(prm.backend, c, deterministic)), std::string::npos) << ran.plan;
+      EXPECT_NE(ran.plan.find(atomic ? "dq_path=atomic" : "dq_path=deterministic"), std::string::npos) << ran.plan;
+    EXPECT_NE(ran.plan.find(kernel), std::string::npos) << ran.plan;
     d.download(h);
     const fctest::GradientErrors e =
         fctest::compare_gradients(h, ref, bounds, tolerance::reference_sinks_bound(c.dtype, sinks_scale));

@@ -2,7 +2,8 @@
 // tensor cores (mma.sync, compute capability 8.0+; the dK/dV kernel on wgmma + TMA on 9.0). Two paths,
 // chosen by FlashBwdParams::deterministic:
 //   atomic (default)   dQ summed in fp32 with atomics: the fastest; the order of those sums, hence the
-//                      last bits of dQ, varies from run to run (dK and dV never do); D = 32, 64, 128;
+//                      last bits of dQ, varies from run to run (dK and dV never do); D = 32, 64, 128
+//                      (and 96 on compute capability 9.0, where the Hopper kernel runs it);
 //   deterministic      no float atomics, every sum in a fixed order: bitwise the same gradients every time.
 //
 // Plain C++ interface (no Kokkos), in two steps like the forward (flash_fwd.h, cudnn-frontend style):
@@ -14,7 +15,7 @@
 //   dK/dV    one block per (batch, KV head, 64-key block): every query head of the group, every
 //            64-query tile that sees the block; dK, dV accumulated in registers, written once;
 //            atomic path: dQ_tile = dS·K of every tile pair added to the accumulator (5 matmuls a pair);
-//            on compute capability 9.0 at D = 64 and 128 (atomic path) the Hopper kernel instead
+//            on compute capability 9.0 at D = 64, 96 and 128 (atomic path) the Hopper kernel instead
 //            (backward/sm90/: 128 keys a block, TMA producer warpgroup, two wgmma warpgroups);
 //   dQ       deterministic path: one block per (batch, query head, 64-query block), every key tile it
 //            sees, S and dP recomputed (7 matmuls a pair), dQ written once;
@@ -52,7 +53,7 @@ struct FlashBwdParams {
 // plan and run (as for the forward's Hopper plan).
 struct FlashBwdPlan {
   int device = -1;
-  int head_dim = 0;             // the kernels' head dim (32, 64, 96 or 128: exactly the problem's)
+  int head_dim = 0;             // the problem's head dim (32, 64, 96 or 128; hopper runs 96 on its D = 128 kernel)
   int block_m = 64;             // query rows per tile (dQ kernel: per block)
   int block_n = 64;             // keys per dK/dV block (hopper: 128)
   int threads = 128;            // per block of the dK/dV and dQ kernels (4 warps x 16 rows; hopper dK/dV: 384)
@@ -65,6 +66,7 @@ struct FlashBwdPlan {
   bool hopper = false;
   alignas(128) unsigned char tensor_maps[4 * 128] = {};  // hopper: CUtensorMap of Q, K, V, dO
   int heavy_group = 1;          // hopper, causal: (KV head, batch) pairs scheduled heavy-first together
+  int acc_dim = 0;              // atomic path: the dQ accumulator's columns (head_dim; 128 for 96 on hopper)
   dim3 grid_delta, grid_dkdv, grid_dq;  // grid_dq: the dQ kernel, or the conversion on the atomic path
   size_t smem_dkdv = 0, smem_dq = 0;  // dynamic shared memory per block
   // Workspace: delta and lse2, 2 x batch x heads_q x seqlen_q_rounded floats, and on the atomic path

@@ -49,7 +49,9 @@ struct BwdArgs {
   int heavy_group;        // Hopper dK/dV, causal: (KV head, batch) pairs per scheduling group (key_block_order)
   float* delta;           // [batch][heads_q][seqlen_q_rounded]: dO_i·O_i (0 past seqlen_q)
   float* lse2;            // [batch][heads_q][seqlen_q_rounded]: LSE_i·log2(e); +inf where LSE = -inf or past seqlen_q
-  float* dq_accum;        // atomic path: [batch][heads_q][seqlen_q_rounded / 64][64 x head_dim] fp32 dQ/scale
+  int acc_dim;            // atomic path: columns of a dq_accum row, the dK/dV kernel's head dim (head_dim, or
+                          // 128 for head_dim 96 on the Hopper kernel: the padding columns hold 0)
+  float* dq_accum;        // atomic path: [batch][heads_q][seqlen_q_rounded / 64][64 x acc_dim] fp32 dQ/scale
                           // sums, each 64-row tile in fragment order (dq_frag_index); zeroed by the delta
                           // kernel; nullptr on the deterministic path
 };

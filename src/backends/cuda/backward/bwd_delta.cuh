@@ -53,8 +53,8 @@ __global__ void __launch_bounds__(kBwdDeltaThreads) flash_bwd_delta_kernel(const
   }
   if (a.dq_accum != nullptr && row < a.seqlen_q_rounded) {
     float4* z = reinterpret_cast<float4*>(a.dq_accum + (((long long)b * p.heads_q + h) * a.seqlen_q_rounded + row) *
-                                                           p.head_dim);
-    for (int c = sub; c < p.head_dim / 4; c += kBwdDeltaThreadsPerRow) z[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+                                                           a.acc_dim);
+    for (int c = sub; c < a.acc_dim / 4; c += kBwdDeltaThreadsPerRow) z[c] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
 #pragma unroll
   for (int off = kBwdDeltaThreadsPerRow / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);

@@ -249,13 +249,13 @@ __device__ __forceinline__ void stage_acc_rows(Elem* s, int lr0, int lane, const
   stage_o_rows<D, Elem>(s, lr0, lane, m, [&](int j, int e) { return acc[j][e]; });
 }
 // Rows [0, 64) of the staged tile s -> global rows row0 + r (those < len) of g (row stride `stride`
-// elements), 16-byte stores, all threads of the block.
+// elements), the first `chunks` 16-byte chunks of each (all D / 8 but for a padded head dim), 16-byte
+// stores, all threads of the block.
 template <int D, typename Elem>
 __device__ __forceinline__ void store_tile_rows(Elem* g, long long stride, const Elem* s, int row0, int len, int tid,
-                                                int nthr) {
-  constexpr int kChunks = D / 8;
-  for (int c = tid; c < 64 * kChunks; c += nthr) {
-    const int r = c / kChunks, ch = c % kChunks;
+                                                int nthr, int chunks = D / 8) {
+  for (int c = tid; c < 64 * chunks; c += nthr) {
+    const int r = c / chunks, ch = c % chunks;
     if (row0 + r < len)
       *reinterpret_cast<uint4*>(g + (long long)(row0 + r) * stride + ch * 8) =
           *reinterpret_cast<const uint4*>(s + swz<D>(r, ch));

@@ -17,7 +17,7 @@ cudaError_t launch_bwd_delta(const FlashBwdPlan& plan, const BwdArgs& args, cuda
 // the dK/dV kernel with dQ atomics and the conversion of the accumulator to dQ (bwd_convert.cuh).
 template <int D>
 cudaError_t launch_bwd_head_dim(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream);
-// The Hopper dK/dV kernel of head dim D (64, 128: bwd_hopper_built), when plan.hopper: defined in
+// The Hopper dK/dV kernel of head dim D (64, 128: bwd_hopper_head_dim), when plan.hopper: defined in
 // backward/sm90/instances/ (sm_90a; in the build when FLASHCORE_HAVE_HOPPER_KERNELS is).
 template <int D>
 cudaError_t launch_bwd_sm90_head_dim(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream);
@@ -38,27 +38,32 @@ namespace flashcore::cuda::detail {
 template <int D, typename Elem, bool kCausal>
 cudaError_t launch_bwd_typed(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
   // The forward's once-per-(kernel, device) raise of the dynamic shared memory limit (plan.cu).
+  if (plan.hopper) {  // the Hopper dK/dV kernel (its head dim: D, or 128 for 96), then the conversion
+    cudaError_t e = cudaErrorInvalidValue;  // a build without the Hopper kernel never plans it
+#ifdef FLASHCORE_HAVE_HOPPER_KERNELS
+    constexpr int kD = bwd_hopper_head_dim(D);
+    if constexpr (kD != 0) {
+      e = launch_bwd_sm90_head_dim<kD>(plan, args, stream);
+      if (e != cudaSuccess) return e;
+      flash_bwd_convert_dq_kernel<kD, Elem><<<plan.grid_dq, kBwdConvertThreads, 0, stream>>>(args);
+      e = cudaGetLastError();
+    }
+#endif
+    return e;
+  }
   if constexpr (bwd_atomic_dq_built(D)) {
     if (plan.atomic_dq) {
-      cudaError_t e = cudaErrorInvalidValue;  // plan.hopper in a build without the Hopper kernel: never planned
-      if (plan.hopper) {
-#ifdef FLASHCORE_HAVE_HOPPER_KERNELS
-        if constexpr (bwd_hopper_built(D)) e = launch_bwd_sm90_head_dim<D>(plan, args, stream);
-#endif
-      } else {
-        void (*dkdv)(BwdArgs) = flash_bwd_dkdv_kernel<D, Elem, kCausal, true>;
-        e = raise_smem_limit(reinterpret_cast<const void*>(dkdv), plan.device, plan.smem_dkdv);
-        if (e == cudaSuccess) {
-          dkdv<<<plan.grid_dkdv, plan.threads, plan.smem_dkdv, stream>>>(args);
-          e = cudaGetLastError();
-        }
-      }
+      void (*dkdv)(BwdArgs) = flash_bwd_dkdv_kernel<D, Elem, kCausal, true>;
+      cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(dkdv), plan.device, plan.smem_dkdv);
+      if (e != cudaSuccess) return e;
+      dkdv<<<plan.grid_dkdv, plan.threads, plan.smem_dkdv, stream>>>(args);
+      e = cudaGetLastError();
       if (e != cudaSuccess) return e;
       flash_bwd_convert_dq_kernel<D, Elem><<<plan.grid_dq, kBwdConvertThreads, 0, stream>>>(args);
       return cudaGetLastError();
     }
   }
-  if (plan.atomic_dq || plan.hopper) return cudaErrorInvalidValue;  // the plan never gets here (bwd_atomic_dq_built)
+  if (plan.atomic_dq) return cudaErrorInvalidValue;  // the plan never gets here (bwd_atomic_dq_built)
   void (*dkdv)(BwdArgs) = flash_bwd_dkdv_kernel<D, Elem, kCausal, false>;
   void (*dq)(BwdArgs) = flash_bwd_dq_kernel<D, Elem, kCausal>;
   cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(dkdv), plan.device, plan.smem_dkdv);

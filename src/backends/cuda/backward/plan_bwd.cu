@@ -39,8 +39,9 @@ void bwd_smem(int d, size_t* dkdv, size_t* dq) {
 size_t workspace_rows(const FlashFwdParams& p, int seqlen_q_rounded) {
   return (size_t)p.batch * p.heads_q * (size_t)seqlen_q_rounded;
 }
-size_t workspace_bytes(const FlashFwdParams& p, int seqlen_q_rounded, bool atomic_dq) {
-  return sizeof(float) * workspace_rows(p, seqlen_q_rounded) * (2 + (atomic_dq ? (size_t)p.head_dim : 0));
+// acc_dim: the dQ accumulator's columns (0 on the deterministic path).
+size_t workspace_bytes(const FlashFwdParams& p, int seqlen_q_rounded, int acc_dim) {
+  return sizeof(float) * workspace_rows(p, seqlen_q_rounded) * (2 + (size_t)acc_dim);
 }
 
 // The variants and sequence layouts the backward kernels do not have: "" or the field that is set.
@@ -76,7 +77,7 @@ void sm80_dkdv_shape(const FlashFwdParams& p, FlashBwdPlan* plan) {
 std::string hopper_bwd(const FlashBwdParams& b, const DeviceLimits& dev, FlashBwdPlan* plan) {
   const FlashFwdParams& p = b.fwd;
   if (!detail::bwd_hopper_built(p.head_dim))
-    return "the Hopper backward is built for head_dim 64 and 128, not " + std::to_string(p.head_dim);
+    return "the Hopper backward runs head_dim 64, 96 and 128, not " + std::to_string(p.head_dim);
   if (b.deterministic) return "the Hopper backward has the atomic dQ path only (deterministic runs the mma.sync kernels)";
   if (dev.cc_major != 9 || dev.cc_minor != 0)
     return "the Hopper backward needs compute capability 9.0 (wgmma, sm_90a); device has " + std::to_string(dev.cc_major) +
@@ -91,8 +92,11 @@ std::string hopper_bwd(const FlashBwdParams& b, const DeviceLimits& dev, FlashBw
            std::to_string(dev.smem_optin_per_block);
   const std::string why = detail::sm90_bwd_tensor_maps(b, plan->tensor_maps);
   if (!why.empty()) return why;
-  const int bn = p.head_dim == 64 ? detail::BwdHopperConfig<64>::kBlockN : detail::BwdHopperConfig<128>::kBlockN;
+  const int bn = detail::BwdHopperConfig<64>::kBlockN;
+  static_assert(detail::BwdHopperConfig<64>::kBlockN == detail::BwdHopperConfig<128>::kBlockN, "one block size");
   plan->hopper = true;
+  plan->atomic_dq = true;  // its only path (head dim 96 too, which has no atomic mma.sync kernel)
+  plan->acc_dim = detail::bwd_hopper_head_dim(p.head_dim);
   plan->block_n = bn;
   plan->threads = detail::BwdHopperConfig<64>::kThreads;
   plan->smem_dkdv = need;
@@ -151,6 +155,7 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
   out.delta_threads = detail::kBwdDeltaThreads;
   out.seqlen_q_rounded = (int)q_rounded;
   out.atomic_dq = !b.deterministic && detail::bwd_atomic_dq_built(p.head_dim);
+  out.acc_dim = p.head_dim;
   bwd_smem(p.head_dim, &out.smem_dkdv, &out.smem_dq);
   const size_t need = out.smem_dkdv > out.smem_dq ? out.smem_dkdv : out.smem_dq;
   if (need > dev.smem_optin_per_block)
@@ -167,7 +172,7 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
     if (hopper_why.empty()) out = hopper;
     else if (variant == FlashVariant::Hopper) return hopper_why;
   }
-  out.workspace_bytes = workspace_bytes(p, out.seqlen_q_rounded, out.atomic_dq);
+  out.workspace_bytes = workspace_bytes(p, out.seqlen_q_rounded, out.atomic_dq ? out.acc_dim : 0);
   if (plan != nullptr) *plan = out;
   return {};
 }
@@ -180,6 +185,7 @@ cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cud
   args.group = p.heads_q / p.heads_kv;
   args.seqlen_q_rounded = plan.seqlen_q_rounded;
   args.heavy_group = plan.heavy_group;
+  args.acc_dim = plan.acc_dim;
   void* ws = nullptr;
   cudaError_t e = cudaMallocAsync(&ws, plan.workspace_bytes, stream);
   if (e == cudaErrorMemoryAllocation && plan.atomic_dq) {
@@ -189,7 +195,7 @@ cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cud
     FlashBwdPlan fixed = plan;
     fixed.atomic_dq = false;
     sm80_dkdv_shape(p, &fixed);  // the Hopper kernel has the atomic path only
-    fixed.workspace_bytes = workspace_bytes(p, plan.seqlen_q_rounded, false);
+    fixed.workspace_bytes = workspace_bytes(p, plan.seqlen_q_rounded, 0);
     return flash_bwd_run(b, fixed, stream);
   }
   if (e != cudaSuccess) {

@@ -20,7 +20,8 @@
 //                                 D = 128: each warpgroup 64 of dQ's columns over the 128 keys,
 //                                 D = 64: each warpgroup all columns over its own 64 keys
 //     dQ_acc += dQ_tile           red.global.add.v2.f32 in fragment order
-//   dK·scale and dV: staged in the Q/dO slots, 16-byte stores.
+//   dK·scale and dV: staged in the Q/dO slots, 16-byte stores (head_dim columns: 96 runs on D = 128, the
+//   tensor maps zero-filling the columns past it, so the padding columns of every result are 0).
 //
 // Synchronisation: bar_kv (K and V landed), FULL[s] (slot s's Q and dO landed), EMPTY[s]
 // (the 8 consumer warps are done with slot s); named barrier kBarDs per tile (dSᵀ staged; dSᵀ has two
@@ -264,8 +265,8 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   named_bar_sync(Cfg::kBarDs + 1 + cw, 128);
   Elem* gdK = static_cast<Elem*>(g.dk) + b * g.dk_batch_stride + hk * g.dk_head_stride;
   Elem* gdV = static_cast<Elem*>(g.dv) + b * g.dv_batch_stride + hk * g.dv_head_stride;
-  store_tile_rows<D, Elem>(gdK, g.dk_seq_stride, s_dk, kw0, len_k, tid - 128 * wg, 128);
-  store_tile_rows<D, Elem>(gdV, g.dv_seq_stride, s_dv, kw0, len_k, tid - 128 * wg, 128);
+  store_tile_rows<D, Elem>(gdK, g.dk_seq_stride, s_dk, kw0, len_k, tid - 128 * wg, 128, p.head_dim / 8);
+  store_tile_rows<D, Elem>(gdV, g.dv_seq_stride, s_dv, kw0, len_k, tid - 128 * wg, 128, p.head_dim / 8);
 }
 
 template <int D, typename Elem, bool kCausal>

@@ -10,9 +10,12 @@
 
 namespace flashcore::cuda::detail {
 
-// The head dims the Hopper backward is compiled for (backward/sm90/instances/); the others run the
-// mma.sync backward (backward/bwd_dkdv.cuh). Atomic dQ path only: Options::deterministic runs mma.sync.
-constexpr bool bwd_hopper_built(int d) { return d == 64 || d == 128; }
+// The head dims the Hopper backward runs (backward/sm90/instances/ compiles 64 and 128; 96 runs on the
+// 128 kernel, TMA zero-filling columns 96..127 of Q, K, V and dO, so S and dP are exact, the padding
+// columns of dK, dV and dQ are 0 and not stored); 0 for the others, which run the mma.sync backward
+// (backward/bwd_dkdv.cuh). Atomic dQ path only: Options::deterministic runs mma.sync.
+constexpr int bwd_hopper_head_dim(int d) { return d == 64 ? 64 : (d == 96 || d == 128) ? 128 : 0; }
+constexpr bool bwd_hopper_built(int d) { return bwd_hopper_head_dim(d) != 0; }
 
 // One block per (batch, KV head, 128 keys): a producer warpgroup (TMA) and two consumer warpgroups
 // of 64 keys each, their dK and dV (64 x D fp32 each) in registers for the whole block.
@@ -59,7 +62,7 @@ struct BwdHopperConfig {
 };
 
 inline size_t bwd_sm90_smem_bytes(int head_dim) {
-  return head_dim == 64 ? BwdHopperConfig<64>::kSmemBytes : BwdHopperConfig<128>::kSmemBytes;
+  return bwd_hopper_head_dim(head_dim) == 64 ? BwdHopperConfig<64>::kSmemBytes : BwdHopperConfig<128>::kSmemBytes;
 }
 
 // The kernel's TMA tensor maps: Q and dO in boxes of 64 columns x 64 rows, K and V of 64 x 128 rows
