@@ -82,6 +82,8 @@ bool hopper_device() {
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
   return major == 9 && minor == 0;
 }
+// The head dims the Hopper backward runs (64, 128, and 96 on its D = 128 kernel).
+bool hopper_head_dim(const Case& c) { return c.head_dim == 64 || c.head_dim == 96 || c.head_dim == 128; }
 // The build has the sm_90a kernels (sm_90 among its CUDA architectures: build_info names them).
 bool hopper_built() {
   const std::string info = flashcore::build_info();
@@ -106,7 +108,7 @@ bool promised(const std::string& backend, const Case& c) {
   if (is_reference(backend)) return true;
   const bool tuned = c.dtype != DType::F32 && !c.has_variant() && !c.has_sequences();
   if (backend == "cuda-flash-hopper")
-    return tuned && (c.head_dim == 64 || c.head_dim == 96 || c.head_dim == 128) && hopper_device() && hopper_built();
+    return tuned && hopper_head_dim(c) && hopper_device() && hopper_built();
   if (backend != "cuda-flash" && backend != "cuda-flash-allwarps") return false;
   const bool built_head_dim = c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 96 || c.head_dim == 128;
   return tuned && built_head_dim;
@@ -115,8 +117,8 @@ bool promised(const std::string& backend, const Case& c) {
 std::string expected_kernel(const std::string& backend, const Case& c, bool deterministic) {
   if (is_reference(backend)) return "";
   if (backend == "cuda-flash-hopper") return "sm90-bwd";
-  const bool hopper = backend == "cuda-flash" && !deterministic &&
-                      (c.head_dim == 64 || c.head_dim == 96 || c.head_dim == 128) && hopper_device() && hopper_built();
+  const bool hopper =
+      backend == "cuda-flash" && !deterministic && hopper_head_dim(c) && hopper_device() && hopper_built();
   return hopper ? "sm90-bwd" : "sm80-bwd";
 }
 

@@ -130,46 +130,30 @@ __device__ __forceinline__ void ds_rows(float (&dp)[kBlockN / 8][4], const float
     dp[i][3] = p[i][3] * (dp[i][3] - delta_r1);
   }
 }
-// Queries on columns (dK/dV): a thread's lse2 (delta) values are those of columns 8i + 2t + {0, 1}
-// (t = lane % 4), one float2 per column tile i: cols_of gathers them from the tile's 64 values in shared
-// memory (both dK/dV kernels), the float2 forms do the arithmetic.
-__device__ __forceinline__ void cols_of(float2 (&out)[kBlockN / 8], const float* v, int lane) {
+// Queries on columns (dK/dV): the tile's 64 lse2 (delta) values in shared memory, column 8i + 2t + e.
+__device__ __forceinline__ void p_from_scores_cols(float (&s)[kBlockN / 8][4], float scale_log2, const float* s_lse2,
+                                                   int lane) {
   const int t = lane & 3;
 #pragma unroll
-  for (int i = 0; i < kBlockN / 8; ++i) out[i] = *reinterpret_cast<const float2*>(v + 8 * i + 2 * t);
-}
-__device__ __forceinline__ void p_from_scores_cols(float (&s)[kBlockN / 8][4], float scale_log2,
-                                                   const float2 (&l)[kBlockN / 8]) {
-#pragma unroll
   for (int i = 0; i < kBlockN / 8; ++i) {
-    s[i][0] = fast_exp2(fmaf(s[i][0], scale_log2, -l[i].x));
-    s[i][1] = fast_exp2(fmaf(s[i][1], scale_log2, -l[i].y));
-    s[i][2] = fast_exp2(fmaf(s[i][2], scale_log2, -l[i].x));
-    s[i][3] = fast_exp2(fmaf(s[i][3], scale_log2, -l[i].y));
+    const float2 l = *reinterpret_cast<const float2*>(s_lse2 + 8 * i + 2 * t);
+    s[i][0] = fast_exp2(fmaf(s[i][0], scale_log2, -l.x));
+    s[i][1] = fast_exp2(fmaf(s[i][1], scale_log2, -l.y));
+    s[i][2] = fast_exp2(fmaf(s[i][2], scale_log2, -l.x));
+    s[i][3] = fast_exp2(fmaf(s[i][3], scale_log2, -l.y));
   }
 }
 __device__ __forceinline__ void ds_cols(float (&dp)[kBlockN / 8][4], const float (&p)[kBlockN / 8][4],
-                                        const float2 (&d)[kBlockN / 8]) {
+                                        const float* s_delta, int lane) {
+  const int t = lane & 3;
 #pragma unroll
   for (int i = 0; i < kBlockN / 8; ++i) {
-    dp[i][0] = p[i][0] * (dp[i][0] - d[i].x);
-    dp[i][1] = p[i][1] * (dp[i][1] - d[i].y);
-    dp[i][2] = p[i][2] * (dp[i][2] - d[i].x);
-    dp[i][3] = p[i][3] * (dp[i][3] - d[i].y);
+    const float2 d = *reinterpret_cast<const float2*>(s_delta + 8 * i + 2 * t);
+    dp[i][0] = p[i][0] * (dp[i][0] - d.x);
+    dp[i][1] = p[i][1] * (dp[i][1] - d.y);
+    dp[i][2] = p[i][2] * (dp[i][2] - d.x);
+    dp[i][3] = p[i][3] * (dp[i][3] - d.y);
   }
-}
-// The same from the tile's 64 values at v (shared memory).
-__device__ __forceinline__ void p_from_scores_cols(float (&s)[kBlockN / 8][4], float scale_log2, const float* v,
-                                                   int lane) {
-  float2 l[kBlockN / 8];
-  cols_of(l, v, lane);
-  p_from_scores_cols(s, scale_log2, l);
-}
-__device__ __forceinline__ void ds_cols(float (&dp)[kBlockN / 8][4], const float (&p)[kBlockN / 8][4], const float* v,
-                                        int lane) {
-  float2 d[kBlockN / 8];
-  cols_of(d, v, lane);
-  ds_cols(dp, p, d);
 }
 
 // ---- dQ in the dK/dV kernel (the atomic path) ---------------------------------------------------------

@@ -8,9 +8,11 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "backends/cuda/backward/sm90/config.h"
 #include "backends/cuda/kernels.h"
@@ -80,6 +82,15 @@ std::string encode_view(CUtensorMap* map, const TmaView& v, bool bf16) {
   return {};
 }
 
+// The encodings of views that all passed make_view, in order, stopping at the first that fails.
+std::string encode_views(std::initializer_list<std::pair<CUtensorMap*, const TmaView*>> maps, bool bf16) {
+  for (const auto& [map, view] : maps) {
+    const std::string why = encode_view(map, *view, bf16);
+    if (!why.empty()) return why;
+  }
+  return {};
+}
+
 // Every layout check first (they need no driver), then the three encodings.
 std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
   const int bm = sm90_block_m(p.head_dim);  // box rows of Q
@@ -107,9 +118,7 @@ std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
   if (why.empty())
     why = make_view(&v, "v", p.v, k_batch, p.heads_kv, k_rows, p.head_dim, p.v_batch_stride, p.v_head_stride,
                     p.v_seq_stride, bn);
-  if (why.empty()) why = encode_view(&m->q, q, p.bf16);
-  if (why.empty()) why = encode_view(&m->k, k, p.bf16);
-  if (why.empty()) why = encode_view(&m->v, v, p.bf16);
+  if (why.empty()) why = encode_views({{&m->q, &q}, {&m->k, &k}, {&m->v, &v}}, p.bf16);
   return why;
 }
 
@@ -133,10 +142,7 @@ std::string encode_bwd_maps(const FlashBwdParams& b, BwdHopperMaps* m) {
   if (why.empty())
     why = make_view(&d_o, "d_o", b.d_o, p.batch, p.heads_q, p.seqlen_q, p.head_dim, b.do_batch_stride,
                     b.do_head_stride, b.do_seq_stride, bm);
-  if (why.empty()) why = encode_view(&m->q, q, p.bf16);
-  if (why.empty()) why = encode_view(&m->k, k, p.bf16);
-  if (why.empty()) why = encode_view(&m->v, v, p.bf16);
-  if (why.empty()) why = encode_view(&m->d_o, d_o, p.bf16);
+  if (why.empty()) why = encode_views({{&m->q, &q}, {&m->k, &k}, {&m->v, &v}, {&m->d_o, &d_o}}, p.bf16);
   return why;
 }
 

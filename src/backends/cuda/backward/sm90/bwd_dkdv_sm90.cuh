@@ -77,7 +77,14 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   const int n_m = (len_q + Cfg::kBlockM - 1) / Cfg::kBlockM;
   const int m_first = kCausal ? max(0, k0 - diag) / Cfg::kBlockM : 0;
   const int m_count = max(0, n_m - m_first);
-  const int n_iters = a.group * m_count;  // iteration it: head hk·group + it / m_count, tile m_first + it % m_count
+  const int n_iters = a.group * m_count;
+  // Iteration it: query head hk·group + it / m_count, query tile m_first + it % m_count (first row q0).
+  struct Tile {
+    int h, q0;
+  };
+  auto tile_of = [&](int it) { return Tile{hk * a.group + it / m_count, (m_first + it % m_count) * Cfg::kBlockM}; };
+  // The workspace row of query q0 of head h (rows padded to 64 per (batch, head): a tile is in bounds).
+  auto ws_row = [&](const Tile& t) { return ((long long)b * p.heads_q + t.h) * a.seqlen_q_rounded + t.q0; };
 
   if (tid == 0) {
     mbar_init(bar_kv, 1);
@@ -100,11 +107,11 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
       for (int it = 0; it < n_iters; ++it) {
         const int s = it % kS;
         if (it >= kS) mbar_wait_parity(empty(s), ((it / kS) + 1) & 1);  // tile it − kS released the slot
-        const int h = hk * a.group + it / m_count, q0 = (m_first + it % m_count) * Cfg::kBlockM;
+        const Tile t = tile_of(it);
         mbar_expect_tx(full(s), 2 * Cfg::kQBytes);
         for (int pn = 0; pn < Cfg::kPanels; ++pn) {
-          tma_load_4d(sQ + s * Cfg::kQBytes + pn * Cfg::kQPanelBytes, &maps.q, 64 * pn, q0, h, b, full(s));
-          tma_load_4d(sdO + s * Cfg::kQBytes + pn * Cfg::kQPanelBytes, &maps.d_o, 64 * pn, q0, h, b, full(s));
+          tma_load_4d(sQ + s * Cfg::kQBytes + pn * Cfg::kQPanelBytes, &maps.q, 64 * pn, t.q0, t.h, b, full(s));
+          tma_load_4d(sdO + s * Cfg::kQBytes + pn * Cfg::kQPanelBytes, &maps.d_o, 64 * pn, t.q0, t.h, b, full(s));
         }
       }
     }
@@ -168,9 +175,8 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   // This warpgroup's lse2/delta buffers: tile it's 64 lse2 then 64 delta values at rows(it).
   const float* s_rows = reinterpret_cast<const float*>(gen + Cfg::kOffRows) + cw * Cfg::kRowBufs * 2 * Cfg::kBlockM;
   auto rows = [&](int it) { return s_rows + (it % Cfg::kRowBufs) * 2 * Cfg::kBlockM; };
-  auto load_rows = [&](int it) {  // warp 0 of the warpgroup; the workspace rows are padded to 64: in bounds
-    const int h = hk * a.group + it / m_count, q0 = (m_first + it % m_count) * Cfg::kBlockM;
-    const long long w = ((long long)b * p.heads_q + h) * a.seqlen_q_rounded + q0;
+  auto load_rows = [&](int it) {  // warp 0 of the warpgroup
+    const long long w = ws_row(tile_of(it));
     cp_async_16(smem_u32(rows(it) + 4 * lane), (lane < 16 ? a.lse2 : a.delta) + w + 4 * (lane & 15), true);
   };
   const int bar_rows = Cfg::kDqSplitColumns ? Cfg::kBarDs : Cfg::kBarDs + 1 + cw;  // the per-tile barrier
@@ -187,7 +193,7 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   for (int it = 0; it < n_iters; ++it) {
     const int s = it % kS;
     mbar_wait_parity(full(s), (it / kS) & 1);
-    const int h = hk * a.group + it / m_count, q0 = (m_first + it % m_count) * Cfg::kBlockM;
+    const Tile t = tile_of(it);
     const uint32_t qo = (s * Cfg::kQBytes) >> 4;  // slot s in descriptor units
 
     float st[8][4], dpt[8][4];  // Sᵀ, dPᵀ: 64 keys x 64 queries per warpgroup
@@ -201,7 +207,8 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
     fence_regs(st_flat);
     fence_regs(dpt_flat);
 
-    if (bwd_tile_needs_mask<kCausal>(q0, kw0, len_k, diag)) bwd_mask<kCausal, true>(st, key_row0, q0, lane, len_k, diag);
+    if (bwd_tile_needs_mask<kCausal>(t.q0, kw0, len_k, diag))
+      bwd_mask<kCausal, true>(st, key_row0, t.q0, lane, len_k, diag);
     p_from_scores_cols(st, a.scale_log2, rows(it), lane);
     ds_cols(dpt, st, rows(it) + Cfg::kBlockM, lane);
     uint32_t pf[4][4], dsf[4][4];  // Pᵀ and dSᵀ as A operands, one k16 step (16 queries) per [k]
@@ -250,8 +257,7 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
     fence_regs(dv_flat);
     release(empty(s));  // Q and dO of slot s are read
 
-    float* acc_tile = a.dq_accum + (((long long)b * p.heads_q + h) * a.seqlen_q_rounded + q0) * D;
-    red_add_frags<D, kDqCols>(acc_tile, frag_off, dq_col0, dq);
+    red_add_frags<D, kDqCols>(a.dq_accum + ws_row(t) * D, frag_off, dq_col0, dq);
   }
 
   // ---- epilogue: every consumer is done with the Q and dO slots (its wgmma waited); warpgroup cw
