@@ -11,9 +11,11 @@
 
 namespace flashcore::verify {
 
-/// Element idx (in elements) of a buffer of dtype dt.
+/// Element idx (in elements) of a buffer of dtype dt. E4M3: the stored e4m3 value, without the
+/// problem's descale (load_input applies it).
 inline double load_element(DType dt, const void* buf, std::int64_t idx) {
   const unsigned char* b = static_cast<const unsigned char*>(buf);
+  if (dt == DType::E4M3) return numeric::e4m3_to_float(b[idx]);
   if (dt == DType::F32) {
     float f;
     std::memcpy(&f, b + idx * 4, 4);
@@ -28,6 +30,10 @@ inline double load_element(DType dt, const void* buf, std::int64_t idx) {
 inline void store_element(DType dt, void* buf, std::int64_t idx, double v) {
   unsigned char* b = static_cast<unsigned char*>(buf);
   const float f = static_cast<float>(v);
+  if (dt == DType::E4M3) {
+    b[idx] = numeric::float_to_e4m3(f);  // satfinite: beyond +-448 stays +-448
+    return;
+  }
   if (dt == DType::F32) {
     std::memcpy(b + idx * 4, &f, 4);
     return;
@@ -43,8 +49,22 @@ inline double round_to(DType dt, double v) {
     case DType::F32: return f;
     case DType::F16: return numeric::half_to_float(numeric::float_to_half(f));
     case DType::BF16: return numeric::bf16_to_float(numeric::float_to_bf16(f));
+    case DType::E4M3: return numeric::e4m3_to_float(numeric::float_to_e4m3(f));
   }
   return v;
+}
+
+/// The factor an input tensor's stored values stand for: Problem::descale_q/k/v with fp8 inputs
+/// (E4M3 element x means descale * x), 1 for every other dtype. which: 'q', 'k' or 'v'.
+inline double input_descale(const Problem& p, char which) {
+  if (p.dtype != DType::E4M3) return 1.0;
+  return which == 'q' ? p.descale_q : which == 'k' ? p.descale_k : p.descale_v;
+}
+
+/// Element idx of input tensor `which` ('q', 'k', 'v') of a problem, dequantized: the stored value
+/// times input_descale (exact in double: an e4m3 value has 4 significant bits, a float 24).
+inline double load_input(const Problem& p, char which, const void* buf, std::int64_t idx) {
+  return load_element(p.dtype, buf, idx) * input_descale(p, which);
 }
 
 }  // namespace flashcore::verify

@@ -16,15 +16,24 @@ namespace flashcore::verify {
 
 namespace {
 
-// Rows [b, hk] of one tensor (Lk_b x head_dim) as doubles.
-void load_head(const Problem& p, const Sequences& sq, const void* buf, const Strides& s, int b, int hk,
+// Rows [b, hk] of input tensor `which` ('k' or 'v': Lk_b x head_dim) as doubles, dequantized (fp8:
+// times its descale).
+void load_head(const Problem& p, const Sequences& sq, char which, const void* buf, const Strides& s, int b, int hk,
                std::vector<double>& out) {
   const int D = p.head_dim, len_k = sq.len_k(p, b);
   out.resize(static_cast<std::size_t>(len_k) * D);
   for (int j = 0; j < len_k; ++j) {
     const long long row = sq.kv_offset(p, s, b, j, hk);
-    for (int d = 0; d < D; ++d) out[static_cast<std::size_t>(j) * D + d] = load_element(p.dtype, buf, row + d);
+    for (int d = 0; d < D; ++d) out[static_cast<std::size_t>(j) * D + d] = load_input(p, which, buf, row + d);
   }
+}
+
+// Precision::Same's rounding of a probability p in [0, 1] before P·V: to the input dtype; with fp8
+// inputs as an fp8 kernel does, e4m3(256 p) / 256 (scaled so that p >= 2^-14 stays in e4m3's normal
+// range; tolerance.hpp, fp8_kernel_bound).
+double round_probability(const Problem& p, double x) {
+  if (p.dtype == DType::E4M3) return round_to(DType::E4M3, 256.0 * x) / 256.0;
+  return round_to(p.dtype, x);
 }
 
 // Scratch of one thread: scores, accumulator and the query row.
@@ -50,12 +59,13 @@ double one_row(const Problem& p, const Sequences& sq, const void* q, const Row& 
   const int D = p.head_dim, len_q = sq.len_q(p, r.b), len_k = sq.len_k(p, r.b);
   const double inf = std::numeric_limits<double>::infinity();
   const long long diag = static_cast<long long>(r.i) + len_k - len_q;
-  auto round = [&](double x) { return same ? round_to(p.dtype, x) : x; };
+  auto round_p = [&](double x) { return same ? round_probability(p, x) : x; };
+  auto round_o = [&](double x) { return same ? round_to(p.o_dtype(), x) : x; };
   w.q.resize(D);
   w.acc.assign(D, 0.0);
   w.s.resize(static_cast<std::size_t>(len_k));
   const long long q_row = sq.q_offset(p, p.q, r.b, r.i, r.h);
-  for (int d = 0; d < D; ++d) w.q[d] = load_element(p.dtype, q, q_row + d);
+  for (int d = 0; d < D; ++d) w.q[d] = load_input(p, 'q', q, q_row + d);
   double mx = hp.sinks != nullptr ? static_cast<double>(hp.sinks[r.h]) : -inf;
   for (long long j = 0; j < len_k; ++j) {
     if (!sees(p, len_q, len_k, r.i, j)) {
@@ -79,10 +89,10 @@ double one_row(const Problem& p, const Sequences& sq, const void* q, const Row& 
     if (w.s[j] == -inf) continue;
     const double e = std::exp(w.s[j] - mx);
     sum += e;
-    const double pj = round(e);
+    const double pj = round_p(e);
     for (int d = 0; d < D; ++d) w.acc[d] += pj * vd[j * D + d];
   }
-  for (int d = 0; d < D; ++d) o[d] = round(w.acc[d] / sum);
+  for (int d = 0; d < D; ++d) o[d] = round_o(w.acc[d] / sum);
   return mx + std::log(sum);
 }
 
@@ -104,8 +114,8 @@ void compute(const Problem& p, const void* q, const void* k, const void* v, cons
     std::size_t end = begin;
     while (end < order.size() && group(order[end]) == group(order[begin])) ++end;
     const Row& first = rows[order[begin]];
-    load_head(p, sq, k, p.k, first.b, first.h / q_per_kv, kd);
-    load_head(p, sq, v, p.v, first.b, first.h / q_per_kv, vd);
+    load_head(p, sq, 'k', k, p.k, first.b, first.h / q_per_kv, kd);
+    load_head(p, sq, 'v', v, p.v, first.b, first.h / q_per_kv, vd);
     std::atomic<std::size_t> next{begin};
     auto work = [&] {
       Scratch w;

@@ -19,7 +19,8 @@ namespace flashcore::verify {
 enum class Precision {
   Exact,  // fp64 throughout: the exact attention of the (rounded) inputs
   Same,   // the probabilities rounded to the problem's dtype before P·V and the output rounded to
-          // it, as a straightforward kernel in that precision would (scores and sums in fp64)
+          // it, as a straightforward kernel in that precision would (scores and sums in fp64);
+          // fp8 inputs: P rounded as e4m3(256 p) / 256, the output to Problem::o_dtype()
 };
 
 /// One query row: batch b, query head h, row i.
@@ -62,7 +63,8 @@ struct HeadParams {
 };
 
 /// Attention of the given rows of a problem whose Q, K, V are host buffers with the problem's
-/// strides and dtype (the problem is not validated here: pass a valid one). threads > 1 computes
+/// strides and dtype (the problem is not validated here: pass a valid one). fp8 (E4M3) inputs are
+/// dequantized exactly: e4m3_to_float(x) * descale_q/k/v (elements.hpp, load_input). threads > 1 computes
 /// rows on that many std::threads; the result does not depend on it. A row outside the problem
 /// throws std::out_of_range naming the row, before anything is computed (with sequences: i >= Lq_b).
 RowsResult attention_rows(const Problem& p, const void* q, const void* k, const void* v, const std::vector<Row>& rows,

@@ -14,6 +14,10 @@
 // measured per case (verify::attention with Precision::Same, src/verify/oracle.hpp), not a fixed
 // number.
 // LSE (fp32 always): |lse - ref| <= 2e-5 * max(1, |ref|); -inf must be exactly -inf.
+// fp8 (e4m3) inputs: outputs are of Problem::o_dtype() (fp16 or bf16), and the bounds above are
+// asked for that dtype. The reference (exact dequantized inputs, fp32 accumulation) keeps the
+// reference bound of the output dtype; tuned kernels that round P to e4m3 have their own bound,
+// fixed and stated (fp8_kernel_bound), not measured per case.
 #pragma once
 
 #include <algorithm>
@@ -32,11 +36,14 @@ struct Bound {
   }
 };
 
+/// dt: the dtype of the output compared (Problem::o_dtype()). E4M3 is never an output: {0, 0}, so a
+/// caller that passes the input dtype of an fp8 problem by mistake fails every element.
 inline Bound reference_bound(DType dt) {
   switch (dt) {
     case DType::F32: return {2e-5, 1e-5};
     case DType::F16: return {2e-5, 1.0 / 2048};
     case DType::BF16: return {2e-5, 1.0 / 256};
+    case DType::E4M3: break;
   }
   return {0, 0};
 }
@@ -50,10 +57,52 @@ inline double kernel_floor(DType dt) {
     case DType::F32: return 1e-5;
     case DType::F16: return 1e-4;
     case DType::BF16: return 1e-3;
+    case DType::E4M3: break;  // fp8 inputs have fp8_kernel_bound
   }
   return 0;
 }
 inline Bound kernel_bound(DType dt, double naive_max_abs_err) { return {2 * naive_max_abs_err + kernel_floor(dt), 0.0}; }
+
+/// Tuned kernels on fp8 (e4m3) inputs that round the softmax probabilities P to e4m3 before P·V (the
+/// fp8 tensor-core product; the CUDA fp8 kernel scales P by 256 first, so that P >= 2^-14 stays in
+/// e4m3's normal range, 256 * 2^-14 = 2^-6), against the exact attention of the dequantized inputs.
+/// Per output element of a row that sees n_keys keys, with max_abs_v the largest |v| (dequantized,
+/// over the head dims) of the keys it sees:
+///   |o - ref| <= (2^-4 + n_keys * 2^-18) * max_abs_v + atol + rtol * |ref|
+/// (atol, rtol: reference_bound(out dtype): fp32 accumulation and the output's rounding). Why: o =
+/// sum_j p~_j v_j / l with p_j = exp(s_j - m) <= 1 (m a running max <= the row's max; its rescaling
+/// factors are <= 1) and l >= 1 (the max's own term is 1). RNE to 3 mantissa bits errs by at most
+/// half an ulp, 2^-4 relative, in the normal range; below it (256 p < 2^-6) by at most half the
+/// subnormal step, 2^-10 in units of 256 p, i.e. 2^-18 absolute in p. So sum_j |p~_j - p_j| |v_j| / l
+/// <= (2^-4 sum_j p_j + n_keys 2^-18) max|v| / l <= (2^-4 + n_keys 2^-18) max|v|.
+/// That bound is reached only when every rounding errs the same way; random inputs err by about
+/// 2^-4 / sqrt(3) ~ 0.036 relative (an RMS over many roundings), so a tensor also passes only with
+///   rms(o - ref) <= 0.1 * rms(ref) + atol
+/// over its compared elements: a wrong pairing of P and V (a permutation) errs by ~1.4 (sqrt 2: two
+/// unrelated outputs of the same scale), a wrong descale by its factor. LSE: kernel_lse_ok (the
+/// scores are fp32 sums of exact e4m3 products). verify::check_fp8_kernel_output (src/verify/fp8.hpp)
+/// applies both to a whole output.
+constexpr double kFp8ProbabilityRel = 1.0 / 16;      // 2^-4: half an ulp of 3 mantissa bits, relative
+constexpr double kFp8ProbabilityAbs = 1.0 / 262144;  // 2^-18: half the e4m3 subnormal step 2^-9, / 256
+constexpr double kFp8RmsRel = 0.1;
+struct Fp8KernelBound {
+  Bound output;  // reference_bound of the output dtype
+  /// The absolute part of an element's bound: (2^-4 + n_keys 2^-18) max_abs_v + atol.
+  double atol(long long n_keys, double max_abs_v) const {
+    return (kFp8ProbabilityRel + static_cast<double>(n_keys) * kFp8ProbabilityAbs) * max_abs_v + output.atol;
+  }
+  double bound(double ref, long long n_keys, double max_abs_v) const {
+    return atol(n_keys, max_abs_v) + output.rtol * std::fabs(ref);
+  }
+  bool ok(double got, double ref, long long n_keys, double max_abs_v) const {
+    return std::fabs(got - ref) <= bound(ref, n_keys, max_abs_v);  // false for NaN
+  }
+  /// The tensor's criterion: rms(o - ref) <= 0.1 rms(ref) + atol (the atol: all-zero outputs, rows
+  /// that see no key).
+  bool rms_ok(double rms_err, double rms_ref) const { return rms_err <= kFp8RmsRel * rms_ref + output.atol; }
+};
+/// out_dtype: the output's dtype (Problem::o_dtype(): fp16 or bf16).
+inline Fp8KernelBound fp8_kernel_bound(DType out_dtype) { return {reference_bound(out_dtype)}; }
 
 /// Ring attention (context_parallel.hpp) against the same oracle: the bound of the backend that
 /// computed the partial attentions, plus one rounding of each partial output to the dtype before
@@ -108,6 +157,7 @@ inline Bound bench_check_bound(DType dt) {
     case DType::F32: return {2e-4, 1e-3};
     case DType::F16: return {1e-3, 4e-3};
     case DType::BF16: return {8e-3, 1.6e-2};
+    case DType::E4M3: break;  // never an output dtype
   }
   return {0, 0};
 }

@@ -1,0 +1,116 @@
+// The output check of tuned kernels on fp8 inputs (see fp8.hpp).
+#include "verify/fp8.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "verify/elements.hpp"
+
+namespace flashcore::verify {
+
+namespace {
+
+// The keys [begin, end) row i of a sequence of len_q queries and len_k keys sees (flashcore.hpp:
+// bottom-right aligned causal mask and sliding window), stated from the definition.
+void visible(const Problem& p, int len_q, int len_k, int i, long long* begin, long long* end) {
+  const long long diag = static_cast<long long>(i) + len_k - len_q;
+  long long lo = 0, hi = len_k;  // [lo, hi)
+  if (p.causal) hi = std::min(hi, diag + 1);
+  if (p.window_right >= 0) hi = std::min(hi, diag + p.window_right + 1);
+  if (p.window_left >= 0) lo = std::max(lo, diag - p.window_left);
+  *begin = lo;
+  *end = std::max(lo, hi);
+}
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os.precision(3);
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+std::string Fp8Check::summary() const {
+  std::ostringstream os;
+  os << elements << " elements, " << bad << " beyond the per-element bound (worst " << fmt(worst_ratio)
+     << " of it), max abs err " << fmt(max_abs) << ", rms err " << fmt(rms_err) << " vs " << fmt(tolerance::kFp8RmsRel)
+     << " x rms ref " << fmt(rms_ref) << (rms_ok ? " (ok)" : " (too large)") << ", " << lse_bad << " LSE beyond "
+     << fmt(tolerance::kKernelLseRel) << " relative";
+  return os.str();
+}
+
+Fp8Check check_fp8_kernel_output(const Problem& p, const void* v, const Result& ref, const void* o, const float* lse,
+                                 const Sequences& seqs) {
+  const tolerance::Fp8KernelBound bound = tolerance::fp8_kernel_bound(p.o_dtype());
+  const double inf = std::numeric_limits<double>::infinity();
+  const int D = p.head_dim, group = p.heads_q / p.heads_kv;
+  Fp8Check c;
+  double err2 = 0, ref2 = 0;
+  std::vector<double> key_max;  // max_d |v_jd| of each key of one (b, kv head)
+  for (int b = 0; b < p.batch; ++b) {
+    const int len_q = seqs.len_q(p, b), len_k = seqs.len_k(p, b);
+    for (int hk = 0; hk < p.heads_kv; ++hk) {
+      key_max.assign(static_cast<std::size_t>(len_k), 0.0);
+      for (int j = 0; j < len_k; ++j) {
+        const long long row = seqs.kv_offset(p, p.v, b, j, hk);
+        double m = 0;
+        for (int d = 0; d < D; ++d) m = std::max(m, std::fabs(load_input(p, 'v', v, row + d)));
+        key_max[j] = m;
+      }
+      for (int h = hk * group; h < (hk + 1) * group; ++h)
+        for (int i = 0; i < len_q; ++i) {
+          if (std::isnan(ref.lse[lse_index(p, b, h, i)])) continue;  // a row the oracle did not compute
+          long long kb, ke;
+          visible(p, len_q, len_k, i, &kb, &ke);
+          double vmax = 0;
+          for (long long j = kb; j < ke; ++j) vmax = std::max(vmax, key_max[j]);
+          const long long row = seqs.q_offset(p, p.o, b, i, h);
+          for (int d = 0; d < D; ++d) {
+            const double r = ref.o[o_index(p, b, i, h, d)];
+            if (std::isnan(r)) continue;
+            const double g = load_element(p.o_dtype(), o, row + d);
+            const double err = std::isfinite(g) ? std::fabs(g - r) : inf;
+            const double lim = bound.bound(r, ke - kb, vmax);
+            ++c.elements;
+            err2 += err * err;
+            ref2 += r * r;
+            c.max_abs = std::max(c.max_abs, err);
+            c.worst_ratio = std::max(c.worst_ratio, err / lim);
+            if (!(err <= lim) && c.bad++ == 0) {
+              std::ostringstream os;
+              os << "O(b=" << b << ",i=" << i << ",h=" << h << ",d=" << d << ") = " << g << ", expected " << r
+                 << " (bound " << fmt(lim) << ": " << (ke - kb) << " keys, max |v| " << fmt(vmax) << ")";
+              c.first_bad = os.str();
+            }
+          }
+          if (lse != nullptr) {
+            const std::size_t at = p.total_q > 0
+                                       ? static_cast<std::size_t>(h) * p.total_q + seqs.cu_seqlens_q[b] + i
+                                       : lse_index(p, b, h, i);
+            const double r = ref.lse[lse_index(p, b, h, i)];
+            if (!tolerance::kernel_lse_ok(lse[at], r) && c.lse_bad++ == 0 && c.first_bad.empty()) {
+              std::ostringstream os;
+              os << "LSE(b=" << b << ",h=" << h << ",i=" << i << ") = " << lse[at] << ", expected " << r;
+              c.first_bad = os.str();
+            }
+          }
+        }
+    }
+  }
+  if (c.elements > 0) {
+    c.rms_err = std::sqrt(err2 / static_cast<double>(c.elements));
+    c.rms_ref = std::sqrt(ref2 / static_cast<double>(c.elements));
+  }
+  c.rms_ok = bound.rms_ok(c.rms_err, c.rms_ref);  // false when an element is NaN (rms_err inf or NaN)
+  if (!c.rms_ok && c.first_bad.empty())
+    c.first_bad = "rms err " + fmt(c.rms_err) + " exceeds " + fmt(tolerance::kFp8RmsRel) + " x rms ref " +
+                  fmt(c.rms_ref) + " + " + fmt(bound.output.atol);
+  return c;
+}
+
+}  // namespace flashcore::verify
