@@ -526,11 +526,18 @@ TEST(CApi, ProblemInitTurnsTheSequenceLayoutsOff) {
   EXPECT_EQ(c.cu_seqlens_k, nullptr);
   EXPECT_EQ(c.seqlens_k, nullptr);
   EXPECT_EQ(c.block_table, nullptr);
-  // The new fields are the tail of the struct, after every field of the earlier ABI.
+  EXPECT_EQ(c.descale_q, 1.0f);
+  EXPECT_EQ(c.descale_k, 1.0f);
+  EXPECT_EQ(c.descale_v, 1.0f);
+  EXPECT_EQ(c.out_dtype, FC_BF16);
+  // The new fields are the tail of the struct, after every field of the earlier ABI: the sequence
+  // layouts, deterministic, then the fp8 fields (descale_q/k/v, out_dtype) last.
   EXPECT_GT(offsetof(fc_problem, total_q), offsetof(fc_problem, sinks));
   EXPECT_GT(offsetof(fc_problem, deterministic), offsetof(fc_problem, block_table));
-  EXPECT_LE(offsetof(fc_problem, deterministic) + sizeof(c.deterministic), sizeof(fc_problem));
-  EXPECT_GT(offsetof(fc_problem, deterministic) + sizeof(c.deterministic) + alignof(fc_problem), sizeof(fc_problem));
+  EXPECT_GT(offsetof(fc_problem, descale_q), offsetof(fc_problem, deterministic));
+  EXPECT_GT(offsetof(fc_problem, out_dtype), offsetof(fc_problem, descale_v));
+  EXPECT_LE(offsetof(fc_problem, out_dtype) + sizeof(c.out_dtype), sizeof(fc_problem));
+  EXPECT_GT(offsetof(fc_problem, out_dtype) + sizeof(c.out_dtype) + alignof(fc_problem), sizeof(fc_problem));
 }
 
 TEST(CApi, SequenceLayoutsGiveTheBitsOfTheCppApi) {

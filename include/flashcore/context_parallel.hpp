@@ -22,7 +22,7 @@
 //
 // Not supported (declined with the field named): sliding windows, ALiBi, attention sinks (their
 // positions or denominators would need the whole sequence), per-sequence layouts (varlen, paged,
-// cache lengths). The backward pass is not distributed yet.
+// cache lengths), fp8 (e4m3) inputs. The backward pass is not distributed yet.
 //
 // This header pulls in neither NCCL nor MPI: the NCCL communicator is passed as the ncclComm_t the
 // application created (`struct ncclComm*`).

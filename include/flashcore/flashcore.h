@@ -4,7 +4,9 @@
  * through element strides; bottom-right aligned causal mask; rows that see no key give O = 0 and
  * LSE = -inf. The variants (sliding window, soft-capping, ALiBi, attention sinks) and the sequence
  * layouts (varlen Q, varlen K/V, KV-cache lengths, paged K/V) are the last fields of fc_problem; a
- * zeroed tail (as fc_problem_init leaves it) means none of them. Every function returns FC_OK or an
+ * zeroed tail (as fc_problem_init leaves it) means none of them. FP8 inputs (FC_E4M3) read the four
+ * fields after them (descale_q/k/v, out_dtype; fc_problem_init sets 1, 1, 1, FC_BF16), other dtypes
+ * never do. Every function returns FC_OK or an
  * error code; fc_last_error() gives the message (naming the offending field) of the last failure on
  * the calling thread. */
 #ifndef FLASHCORE_FLASHCORE_H
@@ -16,7 +18,9 @@
 extern "C" {
 #endif
 
-typedef enum { FC_F32 = 0, FC_F16 = 1, FC_BF16 = 2 } fc_dtype;
+/* FC_E4M3: OCP FP8 e4m3 ("e4m3fn") inputs, one byte each, forward only: see descale_q/k/v and
+ * out_dtype at the end of fc_problem. */
+typedef enum { FC_F32 = 0, FC_F16 = 1, FC_BF16 = 2, FC_E4M3 = 3 } fc_dtype;
 typedef enum { FC_LOC_AUTO = 0, FC_LOC_HOST = 1, FC_LOC_DEVICE = 2 } fc_location;
 typedef enum { FC_OK = 0, FC_ERROR_INVALID = 1, FC_ERROR_BACKEND = 2, FC_ERROR_INTERNAL = 3 } fc_status;
 
@@ -58,6 +62,12 @@ typedef struct {
   const int32_t* block_table;   /* NULL, or batch x pages_per_seq int32 page indices in the memory of q */
   int deterministic;            /* backward pass (Options::deterministic): 1 = bitwise the same gradients every
                                  * call; 0 (fc_problem_init) = fastest (cuda-flash sums dQ with atomics). */
+  /* FP8 inputs (dtype FC_E4M3; read only then, as Problem in flashcore.hpp): Q, K, V hold e4m3 bytes
+   * standing for descale_q/k/v times their value (per-tensor factors, finite and > 0), so attention is
+   * softmax(scale * descale_q * descale_k * Q K^T + mask) * descale_v * V; O is of out_dtype (FC_F16 or
+   * FC_BF16). fc_problem_init sets the descales to 1 and out_dtype to FC_BF16. No backward pass. */
+  float descale_q, descale_k, descale_v;
+  fc_dtype out_dtype;
 } fc_problem;
 
 /* Fills a descriptor for contiguous (B,S,H,D) tensors, with no variant and no sequence layout. */
@@ -70,8 +80,9 @@ fc_status fc_attention(const fc_problem* p, const void* q, const void* k, const 
                        fc_location location, const char* backend, void* stream);
 
 /* fc_attention for callers that know how large their buffers are (the Fortran module uses it):
- * element_bytes is the size of one element of the buffers (4 for fp32; 2 for fp16 or bf16 bits),
- * and each *_elems the number of elements its buffer holds (lse_elems is ignored when lse is NULL).
+ * element_bytes is the size of one element of the buffers (4 for fp32; 2 for fp16 or bf16 bits;
+ * 1 for FC_E4M3, whose O buffer holds 2-byte elements of out_dtype), and each *_elems the number of
+ * elements its buffer holds (lse_elems is ignored when lse is NULL).
  * A dtype whose element size differs, or a problem whose layout reaches past a buffer, is
  * FC_ERROR_INVALID naming the tensor, before any work. The lengths are those of the problem's layout:
  * packed Q and O total_q rows, packed K and V total_k rows, paged K and V num_pages x page_size rows,
@@ -87,7 +98,7 @@ fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void*
  * needs p->sinks). Every output is overwritten. With p->deterministic = 1, bitwise the same gradients every
  * call; with 0 (the default) cuda-flash sums dQ with fp32 atomics (its last bits vary from call to call;
  * head dim 96 always runs the deterministic path).
- * Paged K/V (page_size > 0) has no backward pass (FC_ERROR_INVALID). */
+ * Paged K/V (page_size > 0) and FC_E4M3 inputs have no backward pass (FC_ERROR_INVALID). */
 fc_status fc_attention_backward(const fc_problem* p, const void* q, const void* k, const void* v, const void* o,
                                 const float* lse, const void* d_o, void* dq, void* dk, void* dv, float* dsinks,
                                 fc_location location, const char* backend, void* stream);

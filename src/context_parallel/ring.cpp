@@ -119,6 +119,9 @@ void validate_ring(const ContextParallel& cp, const Tensors& t, const Communicat
     throw Error("seqlen_k", "seqlen_k = " + std::to_string(p.seqlen_k) + ": the K/V shard has the query shard's " +
                                 std::to_string(want) + " rows");
   validate(p);
+  if (p.dtype == DType::E4M3)
+    throw Error("dtype", "ring attention: fp8_e4m3 inputs are not supported (dtype fp8_e4m3: the partial outputs "
+                         "and the K/V shards it moves are of one dtype; pass fp16 or bf16)");
   if (p.has_window())
     throw Error("window_left", "ring attention: sliding windows are not supported (window_left = " +
                                    std::to_string(p.window_left) + ", window_right = " + std::to_string(p.window_right) + ")");

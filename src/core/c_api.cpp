@@ -17,6 +17,18 @@ thread_local std::string t_backend;
 flashcore::Strides to_cpp(const fc_strides& s) { return {s.batch, s.seq, s.head}; }
 fc_strides to_c(const flashcore::Strides& s) { return {s.batch, s.seq, s.head}; }
 
+// An fc_dtype field of the C descriptor; any other value is an Error naming the field.
+flashcore::DType to_cpp(fc_dtype dt, const char* field) {
+  switch (dt) {
+    case FC_F32: return flashcore::DType::F32;
+    case FC_F16: return flashcore::DType::F16;
+    case FC_BF16: return flashcore::DType::BF16;
+    case FC_E4M3: return flashcore::DType::E4M3;
+  }
+  throw flashcore::Error(field, std::string(field) + ": value " + std::to_string(static_cast<int>(dt)) +
+                                    " is not FC_F32, FC_F16, FC_BF16 or FC_E4M3");
+}
+
 // A 0/1 field of the C descriptor; any other value is an Error naming the field.
 bool flag(const char* field, int value) {
   if (value != 0 && value != 1)
@@ -34,12 +46,13 @@ flashcore::Problem to_cpp(const fc_problem* p) {
   cp.seqlen_q = p->seqlen_q;
   cp.seqlen_k = p->seqlen_k;
   cp.head_dim = p->head_dim;
-  switch (p->dtype) {
-    case FC_F32: cp.dtype = flashcore::DType::F32; break;
-    case FC_F16: cp.dtype = flashcore::DType::F16; break;
-    case FC_BF16: cp.dtype = flashcore::DType::BF16; break;
-    default: throw flashcore::Error("dtype", "dtype: value " + std::to_string(static_cast<int>(p->dtype)) +
-                                                 " is not FC_F32, FC_F16 or FC_BF16");
+  cp.dtype = to_cpp(p->dtype, "dtype");
+  if (cp.dtype == flashcore::DType::E4M3) {
+    // Read only for fp8 inputs: other dtypes keep the C++ defaults (descales 1), whatever the tail holds.
+    cp.descale_q = p->descale_q;
+    cp.descale_k = p->descale_k;
+    cp.descale_v = p->descale_v;
+    cp.out_dtype = to_cpp(p->out_dtype, "out_dtype");
   }
   cp.causal = flag("causal", p->causal);
   cp.scale = p->scale;
@@ -139,6 +152,8 @@ void fc_problem_init(fc_problem* p, int batch, int heads_q, int heads_kv, int se
   p->page_size = p->num_pages = p->pages_per_seq = 0;
   p->trust_sequences = 0;
   p->deterministic = 0;
+  p->descale_q = p->descale_k = p->descale_v = 1.0f;
+  p->out_dtype = FC_BF16;
   p->cu_seqlens_q = p->cu_seqlens_k = p->seqlens_k = p->block_table = nullptr;
 }
 
@@ -167,6 +182,8 @@ fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void*
   return guarded([&] {
     const flashcore::Problem cp = to_cpp(p);
     flashcore::validate(cp);
+    // element_bytes is the size of Q's, K's and V's elements; O's are of o_dtype() (fp16 or bf16
+    // for fp8 inputs), and o_elems counts them.
     const int want = flashcore::dtype_size(cp.dtype);
     if (element_bytes != want)
       throw flashcore::Error("dtype", std::string("dtype: ") + flashcore::to_string(cp.dtype) + " takes " +

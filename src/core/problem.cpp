@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "core/internal.hpp"
 #include "core/numeric.hpp"
@@ -18,6 +19,7 @@ const char* to_string(DType dtype) {
     case DType::F32: return "fp32";
     case DType::F16: return "fp16";
     case DType::BF16: return "bf16";
+    case DType::E4M3: return "fp8_e4m3";
   }
   return "invalid";
 }
@@ -26,10 +28,19 @@ DType parse_dtype(const std::string& name) {
   if (name == "fp32" || name == "f32" || name == "float" || name == "float32") return DType::F32;
   if (name == "fp16" || name == "f16" || name == "half" || name == "float16") return DType::F16;
   if (name == "bf16" || name == "bfloat16") return DType::BF16;
-  throw Error("dtype", "dtype '" + name + "' is not one of fp32, fp16, bf16");
+  if (name == "fp8_e4m3" || name == "e4m3" || name == "fp8" || name == "float8_e4m3fn") return DType::E4M3;
+  throw Error("dtype", "dtype '" + name + "' is not one of fp32, fp16, bf16, fp8_e4m3");
 }
 
-int dtype_size(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+int dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return 4;
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::E4M3: return 1;
+  }
+  return 0;
+}
 
 const char* to_string(MemoryLocation loc) {
   switch (loc) {
@@ -175,6 +186,29 @@ void validate_sequence_layout(const Problem& p) {
     fail("pages_per_seq", "batch x pages_per_seq = " + str(static_cast<long long>(table)) + " block-table entries exceed 2^40");
 }
 
+// The fields of FP8 inputs (Problem::descale_q/k/v, out_dtype): with E4M3 the descales finite and
+// > 0 and O of fp16 or bf16; with any other dtype the descales at 1 (out_dtype is not read then).
+void validate_fp8(const Problem& p) {
+  const std::pair<const char*, float> descales[] = {
+      {"descale_q", p.descale_q}, {"descale_k", p.descale_k}, {"descale_v", p.descale_v}};
+  if (p.dtype != DType::E4M3) {
+    for (const auto& [field, value] : descales)
+      if (value != 1.0f)
+        fail(field, std::string(field) + " applies to fp8_e4m3 inputs only, got " + str(value) + " with dtype " +
+                        to_string(p.dtype) + " (leave it at 1)");
+    return;
+  }
+  if (p.out_dtype != DType::F16 && p.out_dtype != DType::BF16) {
+    const std::string name = p.out_dtype == DType::F32 || p.out_dtype == DType::E4M3
+                                 ? std::string(to_string(p.out_dtype))
+                                 : "value " + str(static_cast<int>(p.out_dtype));
+    fail("out_dtype", "out_dtype " + name + " is not fp16 or bf16 (the output of fp8_e4m3 inputs)");
+  }
+  for (const auto& [field, value] : descales)
+    if (!std::isfinite(value) || !(value > 0.0f))
+      fail(field, std::string(field) + " " + str(value) + " must be finite and > 0 (fp8_e4m3 inputs)");
+}
+
 }  // namespace
 
 void validate(const Problem& p) {
@@ -190,8 +224,9 @@ void validate(const Problem& p) {
   if (p.seqlen_k < 1 || p.seqlen_k > kMaxLen)
     fail("seqlen_k", "seqlen_k " + str(p.seqlen_k) + " must be in [1, 2^30]");
   if (p.head_dim < 1 || p.head_dim > 256) fail("head_dim", "head_dim " + str(p.head_dim) + " must be in [1, 256]");
-  if (p.dtype != DType::F32 && p.dtype != DType::F16 && p.dtype != DType::BF16)
-    fail("dtype", "dtype value " + str(static_cast<int>(p.dtype)) + " is not fp32, fp16 or bf16");
+  if (p.dtype != DType::F32 && p.dtype != DType::F16 && p.dtype != DType::BF16 && p.dtype != DType::E4M3)
+    fail("dtype", "dtype value " + str(static_cast<int>(p.dtype)) + " is not fp32, fp16, bf16 or fp8_e4m3");
+  validate_fp8(p);
   if (!std::isfinite(p.scale) || p.scale < 0.0f)
     fail("scale", "scale " + str(p.scale) + " must be finite and >= 0 (0 selects 1/sqrt(head_dim))");
   const int kMaxWindow = 1 << 30;

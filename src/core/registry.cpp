@@ -90,6 +90,9 @@ struct Selection {
 // g: the backward pass's gradients (nullptr: the forward pass).
 Selection select(const Problem& p, const Tensors& t, const Options& opts, const Gradients* g = nullptr) {
   validate(p);
+  if (g != nullptr && p.dtype == DType::E4M3)
+    throw Error("dtype", std::string("dtype ") + to_string(p.dtype) +
+                             ": fp8_e4m3 inputs have no backward pass (the forward only; train in fp16 or bf16)");
   if (g != nullptr && p.page_size > 0)
     throw Error("page_size", "page_size " + std::to_string(p.page_size) +
                                  ": the backward pass has no paged K/V (pass K and V dense, or packed with cu_seqlens_k)");
@@ -273,10 +276,11 @@ Report run_backward(const Problem& p, const Tensors& forward, const Gradients& g
 namespace detail {
 
 namespace {
-// The byte range of a tensor of the problem's dtype with strides s and extents x.
-Range tensor_range(const Problem& p, const char* name, const void* ptr, const Strides& s, TensorExtents x, int heads) {
+// The byte range of a tensor of element type dt with strides s and extents x.
+Range tensor_range(const Problem& p, DType dt, const char* name, const void* ptr, const Strides& s, TensorExtents x,
+                   int heads) {
   const char* b = static_cast<const char*>(ptr);
-  return Range{name, b, b + span_elements(s, x.outer, x.rows, heads, p.head_dim) * dtype_size(p.dtype)};
+  return Range{name, b, b + span_elements(s, x.outer, x.rows, heads, p.head_dim) * dtype_size(dt)};
 }
 // The variants' per-head parameter arrays of a call, named (null when off).
 std::array<std::pair<const char*, const float*>, 2> head_parameters(const Tensors& t) {
@@ -286,10 +290,12 @@ std::array<std::pair<const char*, const float*>, 2> head_parameters(const Tensor
 std::vector<Range> tensor_ranges(const Problem& p, const Tensors& t) {
   const TensorExtents qx = q_extents(p), kx = kv_extents(p);
   auto range = [&](const char* name, const void* ptr, const Strides& s, TensorExtents x, int heads) {
-    return tensor_range(p, name, ptr, s, x, heads);
+    return tensor_range(p, p.dtype, name, ptr, s, x, heads);
   };
+  // O is of o_dtype() (out_dtype with fp8 inputs).
   std::vector<Range> r = {range("q", t.q, p.q, qx, p.heads_q), range("k", t.k, p.k, kx, p.heads_kv),
-                          range("v", t.v, p.v, kx, p.heads_kv), range("o", t.o, p.o, qx, p.heads_q)};
+                          range("v", t.v, p.v, kx, p.heads_kv),
+                          tensor_range(p, p.o_dtype(), "o", t.o, p.o, qx, p.heads_q)};
   if (t.lse != nullptr) {
     const char* b = reinterpret_cast<const char*>(t.lse);
     r.push_back({"lse", b, b + static_cast<std::int64_t>(qx.outer) * p.heads_q * qx.rows * sizeof(float)});
@@ -352,9 +358,9 @@ void validate_gradients(const Problem& p, const Tensors& t, const Gradients& g, 
     throw Error("dsinks", "dsinks: given, but the call has no sinks (Tensors::sinks is null)");
   const TensorExtents qx = q_extents(p), kx = kv_extents(p);
   auto range = [&](const char* name, const void* ptr, const Strides& s, TensorExtents x, int heads) {
-    return tensor_range(p, name, ptr, s, x, heads);
+    return tensor_range(p, p.dtype, name, ptr, s, x, heads);
   };
-  r.push_back(range("d_o", g.d_o, p.o, qx, p.heads_q));
+  r.push_back(tensor_range(p, p.o_dtype(), "d_o", g.d_o, p.o, qx, p.heads_q));
   const std::size_t first = r.size();
   r.push_back(range("dq", g.dq, p.q, qx, p.heads_q));
   r.push_back(range("dk", g.dk, p.k, kx, p.heads_kv));

@@ -11,7 +11,9 @@
 !
 ! Array order: Fortran is column-major, so an array declared (head_dim, heads, seq, batch) is the
 ! C API's contiguous (batch, seq, heads, head_dim) "BSHD" layout; the LSE is (seqlen_q, heads_q,
-! batch). fp16 and bf16 data are integer(c_int16_t) arrays holding the bit patterns. Other layouts
+! batch). fp16 and bf16 data are integer(c_int16_t) arrays holding the bit patterns; fp8 (FC_E4M3)
+! inputs integer(c_int8_t) arrays of e4m3 bytes, with p%descale_q/k/v and O an integer(c_int16_t)
+! array of p%out_dtype (FC_F16 or FC_BF16; forward only). Other layouts
 ! set the strides of p (element strides, the head_dim stride is 1) and the pointer form
 ! fc_attention_ptr, which also takes device pointers (e.g. from CUDA Fortran or OpenACC's
 ! host_data use_device). Every call checks the arrays' element kind and size against the problem
@@ -24,13 +26,13 @@
 ! and V are pools (head_dim, heads_kv, page_size, num_pages) with p%k%batch = p%v%batch =
 ! page_size * heads_kv * head_dim (the element stride between pages).
 module flashcore
-  use, intrinsic :: iso_c_binding, only: c_int, c_int16_t, c_int64_t, c_float, c_char, c_ptr, c_null_ptr, &
-                                         c_null_char, c_loc, c_associated, c_f_pointer
+  use, intrinsic :: iso_c_binding, only: c_int, c_int8_t, c_int16_t, c_int64_t, c_float, c_char, c_ptr, &
+                                         c_null_ptr, c_null_char, c_loc, c_associated, c_f_pointer
   implicit none
   private
 
   ! fc_dtype, fc_location, fc_status
-  integer(c_int), parameter, public :: FC_F32 = 0, FC_F16 = 1, FC_BF16 = 2
+  integer(c_int), parameter, public :: FC_F32 = 0, FC_F16 = 1, FC_BF16 = 2, FC_E4M3 = 3
   integer(c_int), parameter, public :: FC_LOC_AUTO = 0, FC_LOC_HOST = 1, FC_LOC_DEVICE = 2
   integer(c_int), parameter, public :: FC_OK = 0, FC_ERROR_INVALID = 1, FC_ERROR_BACKEND = 2, FC_ERROR_INTERNAL = 3
 
@@ -42,7 +44,7 @@ module flashcore
   !> The problem descriptor, field for field the C struct fc_problem.
   type, bind(c), public :: fc_problem
     integer(c_int) :: batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim
-    integer(c_int) :: dtype   ! FC_F32, FC_F16 or FC_BF16
+    integer(c_int) :: dtype   ! FC_F32, FC_F16, FC_BF16 or FC_E4M3
     integer(c_int) :: causal  ! 0 or 1 (bottom-right aligned when seqlen_q /= seqlen_k)
     real(c_float) :: scale    ! 0: 1/sqrt(head_dim)
     type(fc_strides) :: q, k, v, o
@@ -60,15 +62,20 @@ module flashcore
     type(c_ptr) :: seqlens_k                     ! c_null_ptr, or c_loc of batch integer(c_int32_t) cache lengths
     type(c_ptr) :: block_table                   ! c_null_ptr, or c_loc of integer(c_int32_t) (pages_per_seq, batch)
     integer(c_int) :: deterministic              ! backward: 1 = bitwise-reproducible gradients; 0 = fastest
+    ! FP8 inputs (dtype FC_E4M3; read only then): Q, K, V stand for descale_q/k/v times their e4m3 values
+    ! (finite, > 0); O is of out_dtype (FC_F16 or FC_BF16). fc_problem_init sets 1, 1, 1, FC_BF16.
+    real(c_float) :: descale_q, descale_k, descale_v
+    integer(c_int) :: out_dtype
   end type
 
   public :: fc_problem_init, fc_attention, fc_attention_ptr, fc_last_error, fc_last_backend, &
             fc_initialize, fc_finalize, fc_version
 
   !> Attention on contiguous rank-4 arrays: real(c_float) for FC_F32, integer(c_int16_t) for
-  !> FC_F16 / FC_BF16. lse (optional) is real(c_float), (seqlen_q, heads_q, batch).
+  !> FC_F16 / FC_BF16, integer(c_int8_t) Q, K, V and an integer(c_int16_t) O for FC_E4M3. lse
+  !> (optional) is real(c_float), (seqlen_q, heads_q, batch).
   interface fc_attention
-    module procedure fc_attention_f32, fc_attention_16bit
+    module procedure fc_attention_f32, fc_attention_16bit, fc_attention_fp8
   end interface
 
   interface
@@ -161,6 +168,22 @@ contains
                         FC_LOC_HOST, backend, c_null_ptr)
   end function
 
+  !> fp8 (FC_E4M3) inputs: e4m3 bytes in Q, K, V; O holds fp16 or bf16 bits (p%out_dtype).
+  function fc_attention_fp8(p, q, k, v, o, lse, backend) result(status)
+    type(fc_problem), intent(in) :: p
+    integer(c_int8_t), intent(in), target, contiguous :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:)
+    integer(c_int16_t), intent(inout), target, contiguous :: o(:,:,:,:)
+    real(c_float), intent(inout), target, contiguous, optional :: lse(:,:,:)
+    character(len=*), intent(in), optional :: backend
+    integer(c_int) :: status
+    type(c_ptr) :: lse_ptr
+    integer(c_int64_t) :: lse_elems
+    call lse_arg(lse, lse_ptr, lse_elems)
+    status = call_sized(p, 1, c_loc(q), size(q, kind=c_int64_t), c_loc(k), size(k, kind=c_int64_t), c_loc(v), &
+                        size(v, kind=c_int64_t), c_loc(o), size(o, kind=c_int64_t), lse_ptr, lse_elems, &
+                        FC_LOC_HOST, backend, c_null_ptr)
+  end function
+
   !> The optional LSE array as a pointer and a length (null and 0 when absent).
   subroutine lse_arg(lse, ptr, n)
     real(c_float), intent(inout), target, contiguous, optional :: lse(:,:,:)
@@ -175,7 +198,8 @@ contains
   end subroutine
 
   !> Attention on raw pointers (host or device memory, any strides set in p): element_bytes is 4
-  !> for fp32, 2 for fp16/bf16; *_elems the number of elements each buffer holds; location
+  !> for fp32, 2 for fp16/bf16, 1 for fp8 e4m3 (Q, K, V; O then holds 2-byte elements of
+  !> p%out_dtype); *_elems the number of elements each buffer holds; location
   !> FC_LOC_AUTO (asks the CUDA runtime), FC_LOC_HOST or FC_LOC_DEVICE; stream a cudaStream_t.
   function fc_attention_ptr(p, element_bytes, q, q_elems, k, k_elems, v, v_elems, o, o_elems, lse, lse_elems, &
                             location, backend, stream) result(status)

@@ -1,10 +1,10 @@
 ! The flashcore Fortran module on host data: fp32 attention (GQA, causal with Lq /= Lk, LSE)
 ! against a plain-loop fp64 computation in this program, fp16 through integer(c_int16_t) bit
-! patterns, a batch of sequences of different lengths (packed Q, cache lengths, paged K/V) against
-! plain loops too, and invalid input (wrong element kind, arrays too small, a bad field or sequence
+! patterns, fp8 e4m3 inputs through integer(c_int8_t) bytes (descales, bf16 O), a batch of sequences
+! of different lengths (packed Q, cache lengths, paged K/V) against plain loops too, and invalid input (wrong element kind, arrays too small, a bad field or sequence
 ! array): an error naming the array or field, with the output untouched.
 program test_fortran
-  use, intrinsic :: iso_c_binding, only: c_float, c_int16_t, c_int32_t, c_int64_t, c_loc
+  use, intrinsic :: iso_c_binding, only: c_float, c_int8_t, c_int16_t, c_int32_t, c_int64_t, c_loc
   use, intrinsic :: ieee_arithmetic, only: ieee_value, ieee_quiet_nan, ieee_is_nan
   use flashcore
   implicit none
@@ -12,6 +12,7 @@ program test_fortran
   real(c_float), allocatable, target :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:), o(:,:,:,:), lse(:,:,:)
   real(c_float), allocatable :: small(:,:,:,:)
   integer(c_int16_t), allocatable :: q16(:,:,:,:), k16(:,:,:,:), v16(:,:,:,:), o16(:,:,:,:)
+  integer(c_int8_t), allocatable :: q8(:,:,:,:), k8(:,:,:,:), v8(:,:,:,:)
   real(8), allocatable :: ref_o(:,:,:,:), ref_lse(:,:,:)
   type(fc_problem) :: p, bad
   integer :: failed, passed, status
@@ -51,6 +52,30 @@ program test_fortran
   status = fc_attention(p, q16, k16, v16, o16)
   call check(status == FC_OK, 'fp16 attention returns FC_OK: ' // fc_last_error())
   call check(all(abs(half_to_real(o16) - mean_v()) <= 1e-3), 'fp16 O is the mean of V')
+
+  ! fp8 e4m3 bytes (FC_E4M3): K = 0 makes the softmax uniform, V = (j mod 4) / 4 is exact in e4m3 and
+  ! descale_v = 2 doubles it, so O (bf16 bits: the default out_dtype) = 2 x the mean of V. Invalid
+  ! fp8 fields first: an error naming the field, O untouched.
+  allocate(q8(D, HQ, LQ, B), k8(D, HKV, LK, B), v8(D, HKV, LK, B))
+  call fill8(q8, k8, v8)
+  call fc_problem_init(p, B, HQ, HKV, LQ, LK, D, FC_E4M3)
+  call check(p%out_dtype == FC_BF16 .and. p%descale_q == 1 .and. p%descale_k == 1 .and. p%descale_v == 1, &
+             'fc_problem_init sets out_dtype FC_BF16 and descales 1')
+  p%descale_q = 3
+  p%descale_v = 2
+  o16 = -1_c_int16_t
+  bad = p
+  bad%out_dtype = FC_F32
+  status = fc_attention(bad, q8, k8, v8, o16)
+  call expect_error(status, 'out_dtype', 'out_dtype FC_F32 for fp8 inputs')
+  bad = p
+  bad%descale_k = 0
+  status = fc_attention(bad, q8, k8, v8, o16)
+  call expect_error(status, 'descale_k 0', 'descale_k = 0')
+  call check(all(o16 == -1_c_int16_t), 'o untouched by the failed fp8 calls')
+  status = fc_attention(p, q8, k8, v8, o16)
+  call check(status == FC_OK, 'fp8 attention returns FC_OK: ' // fc_last_error())
+  call check(all(abs(bf16_to_real(o16) - 2 * mean_v()) <= 2 * mean_v() / 256), 'fp8 O (bf16) is twice the mean of V')
 
   ! Invalid input: an error naming the array or field; the output keeps its poison.
   o = nan
@@ -284,6 +309,33 @@ contains
       end select
     end do
   end subroutine
+
+  ! e4m3 bytes: Q = 1, K = 0, V = 0, 0.25, 0.5, 0.75 by key (j - 1) mod 4.
+  subroutine fill8(q, k, v)
+    integer(c_int8_t), intent(out) :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:)
+    integer :: j
+    q = int(z'38', c_int8_t)  ! 1.0
+    k = 0_c_int8_t
+    do j = 1, size(v, 3)
+      select case (mod(j - 1, 4))
+      case (0)
+        v(:, :, j, :) = 0_c_int8_t
+      case (1)
+        v(:, :, j, :) = int(z'28', c_int8_t)  ! 0.25
+      case (2)
+        v(:, :, j, :) = int(z'30', c_int8_t)  ! 0.5
+      case default
+        v(:, :, j, :) = int(z'34', c_int8_t)  ! 0.75
+      end select
+    end do
+  end subroutine
+
+  ! bf16 bits to real (the upper half of an fp32).
+  elemental function bf16_to_real(h) result(x)
+    integer(c_int16_t), intent(in) :: h
+    real(8) :: x
+    x = real(transfer(ishft(iand(int(h), 65535), 16), 1.0_c_float), 8)
+  end function
 
   function mean_v() result(m)
     real(8) :: m
