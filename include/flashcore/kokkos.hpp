@@ -12,6 +12,9 @@
 // space FlashCore has a backend for (host spaces; CudaSpace when built with CUDA).
 // Element types: float (fp32), Kokkos::Experimental::half_t (fp16), Kokkos::Experimental::bhalf_t
 // (bf16, Kokkos >= 3.6), or std::uint16_t holding fp16/bf16 bits with ViewOptions::dtype set.
+// FP8 inputs (flashcore.hpp, DType::E4M3; forward only): Q, K, V std::uint8_t Views of e4m3 bytes with
+// ViewOptions::dtype = E4M3 and its descale_q/k/v; O a std::uint16_t View with ViewOptions::out_dtype
+// fp16 or bf16 (or a half_t / bhalf_t View, whose type says which).
 //
 // Sequences of different lengths (flashcore.hpp, "Sequences") through ViewOptions::sequences, which
 // takes Views of int in the memory space of q; the same run() then takes other ranks:
@@ -96,7 +99,15 @@ struct ViewSequences {
 struct ViewOptions : Options {
   bool causal = false;
   float scale = 0.0f;    // 0: 1/sqrt(head_dim)
-  int dtype = -1;        // required for std::uint16_t Views: static_cast<int>(DType::F16 or BF16)
+  int dtype = -1;        // required for std::uint16_t Views: static_cast<int>(DType::F16 or BF16);
+                         // for std::uint8_t Views (fp8 inputs): static_cast<int>(DType::E4M3)
+  // FP8 inputs (dtype E4M3), as Problem in flashcore.hpp: the per-tensor descales of Q, K, V (other
+  // dtypes leave them at 1), and O's dtype, static_cast<int>(DType::F16 or BF16): required when O is
+  // a std::uint16_t View; -1 with a half_t or bhalf_t O, whose type says it. Read for fp8 inputs only.
+  float descale_q = 1.0f;
+  float descale_k = 1.0f;
+  float descale_v = 1.0f;
+  int out_dtype = -1;
   // Variants, as Problem and Tensors in flashcore.hpp: a sliding window (-1 = unbounded side),
   // soft-capping (0 = none), and per-head ALiBi slopes and sink logits: data() of a View of
   // heads_q floats in the memory space of q, or nullptr (none).
@@ -236,12 +247,16 @@ struct ViewCall {
 template <class QV, class KV, class VV, class OV>
 ViewCall view_call(const QV& q, const KV& k, const VV& v, const OV& o, const LseArg& lse, const ViewOptions& opts) {
   using T = typename QV::non_const_value_type;
+  using OT = typename OV::non_const_value_type;
+  constexpr bool fp8 = std::is_same<T, std::uint8_t>::value;  // e4m3 bytes: O has its own type
   static_assert(std::is_same<T, typename KV::non_const_value_type>::value &&
-                    std::is_same<T, typename VV::non_const_value_type>::value &&
-                    std::is_same<T, typename OV::non_const_value_type>::value,
-                "Q, K, V and O must have the same element type");
-  static_assert(dtype_of<T>() >= 0 || std::is_same<T, std::uint16_t>::value,
-                "element type must be float, half_t, bhalf_t or std::uint16_t");
+                    std::is_same<T, typename VV::non_const_value_type>::value,
+                "Q, K and V must have the same element type");
+  static_assert(fp8 ? (dtype_of<OT>() >= 0 || std::is_same<OT, std::uint16_t>::value) : std::is_same<T, OT>::value,
+                "O must have the element type of Q, K and V (with std::uint8_t fp8 inputs: std::uint16_t, half_t "
+                "or bhalf_t)");
+  static_assert(dtype_of<T>() >= 0 || std::is_same<T, std::uint16_t>::value || fp8,
+                "element type must be float, half_t, bhalf_t, std::uint16_t or std::uint8_t (fp8 e4m3)");
   const ViewSequences& seq = opts.sequences;
   // The layouts the sequence arrays choose: packed Q (rank 3), packed or paged K/V.
   const bool packed_q = seq.cu_seqlens_q.given(), packed_k = seq.cu_seqlens_k.given(),
@@ -271,11 +286,30 @@ ViewCall view_call(const QV& q, const KV& k, const VV& v, const OV& o, const Lse
       throw Error("dtype", "dtype: std::uint16_t Views need ViewOptions::dtype = fp16 or bf16, got " +
                                std::to_string(opts.dtype));
     dtype = opts.dtype;
+  } else if (fp8) {
+    if (opts.dtype != static_cast<int>(DType::E4M3))
+      throw Error("dtype", "dtype: std::uint8_t Views need ViewOptions::dtype = fp8_e4m3 (" +
+                               std::to_string(static_cast<int>(DType::E4M3)) + "), got " + std::to_string(opts.dtype));
+    dtype = opts.dtype;
   } else if (opts.dtype >= 0 && opts.dtype != dtype) {
     throw Error("dtype", "dtype: ViewOptions::dtype " + std::to_string(opts.dtype) +
                              " contradicts the View element type");
   }
   p.dtype = static_cast<DType>(dtype);
+  p.descale_q = opts.descale_q;  // validate() rejects descales other than 1 without fp8 inputs
+  p.descale_k = opts.descale_k;
+  p.descale_v = opts.descale_v;
+  if (fp8) {
+    // O's dtype: its View's type, or ViewOptions::out_dtype for std::uint16_t bits.
+    const int typed = dtype_of<OT>();
+    if (typed < 0 && opts.out_dtype != static_cast<int>(DType::F16) && opts.out_dtype != static_cast<int>(DType::BF16))
+      throw Error("out_dtype", "out_dtype: a std::uint16_t O View needs ViewOptions::out_dtype = fp16 or bf16, got " +
+                                   std::to_string(opts.out_dtype));
+    if (typed >= 0 && opts.out_dtype >= 0 && opts.out_dtype != typed)
+      throw Error("out_dtype", "out_dtype: ViewOptions::out_dtype " + std::to_string(opts.out_dtype) +
+                                   " contradicts the element type of the O View");
+    p.out_dtype = static_cast<DType>(typed >= 0 ? typed : opts.out_dtype);  // fp32: validate() names it
+  }
   // Q: (batch, seqlen_q, heads_q, dim), or packed (total_q, heads_q, dim) with the batch from cu_seqlens_q.
   const int qh = packed_q ? 1 : 2;  // index of the heads in Q's View
   if (packed_q) {
@@ -325,7 +359,7 @@ ViewCall view_call(const QV& q, const KV& k, const VV& v, const OV& o, const Lse
   t.q = q.data();
   t.k = k.data();
   t.v = v.data();
-  t.o = const_cast<typename OV::non_const_value_type*>(o.data());  // the backward pass only reads it
+  t.o = const_cast<OT*>(o.data());  // the backward pass only reads it
   t.alibi_slopes = opts.alibi_slopes;
   t.sinks = opts.sinks;
 

@@ -62,29 +62,31 @@ inline Tiles choose_tiles(int head_dim, int seqlen_q) {
   return t;
 }
 
-/// n elements of one row converted to fp32 into dst, zeros up to dp.
+/// n elements of one row converted to fp32 into dst, zeros up to dp. (fp8 e4m3: one at a time.)
 template <class In>
 inline void load_row(const typename In::storage* src, int n, int dp, float* dst) {
   int d = 0;
-  for (; d + simd::kLanes <= n; d += simd::kLanes) {
-    if constexpr (std::is_same<In, numeric::F32Elem>::value) {
-      simd::store(dst + d, simd::load(src + d));
-    } else if constexpr (std::is_same<In, numeric::F16Elem>::value) {
-      simd::store(dst + d, simd::half_to_float(simd::load_u16(src + d)));
-    } else {
-      simd::store(dst + d, simd::bf16_to_float(simd::load_u16(src + d)));
+  if constexpr (!std::is_same<In, numeric::E4M3Elem>::value) {
+    for (; d + simd::kLanes <= n; d += simd::kLanes) {
+      if constexpr (std::is_same<In, numeric::F32Elem>::value) {
+        simd::store(dst + d, simd::load(src + d));
+      } else if constexpr (std::is_same<In, numeric::F16Elem>::value) {
+        simd::store(dst + d, simd::half_to_float(simd::load_u16(src + d)));
+      } else {
+        simd::store(dst + d, simd::bf16_to_float(simd::load_u16(src + d)));
+      }
     }
   }
   for (; d < n; ++d) dst[d] = In::load(src, d);
   for (; d < dp; ++d) dst[d] = 0.f;
 }
 
-template <class ExecSpace, class In, bool Variants>
+template <class ExecSpace, class In, class Out, bool Variants>
 struct Kernel {
   using S = typename In::storage;
   using member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using f8 = simd::f8;
-  Args<S> a;
+  Args<S, typename Out::storage> a;
 
   void operator()(const member& team) const {
     const Block blk = Block::of(a, team.league_rank());
@@ -206,10 +208,10 @@ struct Kernel {
     }
 
     for (int r = 0; r < rows; ++r) {
-      const RowEnd e = RowEnd::of(m[r], l[r], a.sinks, blk.h);
+      const RowEnd e = RowEnd::of(m[r], l[r], a.sinks, blk.h, a.o_scale);
       if (a.lse != nullptr) a.lse[a.seqs.lse_index(blk.b, blk.h, blk.i0 + r, a.heads_q)] = e.lse;
       const std::int64_t at = a.seqs.q_row(a.so, blk.b, blk.i0 + r) + o_off;
-      for (int d = 0; d < D; ++d) In::store(a.o, at + d, os[r * dp + d] * e.factor);
+      for (int d = 0; d < D; ++d) Out::store(a.o, at + d, os[r * dp + d] * e.factor);
     }
   }
 
@@ -218,10 +220,11 @@ struct Kernel {
 /// Runs the CPU kernel for p on exec (a host execution space) with tiles t (choose_tiles).
 template <class ExecSpace>
 void launch(const ExecSpace& exec, const Problem& p, const Tensors& tn, const Tiles& t) {
-  dispatch(p, tn, [&](auto in_tag, auto variants_tag) {
+  dispatch(p, tn, [&](auto in_tag, auto out_tag, auto variants_tag) {
     using In = decltype(in_tag);
+    using Out = decltype(out_tag);
     constexpr bool kVariants = decltype(variants_tag)::value;
-    const Kernel<ExecSpace, In, kVariants> f{make_args<typename In::storage>(p, tn, t)};
+    const Kernel<ExecSpace, In, Out, kVariants> f{make_args<typename In::storage, typename Out::storage>(p, tn, t)};
     Kokkos::TeamPolicy<ExecSpace> policy(exec, p.batch * p.heads_q * f.a.n_qblocks, 1);
     policy.set_scratch_size(1, Kokkos::PerTeam(t.level1));
     Kokkos::parallel_for(label("cpu", p, kVariants, t), policy, f);

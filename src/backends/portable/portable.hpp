@@ -12,6 +12,8 @@
 //        per row: m' = max(m, max_j s_j), c = exp(m - m'), p_j = exp(s_j - m'), l = c·l + sum_j p_j
 //        o  = c·o + P·V in register tiles; m = m'
 //   3. the sink joins the denominator; O = o / l, LSE = m + log l (a row that sees no key: 0, -inf)
+// fp8 (e4m3) inputs fold their descales in as the reference does (reference::logit_scale: the logit
+// scale times descale_q * descale_k; O = o * descale_v / l) and write O of Problem::out_dtype.
 //
 // Two kernels state the tiles for the two kinds of machine (the loop order is what differs):
 //   team_tiles.hpp  a team of 128 threads per block of 64 rows, O in registers, slices of Q, K
@@ -65,17 +67,19 @@ class Carve {
   std::size_t used_ = 0;
 };
 
-/// What both kernels read: the tensors (storage type S), the problem's fields, the tiles.
-template <class S>
+/// What both kernels read: the tensors (storage type S of Q, K, V; SO of O: S but with fp8 inputs),
+/// the problem's fields, the tiles.
+template <class S, class SO = S>
 struct Args {
   const S* q;
   const S* k;
   const S* v;
-  S* o;
+  SO* o;
   float* lse;
   int heads_q, group, head_dim, n_qblocks;
   Strides sq, sk, sv, so;
-  float scale;
+  float scale;    // reference::logit_scale: with fp8 inputs times descale_q * descale_k
+  float o_scale;  // reference::output_scale: descale_v with fp8 inputs, else 1
   bool causal;
   int window_left, window_right;
   float softcap;
@@ -98,8 +102,8 @@ struct Args {
 struct Block {
   int b, h, hk, len_q, len_k, i0, rows, kmin, kmax, free_begin, free_end;
 
-  template <class S>
-  KOKKOS_INLINE_FUNCTION static Block of(const Args<S>& a, int league_rank) {
+  template <class S, class SO>
+  KOKKOS_INLINE_FUNCTION static Block of(const Args<S, SO>& a, int league_rank) {
     Block k;
     const int qb = league_rank % a.n_qblocks;
     k.h = league_rank / a.n_qblocks % a.heads_q;
@@ -126,16 +130,17 @@ struct Block {
     return k;
   }
   /// The keys row i0 + r sees.
-  template <class S>
-  KOKKOS_INLINE_FUNCTION numeric::KeyRange keys(const Args<S>& a, int r) const {
+  template <class S, class SO>
+  KOKKOS_INLINE_FUNCTION numeric::KeyRange keys(const Args<S, SO>& a, int r) const {
     return numeric::visible_keys(i0 + r, len_q, len_k, a.causal, a.window_left, a.window_right);
   }
 };
 
-/// A row's end: the sink (if any) joins the denominator; O = o · factor, and the LSE.
+/// A row's end: the sink (if any) joins the denominator; O = o · factor (o_scale / l, with what the
+/// sink's rescaling leaves), and the LSE.
 struct RowEnd {
   float factor, lse;
-  KOKKOS_INLINE_FUNCTION static RowEnd of(float m, float l, const float* sinks, int h) {
+  KOKKOS_INLINE_FUNCTION static RowEnd of(float m, float l, const float* sinks, int h, float o_scale) {
     float factor = 1.f;
     if (sinks != nullptr) {
       const float sink = sinks[h];
@@ -144,39 +149,50 @@ struct RowEnd {
       l = l * factor + kc::exp(sink - m_new);
       m = m_new;
     }
-    return l > 0.f ? RowEnd{factor / l, m + kc::log(l)} : RowEnd{0.f, kc::neg_inf<float>()};
+    return l > 0.f ? RowEnd{factor * o_scale / l, m + kc::log(l)} : RowEnd{0.f, kc::neg_inf<float>()};
   }
 };
 
-template <class S>
-Args<S> make_args(const Problem& p, const Tensors& tn, const Tiles& t) {
-  return Args<S>{static_cast<const S*>(tn.q), static_cast<const S*>(tn.k), static_cast<const S*>(tn.v),
-                 static_cast<S*>(tn.o), tn.lse, p.heads_q, p.heads_q / p.heads_kv, p.head_dim,
-                 (p.seqlen_q + t.bm - 1) / t.bm, p.q, p.k, p.v, p.o, static_cast<float>(p.effective_scale()),
-                 p.causal, p.window_left, p.window_right, static_cast<float>(p.softcap), tn.alibi_slopes, tn.sinks,
-                 numeric::Sequences::of(p, tn), t};
+template <class S, class SO>
+Args<S, SO> make_args(const Problem& p, const Tensors& tn, const Tiles& t) {
+  return Args<S, SO>{static_cast<const S*>(tn.q), static_cast<const S*>(tn.k), static_cast<const S*>(tn.v),
+                     static_cast<SO*>(tn.o), tn.lse, p.heads_q, p.heads_q / p.heads_kv, p.head_dim,
+                     (p.seqlen_q + t.bm - 1) / t.bm, p.q, p.k, p.v, p.o, reference::logit_scale<float>(p),
+                     reference::output_scale<float>(p), p.causal, p.window_left, p.window_right,
+                     static_cast<float>(p.softcap), tn.alibi_slopes, tn.sinks, numeric::Sequences::of(p, tn), t};
 }
 
-/// The label that names the path for Kokkos Tools: "flashcore::portable[cpu, fp16, 64x64 tiles]".
+/// The label that names the path for Kokkos Tools: "flashcore::portable[cpu, fp16, 64x64 tiles]",
+/// "flashcore::portable[cpu, fp8_e4m3 in, bf16 out, 64x64 tiles]".
 inline std::string label(const char* kernel, const Problem& p, bool variants, const Tiles& t) {
-  return std::string("flashcore::portable[") + kernel + ", " + to_string(p.dtype) +
-         (variants ? ", softcap/alibi" : "") + ", " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + " tiles]";
+  const std::string dtype = p.dtype == DType::E4M3
+                                ? std::string(to_string(p.dtype)) + " in, " + to_string(p.o_dtype()) + " out"
+                                : std::string(to_string(p.dtype));
+  return std::string("flashcore::portable[") + kernel + ", " + dtype + (variants ? ", softcap/alibi" : "") + ", " +
+         std::to_string(t.bm) + "x" + std::to_string(t.bn) + " tiles]";
 }
 
-/// Calls f(In tag, variants tag) with the problem's storage type and whether it has softcap/ALiBi.
+/// Calls f(In tag, Out tag, variants tag) with the element types of Q/K/V and of O (the same but
+/// with fp8 inputs, whose O is of out_dtype) and whether the problem has softcap/ALiBi.
 template <class F>
 void dispatch(const Problem& p, const Tensors& tn, const F& f) {
   const bool variants = p.softcap > 0 || tn.alibi_slopes != nullptr;
-  auto with = [&](auto in_tag) {
+  auto with = [&](auto in_tag, auto out_tag) {
     if (variants)
-      f(in_tag, std::true_type{});
+      f(in_tag, out_tag, std::true_type{});
     else
-      f(in_tag, std::false_type{});
+      f(in_tag, out_tag, std::false_type{});
   };
   switch (p.dtype) {
-    case DType::F32: with(numeric::F32Elem{}); break;
-    case DType::F16: with(numeric::F16Elem{}); break;
-    case DType::BF16: with(numeric::BF16Elem{}); break;
+    case DType::F32: with(numeric::F32Elem{}, numeric::F32Elem{}); break;
+    case DType::F16: with(numeric::F16Elem{}, numeric::F16Elem{}); break;
+    case DType::BF16: with(numeric::BF16Elem{}, numeric::BF16Elem{}); break;
+    case DType::E4M3:  // validate() allows fp16 and bf16 outputs only
+      if (p.out_dtype == DType::F16)
+        with(numeric::E4M3Elem{}, numeric::F16Elem{});
+      else
+        with(numeric::E4M3Elem{}, numeric::BF16Elem{});
+      break;
   }
 }
 

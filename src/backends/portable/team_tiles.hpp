@@ -119,13 +119,13 @@ struct Thread {
   float l[RM];      // sum of p over the keys this thread scored, rescaled with m
 };
 
-template <class ExecSpace, class In, bool Variants, int CO>
+template <class ExecSpace, class In, class Out, bool Variants, int CO>
 struct Kernel {
   using S = typename In::storage;
   using member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   static constexpr int VPT = kThreads / team_threads<ExecSpace>();  // team threads one thread plays
   static constexpr int DP = 16 * CO, VK = vk_for(CO), kQ = DP / DK;
-  Args<S> a;
+  Args<S, typename Out::storage> a;
 
   /// One slice of the pipeline: the k-th Q/K slice (v = false) or V slice of the tile at j0.
   struct Slice {
@@ -319,13 +319,13 @@ struct Kernel {
         if (i >= blk.rows) continue;
         float l = 0.f;
         for (int g = 0; g < kColGroups; ++g) l += sh.part[i * RS + g];
-        const RowEnd e = RowEnd::of(th[v].m[r], l, a.sinks, blk.h);
+        const RowEnd e = RowEnd::of(th[v].m[r], l, a.sinks, blk.h, a.o_scale);
         if (cg == 0 && a.lse != nullptr) a.lse[a.seqs.lse_index(blk.b, blk.h, blk.i0 + i, a.heads_q)] = e.lse;
         const std::int64_t row = a.seqs.q_row(a.so, blk.b, blk.i0 + i) + o_off;
         FC_PORTABLE_UNROLL
         for (int c = 0; c < CO; ++c) {
           const int d = cg * CO + c;
-          if (d < a.head_dim) In::store(a.o, row + d, th[v].o[r][c] * e.factor);
+          if (d < a.head_dim) Out::store(a.o, row + d, th[v].o[r][c] * e.factor);
         }
       }
     }
@@ -431,12 +431,14 @@ void with_co(int dp, const F& f) {
 /// Enqueues the team kernel for p on exec with tiles t (choose_tiles<ExecSpace>).
 template <class ExecSpace>
 void launch(const ExecSpace& exec, const Problem& p, const Tensors& tn, const Tiles& t) {
-  dispatch(p, tn, [&](auto in_tag, auto variants_tag) {
+  dispatch(p, tn, [&](auto in_tag, auto out_tag, auto variants_tag) {
     with_co(t.dp, [&](auto co_tag) {
       using In = decltype(in_tag);
+      using Out = decltype(out_tag);
       constexpr bool kVariants = decltype(variants_tag)::value;
       constexpr int CO = decltype(co_tag)::value;
-      const Kernel<ExecSpace, In, kVariants, CO> f{make_args<typename In::storage>(p, tn, t)};
+      const Kernel<ExecSpace, In, Out, kVariants, CO> f{
+          make_args<typename In::storage, typename Out::storage>(p, tn, t)};
       // 128 threads a team on a GPU, at least 2 teams an SM (3 up to D = 128: <= 170 registers).
       using Bounds = Kokkos::LaunchBounds<kThreads, CO >= 16 ? 2 : 3>;
       Kokkos::TeamPolicy<ExecSpace, Bounds> policy(exec, p.batch * p.heads_q * f.a.n_qblocks, t.team_size);

@@ -263,11 +263,14 @@ void launch_backward(const ExecSpace& exec, const Problem& p, const Tensors& t, 
     case DType::F32: go(numeric::F32Elem{}); break;
     case DType::F16: go(numeric::F16Elem{}); break;
     case DType::BF16: go(numeric::BF16Elem{}); break;
+    case DType::E4M3:  // run_backward rejects fp8 inputs before selecting a backend (registry.cpp)
+      throw Error("dtype", "dtype fp8_e4m3: fp8_e4m3 inputs have no backward pass");
   }
 }
 
 /// Why the reference cannot run a problem's backward pass, or "" when it can.
 inline std::string backward_limits(const Problem& p) {
+  if (p.dtype == DType::E4M3) return "fp8_e4m3 inputs have no backward pass";
   const long long keys = static_cast<long long>(p.batch) * p.heads_kv * p.seqlen_k;
   if (keys > 2147483647LL) return "batch*heads_kv*seqlen_k = " + std::to_string(keys) + " exceeds 2^31-1 rows";
   return common_limits(p);

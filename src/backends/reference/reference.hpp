@@ -15,6 +15,10 @@
 //   4. O = o / l and LSE = m + log(l); a row that sees no key gets O = 0, LSE = -inf (sink_h with a sink).
 // This is the numerically stable online softmax; every product and sum is done in Acc (fp32, or
 // fp64 for the oracle mode), inputs are converted from their storage type as they are read.
+// fp8 (e4m3) inputs stand for descale_q/k/v times their value: the descales are folded into the
+// logit scale (scale * descale_q * descale_k) and into O's normalisation (o * descale_v / l); the
+// LSE, the log of the denominator of the logits with that scale, does not see descale_v. O is then
+// of Problem::out_dtype (Out = F16Elem or BF16Elem).
 //
 // Visible keys of row i: numeric::visible_keys (j < seqlen_k, the causal diagonal and the sliding
 // window, bottom-right aligned), one contiguous range. With per-sequence lengths (flashcore.hpp,
@@ -78,7 +82,8 @@ struct AttentionRowFunctor {
   LseT* lse;
   int heads_q, group, seqlen_q, seqlen_k, head_dim;
   Strides sq, sk, sv, so;
-  Acc scale;
+  Acc scale;    // logit_scale(): the softmax scale, times descale_q * descale_k for fp8 inputs
+  Acc o_scale;  // descale_v for fp8 inputs, else 1
   bool causal;
   int window_left, window_right;  // -1: unbounded
   Acc softcap;                    // 0: none
@@ -167,7 +172,7 @@ struct AttentionRowFunctor {
       l = l * o_factor + kc::exp(sink - m_new);
       m = m_new;
     }
-    const Acc inv_l = l > Acc(0) ? o_factor / l : Acc(0);
+    const Acc inv_l = l > Acc(0) ? o_factor * o_scale / l : Acc(0);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, D), [&](int d) { Out::store(o, o_off + d, os(d) * inv_l); });
     if (lse != nullptr) {
       Kokkos::single(Kokkos::PerTeam(team), [&]() {
@@ -177,6 +182,20 @@ struct AttentionRowFunctor {
   }
 };
 
+/// The logit scale of a problem in Acc: the softmax scale, times descale_q * descale_k with fp8
+/// inputs (their stored values stand for descale times the value; 1 otherwise, so the product is
+/// the scale itself).
+template <class Acc>
+Acc logit_scale(const Problem& p) {
+  const Acc scale = static_cast<Acc>(p.effective_scale());
+  return p.dtype == DType::E4M3 ? scale * static_cast<Acc>(p.descale_q) * static_cast<Acc>(p.descale_k) : scale;
+}
+/// The factor of O in its normalisation: descale_v with fp8 inputs, else 1.
+template <class Acc>
+Acc output_scale(const Problem& p) {
+  return p.dtype == DType::E4M3 ? static_cast<Acc>(p.descale_v) : Acc(1);
+}
+
 /// Enqueues the reference on `exec`. In/Out are element tags from core/numeric.hpp; Acc is the
 /// accumulation type (float, or double for the oracle mode). LseT is float or double.
 template <class ExecSpace, class In, class Out, class LseT, class Acc>
@@ -185,14 +204,16 @@ void launch(const ExecSpace& exec, const typename In::storage* q, const typename
             const float* sinks, const numeric::Sequences& seqs, const Problem& p) {
   using F = AttentionRowFunctor<ExecSpace, In, Out, LseT, Acc>;
   F f{q, k, v, o, lse, p.heads_q, p.heads_q / p.heads_kv, p.seqlen_q, p.seqlen_k, p.head_dim,
-      p.q, p.k, p.v, p.o, static_cast<Acc>(p.effective_scale()), p.causal,
+      p.q, p.k, p.v, p.o, logit_scale<Acc>(p), output_scale<Acc>(p), p.causal,
       p.window_left, p.window_right, static_cast<Acc>(p.softcap), alibi_slopes, sinks, seqs};
   const int league = p.batch * p.heads_q * p.seqlen_q;
   const int team_size = kc::is_host_space<ExecSpace>() ? 1 : 64;
   Kokkos::TeamPolicy<ExecSpace> policy(exec, league, team_size);
   policy.set_scratch_size(0, Kokkos::PerTeam(F::scratch_bytes(p.head_dim)));
-  // The label names the path for Kokkos Tools: "flashcore::reference[fp16 in, fp32 acc]".
-  const std::string label = std::string("flashcore::reference[") + to_string(p.dtype) + " in, " +
+  // The label names the path for Kokkos Tools: "flashcore::reference[fp16 in, fp32 acc]",
+  // "flashcore::reference[fp8_e4m3 in, bf16 out, fp32 acc]".
+  const std::string out = p.dtype == DType::E4M3 ? std::string(to_string(p.o_dtype())) + " out, " : std::string();
+  const std::string label = std::string("flashcore::reference[") + to_string(p.dtype) + " in, " + out +
                             (std::is_same<Acc, double>::value ? "fp64" : "fp32") + " acc]";
   Kokkos::parallel_for(label, policy, f);
 }
@@ -201,37 +222,45 @@ void launch(const ExecSpace& exec, const typename In::storage* q, const typename
 
 namespace flashcore::reference {
 
-/// Calls launch<ExecSpace, In, Out, LseT, Acc> with the element tag In of the problem's dtype.
+/// Calls launch<ExecSpace, In, Out, LseT, Acc> with the element tag In of the problem's dtype and
+/// Out = OutOf::type<tag of the problem's o_dtype()> (fp8 inputs: F16Elem or BF16Elem by out_dtype).
 template <class ExecSpace, class OutOf, class LseT, class Acc>
 void dispatch_dtype(const ExecSpace& exec, const Problem& p, const void* q, const void* k, const void* v, void* o,
                     LseT* lse, const float* alibi_slopes, const float* sinks, const numeric::Sequences& seqs) {
-  auto go = [&](auto in_tag) {
+  auto go = [&](auto in_tag, auto out_tag) {
     using In = decltype(in_tag);
-    using Out = typename OutOf::template type<In>;
+    using Out = typename OutOf::template type<decltype(out_tag)>;
     using S = typename In::storage;
     launch<ExecSpace, In, Out, LseT, Acc>(exec, static_cast<const S*>(q), static_cast<const S*>(k),
                                           static_cast<const S*>(v), static_cast<typename Out::storage*>(o), lse, alibi_slopes, sinks, seqs, p);
   };
   switch (p.dtype) {
-    case DType::F32: go(numeric::F32Elem{}); break;
-    case DType::F16: go(numeric::F16Elem{}); break;
-    case DType::BF16: go(numeric::BF16Elem{}); break;
+    case DType::F32: go(numeric::F32Elem{}, numeric::F32Elem{}); break;
+    case DType::F16: go(numeric::F16Elem{}, numeric::F16Elem{}); break;
+    case DType::BF16: go(numeric::BF16Elem{}, numeric::BF16Elem{}); break;
+    case DType::E4M3:  // validate() allows fp16 and bf16 outputs only
+      if (p.out_dtype == DType::F16)
+        go(numeric::E4M3Elem{}, numeric::F16Elem{});
+      else
+        go(numeric::E4M3Elem{}, numeric::BF16Elem{});
+      break;
   }
 }
 
-struct OutSameAsIn {
-  template <class In>
-  using type = In;
+/// O of the problem's o_dtype() (the fp32-accumulating reference).
+struct OutOfProblem {
+  template <class OutElem>
+  using type = OutElem;
 };
 struct OutF64 {
-  template <class In>
+  template <class OutElem>
   using type = numeric::F64Elem;
 };
 
 /// Enqueues the fp32-accumulating reference for the problem's dtype on `exec`.
 template <class ExecSpace>
 void launch_for_dtype(const ExecSpace& exec, const Problem& p, const Tensors& t) {
-  dispatch_dtype<ExecSpace, OutSameAsIn, float, float>(exec, p, t.q, t.k, t.v, t.o, t.lse, t.alibi_slopes, t.sinks,
+  dispatch_dtype<ExecSpace, OutOfProblem, float, float>(exec, p, t.q, t.k, t.v, t.o, t.lse, t.alibi_slopes, t.sinks,
                                                        numeric::Sequences::of(p, t));
 }
 
