@@ -149,7 +149,10 @@ std::vector<BadSeq> bad_sequences() {
   return {
       {"cu_q_decreasing", packed, [](D& d) { d.cu_seqlens_q[2] = 2; }, "cu_seqlens_q", "cu_seqlens_q[2] = 2 is less than cu_seqlens_q[1] = 3"},
       {"cu_q_not_zero", packed, [](D& d) { d.cu_seqlens_q[0] = 1; }, "cu_seqlens_q", "cu_seqlens_q[0] = 1 must be 0"},
-      {"cu_q_total", packed, [](D& d) { d.problem.total_q = 8; }, "cu_seqlens_q", "cu_seqlens_q[3] = 7 must equal total_q 8"},
+      // (Q and O made one row longer: with total_q 8 their byte ranges would otherwise reach past the
+      // buffers, and where the heap put O right after Q the overlap check fired first.)
+      {"cu_q_total", packed, [](D& d) { d.problem.total_q = 8, d.q.resize(d.q.size() * 2), d.o.resize(d.o.size() * 2); },
+       "cu_seqlens_q", "cu_seqlens_q[3] = 7 must equal total_q 8"},
       {"cu_q_over_bound", packed, [](D& d) { d.problem.seqlen_q = 3; }, "cu_seqlens_q", "sequence 2 has 4 rows"},
       {"cu_k_decreasing", packed, [](D& d) { d.cu_seqlens_k[1] = 8; }, "cu_seqlens_k", "cu_seqlens_k[2] = 7 is less than cu_seqlens_k[1] = 8"},
       {"cu_k_over_bound", packed, [](D& d) { d.problem.seqlen_k = 5; }, "cu_seqlens_k", "sequence 2 has 6 rows"},

@@ -25,6 +25,16 @@ std::string Case::name() const {
   os << "B" << batch << "_Hq" << heads_q << "_Hkv" << heads_kv << "_Lq" << seqlen_q << "_Lk" << seqlen_k << "_D"
      << head_dim << "_" << flashcore::to_string(dtype) << (causal ? "_causal" : "")
      << (layout == Layout::BHSD ? "_bhsd" : layout == Layout::Padded ? "_padded" : "");
+  if (dtype == DType::E4M3) {
+    os << "_out" << flashcore::to_string(out_dtype);
+    if (descale_q != 1 || descale_k != 1 || descale_v != 1) {
+      std::ostringstream ds;  // 0.25 -> 0p25: test names take letters, digits and '_'
+      ds << "_descale" << descale_q << "x" << descale_k << "x" << descale_v;
+      std::string text = ds.str();
+      std::replace(text.begin(), text.end(), '.', 'p');
+      os << text;
+    }
+  }
   auto side = [](int w) { return w < 0 ? std::string("inf") : std::to_string(w); };
   if (window_left >= 0 || window_right >= 0) os << "_win" << side(window_left) << "_" << side(window_right);
   if (softcap > 0) os << "_cap" << static_cast<int>(softcap);
@@ -69,6 +79,13 @@ Case sequence_case(int heads_q, int heads_kv, int head_dim, DType dtype, bool ca
   };
   c.seqlen_q = bound(c.lens_q, fixed_q);
   c.seqlen_k = bound(c.lens_k, 1);
+  return c;
+}
+
+Case fp8_case(Case c, DType out_dtype, double descale_q, double descale_k, double descale_v) {
+  c.dtype = DType::E4M3;
+  c.out_dtype = out_dtype;
+  c.descale_q = descale_q, c.descale_k = descale_k, c.descale_v = descale_v;
   return c;
 }
 
@@ -145,6 +162,12 @@ Problem make_problem(const Case& c) {
   p.window_left = c.window_left;
   p.window_right = c.window_right;
   p.softcap = static_cast<float>(c.softcap);
+  if (c.dtype == DType::E4M3) {
+    p.out_dtype = c.out_dtype;
+    p.descale_q = static_cast<float>(c.descale_q);
+    p.descale_k = static_cast<float>(c.descale_k);
+    p.descale_v = static_cast<float>(c.descale_v);
+  }
   if (!c.lens_q.empty()) p.total_q = sum(c.lens_q);
   if (c.kv == Case::KvStore::Packed) p.total_k = sum(c.lens_k);
   if (c.kv == Case::KvStore::Paged) {
@@ -193,9 +216,9 @@ double element(const Problem& p, const std::vector<unsigned char>& buf, const St
 void HostData::poison_outputs() {
   const Problem& p = problem;
   if (p.total_q > 0)
-    verify::poison(p.dtype, o.data(), p.o, 1, p.total_q, p.heads_q, p.head_dim);
+    verify::poison(p.o_dtype(), o.data(), p.o, 1, p.total_q, p.heads_q, p.head_dim);
   else
-    verify::poison(p.dtype, o.data(), p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
+    verify::poison(p.o_dtype(), o.data(), p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim);
   std::fill(lse.begin(), lse.end(), std::numeric_limits<float>::quiet_NaN());
 }
 
@@ -254,27 +277,29 @@ HostData make_data(const Case& c, std::uint64_t seed) {
   const Extents qx = {p.total_q > 0 ? 1 : p.batch, p.total_q > 0 ? p.total_q : p.seqlen_q};
   const Extents kx = {p.page_size > 0 ? p.num_pages : p.total_k > 0 ? 1 : p.batch,
                                         p.page_size > 0 ? p.page_size : p.total_k > 0 ? p.total_k : p.seqlen_k};
-  const int es = flashcore::dtype_size(p.dtype);
-  auto bytes = [&](const Strides& s, Extents x, int heads) {
-    return static_cast<std::size_t>(flashcore::span_elements(s, x.outer, x.rows, heads, p.head_dim)) * es;
+  auto bytes = [&](const Strides& s, Extents x, int heads, DType dt) {
+    return static_cast<std::size_t>(flashcore::span_elements(s, x.outer, x.rows, heads, p.head_dim)) *
+           flashcore::dtype_size(dt);
   };
   // Gaps of padded layouts hold garbage, not zeros; K/V rows no sequence uses hold NaN.
-  d.q.assign(bytes(p.q, qx, p.heads_q), 0x5a);
-  d.k.assign(bytes(p.k, kx, p.heads_kv), 0x5a);
-  d.v.assign(bytes(p.v, kx, p.heads_kv), 0x5a);
-  d.o.assign(bytes(p.o, qx, p.heads_q), 0x5a);
+  d.q.assign(bytes(p.q, qx, p.heads_q, p.dtype), 0x5a);
+  d.k.assign(bytes(p.k, kx, p.heads_kv, p.dtype), 0x5a);
+  d.v.assign(bytes(p.v, kx, p.heads_kv, p.dtype), 0x5a);
+  d.o.assign(bytes(p.o, qx, p.heads_q, p.o_dtype()), 0x5a);
   verify::poison(p.dtype, d.k.data(), p.k, kx.outer, kx.rows, p.heads_kv, p.head_dim);
   verify::poison(p.dtype, d.v.data(), p.v, kx.outer, kx.rows, p.heads_kv, p.head_dim);
   // Values in logical order (b, row, h, d) over each sequence's rows, never zero (verify::fill_random's
-  // rule), so that a seed gives the same values in every layout and storage.
-  auto fill = [&](std::vector<unsigned char>& buf, int heads, auto rows_of, auto offset_of, auto draw) {
+  // rule), so that a seed gives the same values in every layout and storage. fp8: x / descale is
+  // stored (rounded to e4m3), standing for about x.
+  auto fill = [&](std::vector<unsigned char>& buf, int heads, char which, auto rows_of, auto offset_of, auto draw) {
+    const double descale = verify::input_descale(p, which);
     for (int b = 0; b < p.batch; ++b)
       for (int i = 0; i < rows_of(b); ++i)
         for (int h = 0; h < heads; ++h) {
           const long long row = offset_of(b, i, h);
           for (int dd = 0; dd < p.head_dim; ++dd) {
-            double x = draw();
-            while (verify::round_to(p.dtype, x) == 0.0) x = draw();
+            double x = draw() / descale;
+            while (verify::round_to(p.dtype, x) == 0.0) x = draw() / descale;
             verify::store_element(p.dtype, buf.data(), row + dd, x);
           }
         }
@@ -283,11 +308,11 @@ HostData make_data(const Case& c, std::uint64_t seed) {
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   auto len_q = [&](int b) { return sq.len_q(p, b); };
   auto len_k = [&](int b) { return sq.len_k(p, b); };
-  fill(d.q, p.heads_q, len_q, [&](int b, int i, int h) { return sq.q_offset(p, p.q, b, i, h); },
+  fill(d.q, p.heads_q, 'q', len_q, [&](int b, int i, int h) { return sq.q_offset(p, p.q, b, i, h); },
        [&] { return normal(rng) * c.q_gain; });
-  fill(d.k, p.heads_kv, len_k, [&](int b, int j, int h) { return sq.kv_offset(p, p.k, b, j, h); },
+  fill(d.k, p.heads_kv, 'k', len_k, [&](int b, int j, int h) { return sq.kv_offset(p, p.k, b, j, h); },
        [&] { return normal(rng); });
-  fill(d.v, p.heads_kv, len_k, [&](int b, int j, int h) { return sq.kv_offset(p, p.v, b, j, h); },
+  fill(d.v, p.heads_kv, 'v', len_k, [&](int b, int j, int h) { return sq.kv_offset(p, p.v, b, j, h); },
        [&] { return uniform(rng); });
   if (c.lse) d.lse.assign(static_cast<std::size_t>(qx.outer) * p.heads_q * qx.rows, 0.0f);
   // Per-head parameters from their own stream, so that Q, K, V do not depend on the variants.
@@ -318,7 +343,7 @@ Errors compare_o(const HostData& d, const OracleOut& ref, double atol, double rt
         for (int dd = 0; dd < p.head_dim; ++dd) {
           const double r = ref.o[verify::o_index(p, b, i, h, dd)];
           if (std::isnan(r)) continue;  // row not computed by a sampled oracle
-          const double g = verify::load_element(p.dtype, d.o.data(), d.o_offset(b, i, h) + dd);
+          const double g = verify::load_element(p.o_dtype(), d.o.data(), d.o_offset(b, i, h) + dd);
           const double err = std::fabs(g - r);
           if (!(err <= e.max_abs)) e.max_abs = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
           num2 += std::isnan(err) ? std::numeric_limits<double>::infinity() : err * err;
@@ -352,7 +377,7 @@ Errors compare_o(const HostData& d, const OracleOut& ref, double atol, double rt
 }
 
 Errors compare(const HostData& d, const OracleOut& ref) {
-  const auto bound = flashcore::tolerance::reference_bound(d.problem.dtype);
+  const auto bound = flashcore::tolerance::reference_bound(d.problem.o_dtype());
   return compare_o(d, ref, bound.atol, bound.rtol);
 }
 

@@ -29,6 +29,11 @@ struct Case {
   Layout layout = Layout::BSHD;
   bool lse = true;
   double q_gain = 1.0;  // multiplies Q: large values make the softmax peaked (stability test)
+  // fp8 (dtype E4M3) inputs: Problem::descale_q/k/v and out_dtype. make_data stores x / descale
+  // rounded to e4m3 for each drawn x, so the dequantized inputs follow the usual distributions
+  // whatever the descales (which only move the stored values over e4m3's binades).
+  double descale_q = 1, descale_k = 1, descale_v = 1;
+  DType out_dtype = DType::BF16;
   // Variants (flashcore.hpp): window sides (-1 = unbounded), soft-capping (0 = none), ALiBi and
   // sinks with random per-head slopes in [0.02, 0.6] and sink logits in [-2, 3] (make_data).
   int window_left = -1, window_right = -1;
@@ -60,8 +65,10 @@ Case sequence_case(int heads_q, int heads_kv, int head_dim, DType dtype, bool ca
 Case with_random_variants(Case c, std::mt19937_64& rng);
 /// A random case for property tests: batch 1-3, heads_kv 1-3 with groups 1-4, lengths
 /// 1..max_len each, a head dim from `dims`, a dtype in [min_dtype, bf16], random causal flag,
-/// layout, and a peaked softmax (Q x 4) one time in four.
+/// layout, and a peaked softmax (Q x 4) one time in four. (fp8 cases: fp8_case.)
 Case random_case(std::mt19937_64& rng, int max_len, const std::vector<int>& dims, DType min_dtype = DType::F32);
+/// The case with fp8 (e4m3) inputs: dtype E4M3, these descales and O of out_dtype.
+Case fp8_case(Case c, DType out_dtype, double descale_q = 1, double descale_k = 1, double descale_v = 1);
 /// GoogleTest prints parameters with this (instead of a byte dump).
 inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name(); }
 
