@@ -40,7 +40,12 @@ const char* kRunHelp =
     "  --seqlen-q N             query length\n"
     "  --seqlen-k N             key/value length\n"
     "  -d, --head-dim N         head dimension, 1..256 (default 64)\n"
-    "  --dtype T                fp32 | fp16 | bf16 (default fp16, or that of --q)\n"
+    "  --dtype T                fp32 | fp16 | bf16 | fp8_e4m3 (also e4m3, fp8, float8_e4m3fn;\n"
+    "                           default fp16, or that of --q); fp8_e4m3: e4m3 inputs, forward only\n"
+    "  --out-dtype T            with fp8_e4m3 inputs: O's dtype, fp16 | bf16 (default bf16)\n"
+    "  --descale-q X, --descale-k X, --descale-v X\n"
+    "                           with fp8_e4m3 inputs: Q, K, V hold e4m3 values standing for X times\n"
+    "                           them (per-tensor descales, finite and > 0; default 1)\n"
     "  --causal                 causal mask, aligned to the bottom-right corner\n"
     "  --scale X                softmax scale (default 1/sqrt(head_dim))\n"
     "  --window-left N          sliding window: keys a row sees left of its (bottom-right\n"
@@ -60,19 +65,22 @@ const char* kRunHelp =
     "                           a block table holding a random permutation of the pages (--seed)\n"
     "inputs:\n"
     "  --seed N                 seed of the random inputs (default 0): Q, K ~ normal(0,1),\n"
-    "                           V ~ uniform(-1,1), rounded to the dtype, never zero\n"
+    "                           V ~ uniform(-1,1), rounded to the dtype, never zero (fp8_e4m3:\n"
+    "                           rounded to e4m3, and the descales apply on top)\n"
     "  --q F --k F --v F        read Q, K, V from .npy files instead: C order, little-endian\n"
-    "                           '<f4' (fp32), '<f2' (fp16) or '<u2'/'<i2' holding bf16 bits\n"
-    "                           (with --dtype bf16); shape (B,S,H,D) for bshd, (B,H,S,D) for\n"
+    "                           '<f4' (fp32), '<f2' (fp16), '<u2'/'<i2' holding bf16 bits\n"
+    "                           (with --dtype bf16) or '|u1'/'|i1' holding e4m3 bytes (with\n"
+    "                           --dtype fp8_e4m3); shape (B,S,H,D) for bshd, (B,H,S,D) for\n"
     "                           bhsd; the shapes give B, S, H and D\n"
     "outputs:\n"
-    "  --out-o F                write O as .npy (dtype and layout of the inputs; bf16 as '<u2')\n"
+    "  --out-o F                write O as .npy (dtype and layout of the inputs; bf16 as '<u2';\n"
+    "                           with fp8_e4m3 inputs of --out-dtype; e4m3 inputs as '|u1')\n"
     "  --out-lse F              write LSE as .npy ('<f4', shape (B,Hq,Lq))\n"
     "  --out-q F, --out-k F, --out-v F   write the inputs as .npy\n"
     "  --no-lse                 do not compute LSE\n"
     "  --backward               then the backward pass (dQ, dK, dV) with a random dO (--seed), in the\n"
     "                           forward's memory, timed; with --validate checked against the fp64\n"
-    "                           backward oracle (needs the LSE; no --page-size)\n"
+    "                           backward oracle (needs the LSE; no --page-size, no fp8_e4m3)\n"
     "  --deterministic          with --backward: bitwise-reproducible gradients (Options::deterministic;\n"
     "                           cuda-flash then computes dQ in its own kernel instead of with atomics)\n"
     "execution:\n"
@@ -83,7 +91,10 @@ const char* kRunHelp =
     "                           3 on a GPU); the first one's output is validated too\n"
     "  --validate               compare O and LSE with the fp64 reference and check the bound\n"
     "                           (reference backends: src/verify/tolerance.hpp; tuned kernels:\n"
-    "                           2 x the error of a naive same-precision computation + a floor)\n"
+    "                           2 x the error of a naive same-precision computation + a floor;\n"
+    "                           fp8_e4m3 inputs: the output dtype's reference bound, and on tuned\n"
+    "                           kernels the fp8 bound (2^-4 + keys * 2^-18) * max|v| per element\n"
+    "                           plus an RMS error <= 0.1 * RMS of O)\n"
     "  --no-validate            skip validation (the main job validates by default)\n"
     "  --json                   print one JSON object on stdout instead of the report\n"
     "                           (timing: TFLOP/s and GB/s of Q, O and the K/V rows the queries see)\n"
@@ -201,6 +212,22 @@ RunArgs parse_run_args(const std::vector<std::string>& args, bool main_job) {
         throw UsageError(std::string("--dtype: ") + e.what());
       }
       a.dtype_set = true;
+    } else if (flag == "--out-dtype") {
+      const std::string v = take();
+      try {
+        a.out_dtype = flashcore::parse_dtype(v);
+      } catch (const flashcore::Error& e) {
+        throw UsageError(std::string("--out-dtype: ") + e.what());
+      }
+      if (a.out_dtype != DType::F16 && a.out_dtype != DType::BF16)
+        throw UsageError("--out-dtype: '" + v + "' is not fp16 or bf16 (the outputs of fp8_e4m3 inputs)");
+      a.out_dtype_set = true;
+    } else if (flag == "--descale-q") {
+      a.descale_q = parse_real(flag, take());
+    } else if (flag == "--descale-k") {
+      a.descale_k = parse_real(flag, take());
+    } else if (flag == "--descale-v") {
+      a.descale_v = parse_real(flag, take());
     } else if (flag == "--causal") {
       no_value();
       a.causal = true;
@@ -289,6 +316,8 @@ RunArgs parse_run_args(const std::vector<std::string>& args, bool main_job) {
   if (!a.lse && !a.out_lse.empty()) throw UsageError("--out-lse cannot be used with --no-lse");
   if (!a.lse && a.backward) throw UsageError("--backward needs the forward's LSE: drop --no-lse");
   if (a.deterministic && !a.backward) throw UsageError("--deterministic applies to --backward only (the forward always is)");
+  if (a.backward && a.dtype == DType::E4M3)
+    throw UsageError("--backward: fp8_e4m3 inputs have no backward pass (the forward only)");
   if (a.backward && a.page_size > 0)
     throw UsageError("--backward: the backward pass has no paged K/V (drop --page-size; --varlen-k packs K/V)");
   if (files != 0 && a.has_sequences())

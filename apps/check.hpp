@@ -46,7 +46,7 @@ Oracle compute_oracle(const flashcore::Problem& p, const void* q, const void* k,
 struct Validation {
   bool done = false;
   std::string oracle;       // what computed the exact answer (Oracle::source)
-  std::string bound;        // "reference" or "kernel"
+  std::string bound;        // "reference", "kernel" or "fp8-kernel"
   std::string bound_text;   // readable description of the bound, with its numbers
   double max_abs_err = 0;   // over O; +inf when an element is NaN/inf
   double rel_l2_err = 0;    // ||O - ref|| / ||ref||
@@ -61,13 +61,15 @@ struct Validation {
   std::string first_bad;   // description of the first failing element, if any
 };
 
-/// Compares O (problem's o strides; packed by cu_seqlens_q when the problem says so) and LSE (may be
-/// null; (B, Hq, Lq), or (Hq, total_q) packed) with the oracle, over every sequence's rows. The reference backends
-/// (BackendKind::Reference) get tolerance::reference_bound; others the kernel bound
-/// max_abs_err <= 2 * naive_err + floor (tolerance::kernel_bound: floor 1e-4 fp16, 1e-3 bf16,
-/// 1e-5 fp32) and tolerance::kernel_lse_ok for LSE.
-Validation compare(const flashcore::Problem& p, const SequenceArrays& seqs, const Oracle& ref, const unsigned char* o,
-                   const float* lse, flashcore::BackendKind backend);
+/// Compares O (problem's o strides and o_dtype(); packed by cu_seqlens_q when the problem says so) and
+/// LSE (may be null; (B, Hq, Lq), or (Hq, total_q) packed) with the oracle, over every sequence's rows.
+/// The reference backends (BackendKind::Reference) get tolerance::reference_bound; others the kernel
+/// bound max_abs_err <= 2 * naive_err + floor (tolerance::kernel_bound: floor 1e-4 fp16, 1e-3 bf16,
+/// 1e-5 fp32) and tolerance::kernel_lse_ok for LSE. fp8 (e4m3) inputs: tuned backends
+/// (BackendKind::Tuned) the fp8 kernel bound (tolerance::fp8_kernel_bound through
+/// verify::check_fp8_kernel_output, which reads V), the others the reference bound of the output dtype.
+Validation compare(const flashcore::Problem& p, const SequenceArrays& seqs, const Oracle& ref, const void* v,
+                   const unsigned char* o, const float* lse, flashcore::BackendKind backend);
 
 /// Worst of two validations of the same problem (e.g. the first and the last call).
 Validation worst(const Validation& a, const Validation& b);

@@ -49,6 +49,10 @@ struct RunArgs {
   bool heads_kv_set = false;
   DType dtype = DType::F16;
   bool dtype_set = false;
+  // fp8 (--dtype fp8_e4m3) inputs: O's dtype (--out-dtype) and the descales (--descale-q/k/v).
+  DType out_dtype = DType::BF16;
+  bool out_dtype_set = false;
+  double descale_q = 1, descale_k = 1, descale_v = 1;
   bool causal = false;
   double scale = 0;
   int window_left = -1, window_right = -1;  // sliding window; -1 = unbounded side
@@ -116,13 +120,13 @@ struct HostData {
 
   void poison() {
     const Extents x = q_extents(p);
-    flashcore::verify::poison(p.dtype, o.data(), p.o, x.outer, x.rows, p.heads_q, p.head_dim);
+    flashcore::verify::poison(p.o_dtype(), o.data(), p.o, x.outer, x.rows, p.heads_q, p.head_dim);
     std::fill(lse.begin(), lse.end(), std::numeric_limits<float>::quiet_NaN());
   }
 };
 
-/// Bytes of a tensor with these strides and extents.
-std::size_t tensor_bytes(const Problem& p, const Strides& s, Extents x, int heads);
+/// Bytes of a tensor with these strides and extents, of elements of dtype dt (O: p.o_dtype()).
+std::size_t tensor_bytes(const Problem& p, const Strides& s, Extents x, int heads, DType dt);
 
 /// What one call does by the sequences' own lengths (not the bounds seqlen_q, seqlen_k): FLOPs
 /// (Problem::flops() of each sequence) and bytes moved at least once: Q and O, and the K and V rows

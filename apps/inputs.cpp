@@ -19,9 +19,9 @@ namespace fcapp {
 // Problem and inputs
 // ---------------------------------------------------------------------------------------------
 
-std::size_t tensor_bytes(const Problem& p, const Strides& s, Extents x, int heads) {
+std::size_t tensor_bytes(const Problem& p, const Strides& s, Extents x, int heads, DType dt) {
   return static_cast<std::size_t>(flashcore::span_elements(s, x.outer, x.rows, heads, p.head_dim)) *
-         flashcore::dtype_size(p.dtype);
+         flashcore::dtype_size(dt);
 }
 
 /// Shape of a tensor as stored, per layout: (B,S,H,D) / (B,H,S,D); packed (rows,H,D) / (H,rows,D);
@@ -40,6 +40,7 @@ std::string npy_descr(DType dt) {
     case DType::F32: return "<f4";
     case DType::F16: return "<f2";
     case DType::BF16: return "<u2";
+    case DType::E4M3: return "|u1";  // e4m3 bytes
   }
   return "";
 }
@@ -173,12 +174,15 @@ bool descr_matches(const std::string& descr, DType dt) {
     case DType::F32: return d == "<f4";
     case DType::F16: return d == "<f2";
     case DType::BF16: return d == "<u2" || d == "<i2";
+    case DType::E4M3: return d == "<u1" || d == "<i1";
   }
   return false;
 }
 
 std::string accepted_descrs(DType dt) {
-  return dt == DType::BF16 ? "'<u2' or '<i2' holding bf16 bits" : "'" + npy_descr(dt) + "'";
+  if (dt == DType::BF16) return "'<u2' or '<i2' holding bf16 bits";
+  if (dt == DType::E4M3) return "'|u1' or '|i1' holding e4m3 bytes";
+  return "'" + npy_descr(dt) + "'";
 }
 
 // Reads Q, K, V from .npy files; the shapes determine the problem.
@@ -216,9 +220,13 @@ void load_inputs(const RunArgs& a, HostData& d) {
     else if (descr_matches(qd, DType::F16)) dt = DType::F16;
     else if (descr_matches(qd, DType::BF16))
       throw RunError(where(in[0]) + ": dtype '" + qd + "' holds 16-bit integers; pass --dtype bf16 if they are bf16 bits");
+    else if (descr_matches(qd, DType::E4M3))
+      throw RunError(where(in[0]) + ": dtype '" + qd +
+                     "' holds bytes; pass --dtype fp8_e4m3 if they are fp8 e4m3 values");
     else
       throw RunError(where(in[0]) + ": unsupported dtype '" + qd +
-                     "' (expected '<f4', '<f2', or '<u2'/'<i2' with --dtype bf16)");
+                     "' (expected '<f4', '<f2', '<u2'/'<i2' with --dtype bf16, or '|u1'/'|i1' with --dtype "
+                     "fp8_e4m3)");
   }
   for (const Input& x : in)
     if (!descr_matches(x.arr.descr, dt))
@@ -288,6 +296,15 @@ HostData make_data(const RunArgs& a) {
     p.head_dim = a.head_dim;
     p.dtype = a.dtype;
   }
+  if (a.out_dtype_set && p.dtype != DType::E4M3)
+    throw UsageError(std::string("--out-dtype applies to fp8_e4m3 inputs only (O has the inputs' dtype, here ") +
+                     flashcore::to_string(p.dtype) + ")");
+  if (p.dtype == DType::E4M3) p.out_dtype = a.out_dtype;
+  // The descales as given: validate() below names one that is not 1 with another dtype, or not
+  // finite and > 0 (in fp32) with fp8 inputs.
+  p.descale_q = static_cast<float>(a.descale_q);
+  p.descale_k = static_cast<float>(a.descale_k);
+  p.descale_v = static_cast<float>(a.descale_v);
   p.causal = a.causal;
   p.scale = static_cast<float>(a.scale);
   p.window_left = a.window_left;
@@ -317,14 +334,15 @@ HostData make_data(const RunArgs& a) {
   if (a.sinks) d.sinks.assign(p.heads_q, static_cast<float>(a.sink_value));
   const Extents qx = q_extents(p), kx = kv_extents(p);
   if (!d.from_files) {
-    d.q.assign(tensor_bytes(p, p.q, qx, p.heads_q), 0);
-    d.k.assign(tensor_bytes(p, p.k, kx, p.heads_kv), 0);
-    d.v.assign(tensor_bytes(p, p.v, kx, p.heads_kv), 0);
+    d.q.assign(tensor_bytes(p, p.q, qx, p.heads_q, p.dtype), 0);
+    d.k.assign(tensor_bytes(p, p.k, kx, p.heads_kv, p.dtype), 0);
+    d.v.assign(tensor_bytes(p, p.v, kx, p.heads_kv, p.dtype), 0);
     std::mt19937_64 rng(a.seed);
     std::normal_distribution<double> normal(0.0, 1.0);
     std::uniform_real_distribution<double> uniform(-1.0, 1.0);
     // In logical (b, s, h, d) order, so that a seed gives the same values in both layouts;
-    // rounded to the dtype and never zero. Packed rows are in that order already.
+    // rounded to the dtype (fp8: to e4m3, the descales then apply on top) and never zero. Packed
+    // rows are in that order already.
     using flashcore::verify::fill_random;
     fill_random(p.dtype, d.q.data(), p.q, qx.outer, qx.rows, p.heads_q, p.head_dim, [&] { return normal(rng); });
     if (p.page_size > 0) {
@@ -341,18 +359,18 @@ HostData make_data(const RunArgs& a) {
       fill_random(p.dtype, d.v.data(), p.v, kx.outer, kx.rows, p.heads_kv, p.head_dim, [&] { return uniform(rng); });
     }
   }
-  d.o.assign(tensor_bytes(p, p.o, qx, p.heads_q), 0);
+  d.o.assign(tensor_bytes(p, p.o, qx, p.heads_q, p.o_dtype()), 0);
   if (a.lse) d.lse.assign(static_cast<std::size_t>(qx.outer) * p.heads_q * qx.rows, 0.0f);
   return d;
 }
 
 Work work_of(const HostData& d) {
   const Problem& p = d.p;
-  const double es = flashcore::dtype_size(p.dtype);
+  const double es = flashcore::dtype_size(p.dtype), es_o = flashcore::dtype_size(p.o_dtype());
   Work w;
   for (std::size_t b = 0; b < d.lq.size(); ++b) {
     const int lq = d.lq[b], lk = d.lk[b];
-    w.bytes += 2.0 * lq * p.heads_q * p.head_dim * es;  // Q read, O written
+    w.bytes += static_cast<double>(lq) * p.heads_q * p.head_dim * (es + es_o);  // Q read, O written
     if (lq == 0 || lk == 0) continue;
     Problem one = p;  // this sequence alone, for its FLOPs by the library's convention
     one.batch = 1, one.seqlen_q = lq, one.seqlen_k = lk;
@@ -380,13 +398,13 @@ void write_outputs(const RunArgs& a, const HostData& d) {
       throw RunError(e.what());
     }
   };
-  const std::string descr = npy_descr(p.dtype);
+  const std::string descr = npy_descr(p.dtype), o_descr = npy_descr(p.o_dtype());
   const Extents qx = q_extents(p), kx = kv_extents(p);
   const bool packed_q = p.total_q > 0, packed_k = p.total_k > 0;
   write(a.out_q, descr, stored_shape(p, d.layout, qx, p.heads_q, packed_q), d.q.data(), d.q.size());
   write(a.out_k, descr, stored_shape(p, d.layout, kx, p.heads_kv, packed_k), d.k.data(), d.k.size());
   write(a.out_v, descr, stored_shape(p, d.layout, kx, p.heads_kv, packed_k), d.v.data(), d.v.size());
-  write(a.out_o, descr, stored_shape(p, d.layout, qx, p.heads_q, packed_q), d.o.data(), d.o.size());
+  write(a.out_o, o_descr, stored_shape(p, d.layout, qx, p.heads_q, packed_q), d.o.data(), d.o.size());
   const std::vector<std::int64_t> lse_shape =
       packed_q ? std::vector<std::int64_t>{p.heads_q, p.total_q} : std::vector<std::int64_t>{p.batch, p.heads_q, p.seqlen_q};
   write(a.out_lse, "<f4", lse_shape, d.lse.data(), d.lse.size() * sizeof(float));

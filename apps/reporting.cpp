@@ -77,6 +77,9 @@ void print_text(const RunArgs& a, const HostData& d, const Outcome& out, const V
      << " Lk=" << p.seqlen_k << " D=" << p.head_dim << " " << flashcore::to_string(p.dtype) << " "
      << (p.causal ? "causal" : "non-causal") << " layout=" << to_string(d.layout)
      << " scale=" << fmt("%.6g", p.effective_scale()) << (d.lse.empty() ? " (no LSE)" : "") << "\n";
+  if (p.dtype == DType::E4M3)
+    os << "fp8       : e4m3 inputs, O " << flashcore::to_string(p.o_dtype()) << ", descale_q=" << fmt("%.6g", p.descale_q)
+       << " descale_k=" << fmt("%.6g", p.descale_k) << " descale_v=" << fmt("%.6g", p.descale_v) << "\n";
   if (p.has_window() || p.softcap > 0 || !d.alibi_slopes.empty() || !d.sinks.empty()) {
     os << "variants  :";
     if (p.has_window()) os << " window=(" << p.window_left << "," << p.window_right << ")";
@@ -148,6 +151,8 @@ void print_json(const RunArgs& a, const HostData& d, const Outcome& out, const V
   j.str("how", rep.how).str("plan", rep.plan).str("device", out.device).str("location", out.location);
   j.integer("B", p.batch).integer("Hq", p.heads_q).integer("Hkv", p.heads_kv).integer("Lq", p.seqlen_q);
   j.integer("Lk", p.seqlen_k).integer("D", p.head_dim).str("dtype", flashcore::to_string(p.dtype));
+  j.str("out_dtype", flashcore::to_string(p.o_dtype()));
+  j.num("descale_q", p.descale_q).num("descale_k", p.descale_k).num("descale_v", p.descale_v);
   j.boolean("causal", p.causal).str("layout", to_string(d.layout)).num("scale", p.effective_scale());
   j.boolean("lse", !d.lse.empty());
   j.integer("window_left", p.window_left).integer("window_right", p.window_right).num("softcap", p.softcap);

@@ -57,10 +57,10 @@ flashcore::Report device_explain(const HostData& d, bool want_lse, const flashco
   };
   const Extents qx = q_extents(p), kx = kv_extents(p);
   flashcore::Tensors t;
-  t.q = place(tensor_bytes(p, p.q, qx, p.heads_q));
-  t.k = place(tensor_bytes(p, p.k, kx, p.heads_kv));
-  t.v = place(tensor_bytes(p, p.v, kx, p.heads_kv));
-  t.o = place(tensor_bytes(p, p.o, qx, p.heads_q));
+  t.q = place(tensor_bytes(p, p.q, qx, p.heads_q, p.dtype));
+  t.k = place(tensor_bytes(p, p.k, kx, p.heads_kv, p.dtype));
+  t.v = place(tensor_bytes(p, p.v, kx, p.heads_kv, p.dtype));
+  t.o = place(tensor_bytes(p, p.o, qx, p.heads_q, p.o_dtype()));
   if (want_lse) t.lse = static_cast<float*>(place(static_cast<std::size_t>(qx.outer) * p.heads_q * qx.rows * 4));
   if (!d.alibi_slopes.empty()) t.alibi_slopes = static_cast<const float*>(place(p.heads_q * sizeof(float)));
   if (!d.sinks.empty()) t.sinks = static_cast<const float*>(place(p.heads_q * sizeof(float)));

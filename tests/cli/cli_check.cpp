@@ -316,6 +316,8 @@ int cmd_make_npy(int argc, char** argv) {
     } else if (descr.substr(1) == "u2" || descr.substr(1) == "i2") {
       const std::uint16_t h = flashcore::numeric::float_to_bf16(x);
       std::memcpy(bytes, &h, 2);
+    } else if (descr.substr(1) == "u1" || descr.substr(1) == "i1") {
+      bytes[0] = flashcore::numeric::float_to_e4m3(x);  // fp8 e4m3 bytes
     }
     file.append(reinterpret_cast<const char*>(bytes), static_cast<std::size_t>(size > 8 ? 8 : size));
   }

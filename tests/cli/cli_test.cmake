@@ -186,6 +186,61 @@ elseif(CASE STREQUAL "paged")
   fc_same(dense2.npy paged2.npy)
   fc_differ(dense.npy dense2.npy)
 
+elseif(CASE STREQUAL "fp8")
+  # fp8 e4m3 inputs: GQA, causal with Lq != Lk, descales, fp16 output, validated against the fp64
+  # oracle (the portable tier on host data: the output dtype's reference bound); the inputs written
+  # as e4m3 bytes ('|u1'), O in its own dtype, and read back to the same O.
+  set(fp8 --dtype fp8_e4m3 --out-dtype fp16 --descale-q 0.5 --descale-k 2 --descale-v 0.25 --causal --repeat 1)
+  fc_run(0 run --json -b 2 --hq 4 --hkv 2 --seqlen-q 21 --seqlen-k 50 -d 32 ${fp8} --validate --out-q q.npy
+         --out-k k.npy --out-v v.npy --out-o o1.npy --out-lse lse1.npy)
+  file(WRITE "${WORK}/fp8.json" "${OUT}")
+  fc_check(json fp8.json passed=true validated=true dtype=fp8_e4m3 out_dtype=fp16 descale_q=0.5 descale_k=2
+           descale_v=0.25 causal=true Hq=4 Hkv=2 Lq=21 Lk=50 bound=reference)
+  fc_check(npy-header q.npy |u1 2,21,4,32)
+  fc_check(npy-header v.npy |u1 2,50,2,32)
+  fc_check(npy-header o1.npy <f2 2,21,4,32)
+  fc_check(npy-header lse1.npy <f4 2,4,21)
+  fc_run(0 run ${QKV} --dtype e4m3 --out-dtype fp16 --descale-q 0.5 --descale-k 2 --descale-v 0.25 --causal
+         --repeat 1 --validate --out-o o2.npy --out-lse lse2.npy)
+  fc_expect("${OUT}" "fp8_e4m3 causal" "the problem line")
+  fc_expect("${OUT}" "fp8       : e4m3 inputs, O fp16, descale_q=0.5 descale_k=2 descale_v=0.25" "the fp8 line")
+  fc_expect("${OUT}" "result: PASS" "the validation result")
+  fc_same(o1.npy o2.npy)
+  fc_same(lse1.npy lse2.npy)
+  # The descales are read: descale_v doubled doubles O (another file), the LSE stays; descale_q
+  # changes the LSE too.
+  fc_run(0 run ${QKV} --dtype fp8 --out-dtype fp16 --descale-q 0.5 --descale-k 2 --descale-v 0.5 --causal --repeat 1
+         --out-o o3.npy --out-lse lse3.npy)
+  fc_differ(o1.npy o3.npy)
+  fc_same(lse1.npy lse3.npy)
+  fc_run(0 run ${QKV} --dtype fp8 --out-dtype fp16 --descale-q 1 --descale-k 2 --descale-v 0.25 --causal --repeat 1
+         --out-lse lse4.npy)
+  fc_differ(lse1.npy lse4.npy)
+  # bf16 output (the default), (B,H,S,D), on the reference: validated, O as '<u2'.
+  fc_run(0 run --json --layout bhsd --dtype float8_e4m3fn --hq 2 -l 40 -d 16 --descale-v 3 --backend reference-host
+         --validate --repeat 1 --out-o o5.npy)
+  file(WRITE "${WORK}/fp8_ref.json" "${OUT}")
+  fc_check(json fp8_ref.json passed=true dtype=fp8_e4m3 out_dtype=bf16 descale_v=3 layout=bhsd backend=reference-host
+           bound=reference)
+  fc_check(npy-header o5.npy <u2 1,2,40,16)
+  # Files written by the helper: '|u1' needs --dtype fp8_e4m3.
+  fc_check(make-npy q.npy |u1 False 1,8,2,16)
+  fc_check(make-npy k.npy |u1 False 1,12,1,16)
+  fc_check(make-npy v.npy |i1 False 1,12,1,16)
+  fc_run(0 run ${QKV} --dtype fp8_e4m3 --validate --repeat 1 --json)
+  file(WRITE "${WORK}/fp8_ext.json" "${OUT}")
+  fc_check(json fp8_ext.json passed=true dtype=fp8_e4m3 out_dtype=bf16 Hq=2 Hkv=1 Lq=8 Lk=12 D=16)
+  fc_error(1 "--q q\\.npy: dtype '\\|u1' holds bytes; pass --dtype fp8_e4m3" run ${QKV})
+  fc_error(1 "--q q\\.npy: dtype '\\|u1' does not match --dtype bf16" run ${QKV} --dtype bf16)
+  # The fp8 flags' errors name the flag or the field.
+  fc_error(2 "--out-dtype: 'fp32' is not fp16 or bf16" run --dtype fp8 --out-dtype fp32)
+  fc_error(2 "--out-dtype applies to fp8_e4m3 inputs only \\(O has the inputs' dtype, here fp16\\)" run --out-dtype bf16)
+  fc_error(2 "descale_q 0 must be finite and > 0" run --dtype fp8 --descale-q 0)
+  fc_error(2 "descale_v -1 must be finite and > 0" run --dtype fp8 --descale-v -1)
+  fc_error(2 "descale_k applies to fp8_e4m3 inputs only, got 2" run --descale-k 2)
+  fc_error(2 "--descale-v: 'x' is not a number" run --dtype fp8 --descale-v x)
+  fc_error(2 "--backward: fp8_e4m3 inputs have no backward pass" run --dtype fp8 --backward)
+
 elseif(CASE STREQUAL "bad_sequences")
   fc_error(2 "--seqlens-q: 'x' is not an integer" run --seqlens-q 1,x)
   fc_error(2 "--seqlens-q: '1,,2' is not a comma-separated list of lengths" run --seqlens-q 1,,2)
@@ -273,7 +328,7 @@ elseif(CASE STREQUAL "non_numeric")
   fc_error(2 "--scale: 'abc' is not a number" run --scale abc)
   fc_error(2 "--repeat: -1 is out of range" run --repeat -1)
   fc_error(2 "--batch: 99999999999 is out of range" run --batch 99999999999)
-  fc_error(2 "--dtype: dtype 'fp8'" run --dtype fp8)
+  fc_error(2 "--dtype: dtype 'fp4' is not one of fp32, fp16, bf16, fp8_e4m3" run --dtype fp4)
   fc_error(2 "--layout: 'sbhd' is not bshd or bhsd" run --layout sbhd)
 
 elseif(CASE STREQUAL "bad_head_dim")
