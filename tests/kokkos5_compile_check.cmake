@@ -5,7 +5,8 @@ set(files
   ${SRC}/src/backends/reference/host.cpp        # the reference, instantiated for the host space
   ${SRC}/src/platform/kokkos_runtime.cpp        # initialize/finalize, the configuration line
   ${SRC}/src/platform/profiling.cpp              # the Kokkos Tools regions
-  ${SRC}/tests/test_api.cpp)                      # the Kokkos View entry point, instantiated
+  ${SRC}/tests/test_api.cpp                       # the Kokkos View entry point, instantiated
+  ${SRC}/tests/test_fp8.cpp)                      # ... with std::uint8_t (fp8) Views
 # test_api.cpp includes kokkos_compat.hpp only indirectly; the reference file carries the version check.
 foreach(std 20)
   foreach(f IN LISTS files)
