@@ -106,6 +106,25 @@ TEST_F(KokkosTools, HostRunIsARegionNamedAfterTheBackendWithLabelledLaunches) {
   }
 }
 
+TEST_F(KokkosTools, Fp8LaunchLabelsNameInputsAndOutput) {
+  // fp8 (e4m3) inputs: the labels say "fp8_e4m3 in" and the output dtype.
+  const fctest::Case c = fctest::fp8_case(fctest::make_case(1, 4, 2, 13, 29, 32, DType::E4M3, true), DType::F16, 0.5, 2, 0.25);
+  for (const std::string forced : {"", "reference-host"}) {
+    SCOPED_TRACE(forced);
+    fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 4);
+    fc_recorder_clear();
+    flashcore::Options opts;
+    opts.backend = forced;
+    const std::string chosen = flashcore::run(d.problem, d.tensors(), opts).chosen;
+    const auto inside = expect_one_region(events(), chosen);
+    ASSERT_EQ(inside.size(), 1u) << joined(events());
+    EXPECT_EQ(inside[0], forced.empty() ? "for flashcore::portable[cpu, fp8_e4m3 in, fp16 out, 16x64 tiles]"
+                                        : "for flashcore::reference[fp8_e4m3 in, fp16 out, fp32 acc]");
+    const fctest::Errors e = fctest::compare(d, fctest::oracle(d));
+    EXPECT_EQ(e.bad, 0) << e.first_bad;
+  }
+}
+
 TEST_F(KokkosTools, CApiCallIsARegionToo) {
   fctest::Case c = fctest::make_case(1, 2, 1, 7, 9, 16, DType::F32, false);
   fctest::HostData d = fctest::make_data(c, fctest::run_seed() + 2);
