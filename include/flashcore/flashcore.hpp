@@ -53,11 +53,15 @@
 
 namespace flashcore {
 
-/// Element type of Q, K, V and O (all four share it). LSE is always fp32.
-enum class DType { F32, F16, BF16 };
+/// Element type of Q, K, V and O (all four share it, except with E4M3 inputs). LSE is always fp32.
+/// E4M3 is OCP FP8 e4m3 ("e4m3fn": 4 exponent bits of bias 7, 3 mantissa bits, largest finite 448,
+/// no infinities, 0x7f/0xff NaN): inputs only, forward only. Q, K, V then hold e4m3 bytes standing
+/// for Problem::descale_q/k/v times their value, and O is of Problem::out_dtype (fp16 or bf16).
+enum class DType { F32, F16, BF16, E4M3 };
 
-const char* to_string(DType dtype);
-/// Parses "fp32"/"f32"/"float", "fp16"/"f16"/"half", "bf16"/"bfloat16". Throws Error otherwise.
+const char* to_string(DType dtype);  // "fp32", "fp16", "bf16", "fp8_e4m3"
+/// Parses "fp32"/"f32"/"float", "fp16"/"f16"/"half", "bf16"/"bfloat16", "fp8_e4m3"/"e4m3"/"fp8".
+/// Throws Error otherwise.
 DType parse_dtype(const std::string& name);
 /// Size of one element in bytes.
 int dtype_size(DType dtype);
@@ -83,6 +87,15 @@ struct Problem {
   int seqlen_k = 1;
   int head_dim = 64;  // 1 .. 256
   DType dtype = DType::F16;
+  /// FP8 inputs (dtype E4M3): the element q stored in Q stands for descale_q * q, likewise K and V
+  /// (per-tensor factors, as FlashAttention-3's descale_q/k/v; finite and > 0). Other dtypes leave
+  /// them at 1. Attention is then softmax(scale * descale_q * descale_k * Q·Kᵀ + mask) · descale_v · V.
+  float descale_q = 1.0f;
+  float descale_k = 1.0f;
+  float descale_v = 1.0f;
+  /// Element type of O when dtype is E4M3: F16 or BF16 (the default). For the other dtypes O is of
+  /// dtype and this field is not read (o_dtype() says which applies).
+  DType out_dtype = DType::BF16;
   bool causal = false;
   /// Softmax scale; 0 (the default) means 1/sqrt(head_dim). Must be finite and >= 0.
   float scale = 0.0f;
@@ -107,6 +120,8 @@ struct Problem {
 
   /// scale as used: the given one, or 1/sqrt(head_dim) when none was given.
   float effective_scale() const;
+  /// Element type of O (and of the backward's dO, dQ, dK, dV): out_dtype for E4M3 inputs, else dtype.
+  DType o_dtype() const { return dtype == DType::E4M3 ? out_dtype : dtype; }
   /// Whether a sliding window bounds either side (window_left or window_right != -1).
   bool has_window() const { return window_left >= 0 || window_right >= 0; }
   /// Whether Q/O or K/V are packed (varlen) or K/V paged. (Cache lengths alone are Tensors::seqlens_k.)

@@ -9,6 +9,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 SHAPES = [(1, 8, 512, 64), (4, 16, 1024, 64), (2, 16, 4096, 128), (1, 16, 16384, 128)]
 BIG_SHAPES = [(1, 8, 512, 64), (4, 16, 1024, 64), (2, 16, 4096, 64), (2, 16, 4096, 128), (1, 16, 16384, 128)]
+FP8_SHAPES = [(1, 8, 512, 64, False), (4, 16, 1024, 64, False), (2, 16, 4096, 64, False), (2, 16, 4096, 128, False),
+              (2, 16, 4096, 128, True), (1, 16, 16384, 128, False), (1, 16, 16384, 128, True), (8, 16, 2048, 128, False)]
 BACKENDS = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
 CALLS = 20
 
@@ -50,7 +52,7 @@ def once():
 
 def time_shape(B, H, L, D, dtype, causal):
     """Times both torch paths on one shape and prints a TORCH line each (or why a path refused it)."""
-    q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=dtype) for _ in range(3))
+    q, k, v = (torch.randn(B, H, L, D, device="cuda").to(dtype) for _ in range(3))
     flops = 4.0 * B * H * L * L * D * (0.5 if causal else 1.0)
     for name, be in BACKENDS:
         try:
@@ -70,6 +72,11 @@ def main():
         for D in (32, 64, 80, 96, 128, 160, 192, 256):
             for causal in (False, True):
                 time_shape(4, 16, 2048, D, torch.float16, causal)
+        return
+    if "--fp8" in sys.argv:  # fp8_dev time's shapes: torch's bf16 paths, and whether SDPA takes e4m3 inputs
+        for (B, H, L, D, causal) in FP8_SHAPES:
+            time_shape(B, H, L, D, torch.bfloat16, causal)
+        time_shape(1, 8, 512, 64, torch.float8_e4m3fn, False)
         return
     only_small = "--small" in sys.argv
     big = "--big" in sys.argv  # flash_dev time-big's shapes, fp16 (+ bf16 for two), both backends

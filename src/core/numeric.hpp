@@ -1,4 +1,4 @@
-// fp16 / bf16 <-> fp32 conversions on raw bits, usable on host and device.
+// fp16 / bf16 / fp8 e4m3 <-> fp32 conversions on raw bits, usable on host and device.
 //
 // FlashCore stores fp16 and bf16 tensors as 16-bit patterns and converts them itself, so the
 // same code works with every Kokkos version (Kokkos 3.4 has no bhalf_t) and with no CUDA header.
@@ -85,6 +85,43 @@ FC_HOST_DEVICE inline std::uint16_t float_to_bf16(float f) {
   return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
+/// OCP FP8 e4m3 ("e4m3fn"): sign, 4 exponent bits (bias 7), 3 mantissa bits; no infinities, S.1111.111
+/// is NaN; largest finite 448, smallest normal 2^-6, smallest subnormal 2^-9. Every value is exact in fp32.
+FC_HOST_DEVICE inline float e4m3_to_float(std::uint8_t x) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(x & 0x80u) << 24;
+  const std::uint32_t exp = (x >> 3) & 0xfu, man = x & 0x7u;
+  if (exp == 0xfu && man == 0x7u) return bits_float(sign | 0x7fc00000u);  // NaN
+  if (exp == 0) {  // zero or subnormal: man * 2^-9
+    const float f = static_cast<float>(man) * 0.001953125f;
+    return sign ? -f : f;
+  }
+  return bits_float(sign | ((exp + 120u) << 23) | (man << 20));
+}
+
+/// fp32 -> e4m3, round to nearest, ties to even, saturating: finite values beyond 448 (and infinities)
+/// become +-448 (the "satfinite" conversion of the hardware, cvt.rn.satfinite.e4m3x2.f32); NaN stays NaN.
+FC_HOST_DEVICE inline std::uint8_t float_to_e4m3(float f) {
+  const std::uint32_t x = float_bits(f);
+  const std::uint8_t sign = static_cast<std::uint8_t>((x >> 24) & 0x80u);
+  const std::uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return sign | 0x7fu;     // NaN
+  if (ax >= 0x43e80000u) return sign | 0x7eu;    // >= 464 (448 + half a step) and inf: saturate to 448
+  if (ax >= 0x3c800000u) {                       // >= 2^-6: normal, rebias (127 -> 7), 23 -> 3 mantissa bits
+    const std::uint32_t r = ax - (120u << 23);
+    const std::uint32_t q = (r + 0x7ffffu + ((r >> 20) & 1u)) >> 20;
+    return sign | static_cast<std::uint8_t>(q > 0x7eu ? 0x7eu : q);  // 448 < |f| < 464 rounds down to 448
+  }
+  if (ax < 0x3a800000u) return sign;  // below 2^-10 (half the smallest subnormal; 2^-10 itself ties to 0)
+  // subnormal result: round |f| / 2^-9 to an integer 0..8 (8 = the smallest normal, 0x08)
+  const std::uint32_t e = ax >> 23;
+  const std::uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+  const std::uint32_t s = 141u - e;  // |f| / 2^-9 = m * 2^(e - 127 - 23 + 9): shift right by 141 - e (18 .. 21)
+  std::uint32_t q = m >> s;
+  const std::uint32_t rem = m & ((1u << s) - 1u), half = 1u << (s - 1u);
+  if (rem > half || (rem == half && (q & 1u))) ++q;
+  return sign | static_cast<std::uint8_t>(q);
+}
+
 /// Keys [begin, end) query row i sees: j < seqlen_k, and with a bound on a side (window_left /
 /// window_right >= 0; causal means window_right 0) i + diag - window_left <= j <= i + diag +
 /// window_right, diag = seqlen_k - seqlen_q (bottom-right alignment). begin == end when none.
@@ -136,6 +173,13 @@ struct BF16Elem {
   FC_HOST_DEVICE static void store(storage* p, std::int64_t i, double v) {
     p[i] = float_to_bf16(static_cast<float>(v));
   }
+};
+// FP8 e4m3 inputs (flashcore.hpp, DType::E4M3): the stored value; the per-tensor descale factors
+// are applied by the kernels (into the softmax scale and O's normalisation), not here.
+struct E4M3Elem {
+  using storage = std::uint8_t;
+  FC_HOST_DEVICE static float load(const storage* p, std::int64_t i) { return e4m3_to_float(p[i]); }
+  FC_HOST_DEVICE static void store(storage* p, std::int64_t i, double v) { p[i] = float_to_e4m3(static_cast<float>(v)); }
 };
 // Output element of the fp64 oracle mode: results kept in double, unrounded.
 struct F64Elem {

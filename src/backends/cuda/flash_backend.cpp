@@ -31,7 +31,9 @@ FlashFwdParams make_params(const Problem& p, const Tensors& t) {
   f.o_batch_stride = p.o.batch, f.o_seq_stride = p.o.seq, f.o_head_stride = p.o.head;
   f.scale = p.effective_scale();
   f.causal = p.causal;
-  f.bf16 = p.dtype == DType::BF16;
+  f.bf16 = p.o_dtype() == DType::BF16;
+  f.fp8 = p.dtype == DType::E4M3;
+  f.descale_q = p.descale_q, f.descale_k = p.descale_k, f.descale_v = p.descale_v;
   f.window_left = p.window_left;
   f.window_right = p.window_right;
   f.softcap = p.softcap;
@@ -106,7 +108,7 @@ class FlashBackend final : public Backend {
     DeviceLimits dev;
     std::string why = tuned_device(&dev);
     if (!why.empty()) return Support::no(why);
-    if (q.problem->dtype == DType::F32) return Support::no("dtype fp32 is not supported (fp16 and bf16 only)");
+    if (q.problem->dtype == DType::F32) return Support::no("dtype fp32 is not supported (fp16, bf16 and fp8_e4m3 only)");
     auto plan = std::make_shared<CudaPlan>();
     plan->params = make_params(*q.problem, *q.tensors);
     why = flash_fwd_plan(plan->params, dev, variant_, &plan->launch);
@@ -130,6 +132,7 @@ class FlashBackend final : public Backend {
     std::string why = tuned_device(&dev);
     if (!why.empty()) return Support::no(why);
     if (q.problem->dtype == DType::F32) return Support::no("dtype fp32 is not supported (fp16 and bf16 only)");
+    if (q.problem->dtype == DType::E4M3) return Support::no("dtype fp8_e4m3 has no backward pass");
     auto plan = std::make_shared<CudaBwdPlan>();
     plan->params = make_bwd_params(*q.problem, *q.tensors, *q.gradients);
     plan->params.deterministic = q.deterministic;
@@ -165,7 +168,7 @@ std::vector<std::unique_ptr<Backend>> make_flash_backends() {
   std::vector<std::unique_ptr<Backend>> out;
   out.push_back(std::make_unique<FlashBackend>(
       "cuda-flash", 100, FlashVariant::Auto,
-      "tuned flash-attention forward (sm_80+), fp16/bf16; faster kernel per shape (mma.sync; "
+      "tuned flash-attention forward (sm_80+), fp16/bf16 (fp8_e4m3 on compute capability 9.0); faster kernel per shape (mma.sync; "
       "TMA + wgmma on compute capability 9.0 for larger problems; a split-KV decode kernel for few "
       "queries against long keys and for paged K/V up to 64 queries; varlen and cache lengths on all)"));
   out.push_back(std::make_unique<FlashBackend>("cuda-flash-allwarps", 90, FlashVariant::AllWarps,

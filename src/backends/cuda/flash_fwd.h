@@ -36,7 +36,12 @@ struct FlashFwdParams {
   long long o_batch_stride, o_seq_stride, o_head_stride;
   float scale;                // already resolved (e.g. 1/sqrt(head_dim))
   bool causal;                // bottom-right aligned: query i sees key j iff j <= i + seqlen_k - seqlen_q
-  bool bf16;                  // false: fp16
+  bool bf16;                  // false: fp16 (with fp8: O's type)
+  // FP8 (e4m3) Q, K, V (flashcore.hpp, DType::E4M3): stored values stand for descale_q·q, descale_k·k,
+  // descale_v·v; O is bf16 or fp16 (bf16 above). Only the Hopper kernel reads them (fixed-length
+  // layouts, no variants); it transposes V into a per-call workspace first (sm90/fp8.cuh).
+  bool fp8 = false;
+  float descale_q = 1.f, descale_k = 1.f, descale_v = 1.f;
   // Variants (flashcore.hpp): sliding window (-1 = unbounded side), soft-capping (0 = none), and
   // per-head ALiBi slopes and sink logits (heads_q device floats, or nullptr).
   int window_left = -1, window_right = -1;
@@ -117,7 +122,11 @@ struct FlashFwdPlan {
   size_t smem = 0;             // dynamic shared memory per block
   size_t split_counter_bytes = 0, split_partial_bytes = 0;  // split-KV workspace (0 without): tickets, partials
   size_t split_lse_offset = 0;  // where the LSE partials start in the partials buffer (after the O partials)
-  alignas(128) unsigned char tensor_maps[3 * 128] = {};     // Hopper: CUtensorMap of Q, K, V
+  alignas(128) unsigned char tensor_maps[3 * 128] = {};     // Hopper: CUtensorMap of Q, K, V (FP8: Q, K; Vᵀ's per run)
+  // Hopper with FP8 inputs: Vᵀ's keys per row (seqlen_k rounded up to 32) and its workspace, allocated by
+  // flash_fwd_run on the stream (cudaMallocAsync) and released there after the kernels.
+  int fp8_keys_pad = 0;
+  size_t fp8_vt_bytes = 0;
   // e.g. "sm80-rows16 block_m=64 key_split_warps=2 stages=2 splits=3"
   std::string describe() const;
 };

@@ -109,11 +109,38 @@ std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, Flas
 #else
     return "the Hopper kernel was not built (sm_90 is not among the CUDA architectures of this build)";
 #endif
-  const size_t need = detail::sm90_smem_bytes(p.head_dim);
+  const size_t need = p.fp8 ? detail::HopperFp8Config::kSmemBytes : detail::sm90_smem_bytes(p.head_dim);
   if (need > dev.smem_optin_per_block)
     return "the Hopper kernel needs " + std::to_string(need) + " bytes of shared memory per block, device allows " +
            std::to_string(dev.smem_optin_per_block);
   return detail::sm90_tensor_maps(p, plan->tensor_maps);
+}
+
+// FP8 (e4m3) inputs: the Hopper kernel's FP8 instance (D = 128; smaller head dims zero-padded by TMA),
+// fixed-length layouts without variants for now (the reference runs the rest). Its plan adds the
+// transposed V's workspace (sm90/fp8.cuh).
+std::string plan_fp8(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant, FlashFwdPlan* out) {
+  if (variant != FlashVariant::Auto && variant != FlashVariant::Hopper)
+    return "fp8_e4m3 inputs run on the Hopper kernel only (cuda-flash or cuda-flash-hopper, compute capability 9.0)";
+  if (p.head_dim > detail::kHopperFp8HeadDim)
+    return "fp8_e4m3 inputs: the Hopper kernel takes head_dim up to " + std::to_string(detail::kHopperFp8HeadDim) +
+           ", not " + std::to_string(p.head_dim) + " (the reference runs it)";
+  if (detail::has_variants(p))
+    return "fp8_e4m3 inputs: the Hopper kernel has no attention variants (window, softcap, ALiBi, sinks) yet (the "
+           "reference runs them)";
+  if (detail::has_sequences(p))
+    return "fp8_e4m3 inputs: the Hopper kernel takes fixed-length batches only, no varlen, cache lengths or pages yet "
+           "(the reference runs them)";
+  std::string why = hopper_limits(p, dev, out);
+  if (!why.empty()) return why;
+  out->kernel = FlashKernel::Hopper;
+  out->block_m = detail::HopperFp8Config::kBlockM;
+  out->key_split_warps = 1;
+  out->smem = detail::HopperFp8Config::kSmemBytes;
+  out->n_mblocks = (p.seqlen_q + out->block_m - 1) / out->block_m;
+  out->fp8_keys_pad = (p.seqlen_k + detail::kFp8KeyPad - 1) / detail::kFp8KeyPad * detail::kFp8KeyPad;
+  out->fp8_vt_bytes = (size_t)p.batch * p.heads_kv * p.head_dim * out->fp8_keys_pad;
+  return {};
 }
 
 // The mma.sync launch shape of a table row (or the override), fitted to the device, and split-KV.
@@ -455,6 +482,7 @@ std::string FlashFwdPlan::describe() const {
   if (kernel == FlashKernel::Rows16 || kernel == FlashKernel::Rows16WarpSpecialized || kernel == FlashKernel::Decode)
     s += " key_split_warps=" + std::to_string(key_split_warps);
   if (kernel != FlashKernel::Hopper) s += " stages=" + std::to_string(stages);
+  if (fp8_vt_bytes > 0) s += " fp8_e4m3 vt_bytes=" + std::to_string(fp8_vt_bytes);
   if (work_slots > 0)
     s += " balanced slots=" + std::to_string(work_slots) +
          " waves=" + (work_waves ? std::to_string(work_waves) : std::string("1-2")) + " blocks=" + std::to_string(work_blocks);
@@ -484,6 +512,11 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
   out.device = dev.index;
   std::string why = detail::common_limits(p, dev);
   if (!why.empty()) return why;
+  if (p.fp8) {
+    why = plan_fp8(p, dev, variant, &out);
+    if (why.empty() && plan != nullptr) *plan = out;
+    return why;
+  }
   // The decode kernel: forced, Auto's choice for paged K/V and the other sequence layouts up to
   // kMaxDecodeSeqlenQ queries, or for few query rows against many keys (kDecodeTable). Paged K/V
   // with more queries (paged prefill) runs on the Hopper kernel (its producer loads a tile page by
@@ -552,7 +585,7 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   detail::KernelArgs args{};
   args.p = p;
   args.p.launch_override = nullptr;
-  args.scale_log2 = p.scale * 1.4426950408889634f;
+  args.scale_log2 = p.scale * (p.fp8 ? p.descale_q * p.descale_k : 1.f) * 1.4426950408889634f;
   args.q_heads_per_kv = p.heads_q / p.heads_kv;
   args.block_m = plan.block_m;
   args.key_split_warps = plan.key_split_warps;

@@ -17,7 +17,9 @@ constexpr float kLn2 = 0.6931471805599453f;
 // One tile of the online softmax for the two rows (row0 = lane/4 and row0 + 8) of a 16-row accumulator
 // tile a thread holds: scores -> unnormalised probabilities in place, running max (quad-uniform) and
 // this thread's running sum updated, alpha = the factor the O rows must be scaled by.
-template <int N>
+// kPLog2: P comes out scaled by 2^kPLog2 (and so does the sum, so O / l is unchanged; the caller takes
+// kPLog2 off the LSE): the FP8 kernel's P, rounded to e4m3, then stays in its normal range (sm90/fp8.cuh).
+template <int N, int kPLog2 = 0>
 __device__ __forceinline__ void softmax_update(float (&s)[N][4], float (&row_max)[2], float (&row_sum)[2],
                                                float scale_log2, float (&alpha)[2]) {
   float mx[2] = {row_max[0], row_max[1]};
@@ -37,6 +39,7 @@ __device__ __forceinline__ void softmax_update(float (&s)[N][4], float (&row_max
     alpha[r] = fast_exp2(row_max[r] * scale_log2 - ms[r]);  // old max -inf -> 0 (accumulators are 0 then)
     row_max[r] = mx[r];
   }
+  ms[0] -= float(kPLog2), ms[1] -= float(kPLog2);
   float sum[2] = {0.f, 0.f};
 #pragma unroll
   for (int i = 0; i < N; ++i) {
@@ -99,9 +102,9 @@ struct SoftmaxRows {
     row_max[0] = row_max[1] = -INFINITY;
     row_sum[0] = row_sum[1] = 0.f;
   }
-  template <int N>
+  template <int kPLog2 = 0, int N>
   __device__ __forceinline__ void update(float (&s)[N][4], float scale_log2, float (&alpha)[2]) {
-    softmax_update(s, row_max, row_sum, scale_log2, alpha);
+    softmax_update<N, kPLog2>(s, row_max, row_sum, scale_log2, alpha);
   }
   __device__ __forceinline__ void finish(float scale_log2, float (&inv)[2], float (&lse2)[2]) const {
     softmax_finish(row_max, row_sum, scale_log2, inv, lse2);

@@ -27,13 +27,21 @@ constexpr int hopper_head_dim(int head_dim) {
 // O (96 or 128 registers) + S + P must stay within the consumers' 240: 96-key tiles at 192 (S 48,
 // P 24; two stages, 193 KB; H100 (4,16,2048,192) 398 us against 433 with three stages of 64 keys),
 // 64-key tiles at 256 (two stages, 197.7 KB). 112 keys at 192 and 80 at 256 spill in every consumer.
-template <int D>
+//
+// kInBytes = 1: FP8 e4m3 inputs (D = 128 only). A 128-byte swizzle row then holds 128 elements, so Q,
+// K and the transposed V (Vᵀ: D rows of kBlockN keys, sm90/fp8_transpose_v.cuh) are one panel each;
+// a wgmma k32 step reads 32 bytes of a row like a k16 step of 16-bit types. Tiles are half the bytes:
+// four stages (16 KB per K or Vᵀ tile). O (fp16/bf16) is staged in a region of 2 bytes per element,
+// twice Q's 16 KB.
+template <int D, int kInBytes = 2>
 struct HopperConfig {
   static_assert(D % 64 == 0 && D >= 64 && D <= 256, "compiled head dims: kHopperHeadDims");
+  static_assert(kInBytes == 2 || (kInBytes == 1 && D == 128), "FP8 inputs: D = 128 only");
+  static constexpr bool kFp8 = kInBytes == 1;
   static constexpr int kConsumerWGs = 2;
   static constexpr int kBlockM = 64 * kConsumerWGs;        // query rows per block
   static constexpr int kBlockN = D <= 128 ? 128 : D == 192 ? 96 : 64;  // keys per K/V tile
-  static constexpr int kStages = D == 64 ? 3 : 2;          // K/V ring depth
+  static constexpr int kStages = kFp8 ? 4 : D == 64 ? 3 : 2;  // K/V ring depth
   static constexpr int kThreads = 128 * (kConsumerWGs + 1);
   // setmaxnreg moves registers inside the block's launch allocation (the 64K register file over
   // kThreads, in steps of 8: 168 for 384 threads): consumers can only grow by what the producer gives
@@ -43,18 +51,22 @@ struct HopperConfig {
   static constexpr int kConsumerRegs = 240;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumerWGs <= kLaunchRegs * kThreads,
                 "setmaxnreg budget exceeds the launch allocation");
-  static constexpr int kPanels = D / 64;                   // 64-column (128-byte) swizzle panels
+  static constexpr int kPanelCols = 128 / kInBytes;        // elements of a 128-byte swizzle row
+  static constexpr int kPanels = D / kPanelCols;           // 128-byte swizzle panels of a Q or K row
   static constexpr uint32_t kQPanelBytes = kBlockM * 128;
   static constexpr uint32_t kKVPanelBytes = kBlockN * 128;
   static constexpr uint32_t kQBytes = kPanels * kQPanelBytes;
+  static constexpr uint32_t kOStageBytes = uint32_t(kBlockM) * D * 2;  // O (16-bit) staged for the stores
+  static constexpr uint32_t kQRegionBytes = kQBytes > kOStageBytes ? kQBytes : kOStageBytes;  // Q, then O
   static constexpr uint32_t kTileBytes = kPanels * kKVPanelBytes;  // one K or V tile
-  static constexpr uint32_t kBarOffset = kQBytes + 2 * kStages * kTileBytes;
+  static_assert(!kFp8 || kTileBytes == uint32_t(D) * kBlockN, "FP8: a Vᵀ tile (D rows of kBlockN bytes) is a K tile's size");
+  static constexpr uint32_t kBarOffset = kQRegionBytes + 2 * kStages * kTileBytes;
   static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kBarOffset + 8 * (2 + 4 * kStages);  // Q, 4 per stage, V tail
   static_assert(kSmemBytes <= 227 * 1024, "more shared memory than a block of compute capability 9.0 may have");
   static constexpr int kSTiles = kBlockN / 8;              // n8 column tiles of S per thread row pair
-  static constexpr int kPVSteps = kBlockN / 16;            // k16 steps of P·V
+  static constexpr int kKSteps = D * kInBytes / 32;        // k16 (k32 for FP8) steps of S = Q·Kᵀ
+  static constexpr int kPVSteps = kBlockN * kInBytes / 32; // k16 (k32) steps of P·V
   static constexpr int kOAcc = D / 2;                      // O accumulator floats per thread (64 x D / 128)
-  static_assert(kQBytes >= uint32_t(kBlockM) * D * 2, "output staging reuses the Q region");
   static constexpr int kBarEpilogue = 1;                   // named barrier of the consumer threads
 };
 
@@ -87,11 +99,18 @@ inline int sm90_paged_box_rows(int head_dim, int page_size) { return paged_box_r
 inline size_t sm90_smem_bytes(int head_dim) {
   return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kSmemBytes; });
 }
+// FP8 inputs: every head dim up to 128 runs on the D = 128 instance (TMA zero-fills the padding).
+constexpr int kHopperFp8HeadDim = 128;
+using HopperFp8Config = HopperConfig<kHopperFp8HeadDim, 1>;
 
 // The kernel's TMA tensor maps of Q, K, V: dims (head_dim, seqlen, heads, batch), boxes of 64 columns x
 // kBlockM (Q) or kBlockN (K, V) rows. Encoded by sm90/tensor_maps.cpp, kept in FlashFwdPlan.
+// FP8: v is the map of the transposed copy Vᵀ (dims (keys padded to kFp8KeyPad, head_dim, heads_kv, batch),
+// boxes of kBlockN keys x 128 rows), encoded at run time (its workspace is allocated per call).
 struct HopperMaps {
   CUtensorMap q, k, v;
 };
+// FP8: Vᵀ's key count is padded to a multiple of this (the P permutation works in groups of 32 keys).
+constexpr int kFp8KeyPad = 32;
 
 }  // namespace flashcore::cuda::detail

@@ -36,6 +36,11 @@
 // tile is zeroed in shared memory by the producer before its full_v completes (bar_vtail), since TMA
 // only zero-fills past the tensor. Paged K/V (block_table): a tile is loaded in pieces of
 // paged_box_rows keys, each from its page (load_paged_tile); the pools are the maps' batch dimension.
+// FP8 inputs (Elem = __nv_fp8_e4m3, sm90/fp8.cuh): the same kernel with k32 steps (a 128-byte row holds
+// 128 elements: one panel), V read as Vᵀ (a transposed copy, K-major, since fp8 wgmma cannot transpose)
+// whose keys are permuted within groups of 32 so that P's accumulator registers are the A operand as
+// they are; P comes out of the softmax scaled by 256 and is rounded to e4m3; O (OutElem: fp16 or bf16)
+// takes descale_v.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -51,6 +56,7 @@
 #include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/sm90/config.h"
+#include "backends/cuda/sm90/fp8.cuh"
 #include "backends/cuda/sm90/ptx_sm90.cuh"
 
 namespace flashcore::cuda::detail {
@@ -87,14 +93,14 @@ __device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const C
 
 // kPaged: K and V are pools of pages (block_table); its own instance, so that the kernels of the other
 // layouts keep the producer's 24 registers to themselves.
-template <int D, typename Elem, class Mask, bool kPaged>
+template <int D, typename Elem, class Mask, bool kPaged, typename OutElem = Elem>
 __global__ void __launch_bounds__(HopperConfig<D>::kThreads, 1)
 flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_constant__ HopperMaps maps) {
-  using Cfg = HopperConfig<D>;
+  using Cfg = HopperConfig<D, sizeof(Elem)>;
   constexpr int kS = Cfg::kStages, kBN = Cfg::kBlockN;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t sQ = (smem_u32(smem_raw) + 1023u) & ~1023u;  // swizzle atoms need 1024-byte alignment
-  const uint32_t sK = sQ + Cfg::kQBytes;                       // K slot s at sK + s·kTileBytes
+  const uint32_t sK = sQ + Cfg::kQRegionBytes;                 // K slot s at sK + s·kTileBytes
   const uint32_t sV = sK + kS * Cfg::kTileBytes;               // V slot s at sV + s·kTileBytes
   const uint32_t bar_q = sQ + Cfg::kBarOffset;
   auto full_k = [&](int s) { return bar_q + 8 * (1 + s); };
@@ -137,7 +143,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       const int q_row0 = p.cu_seqlens_q != nullptr ? p.cu_seqlens_q[b] : 0, q_b = p.cu_seqlens_q != nullptr ? 0 : b;
       const int k_row0 = p.cu_seqlens_k != nullptr ? p.cu_seqlens_k[b] : 0, k_b = p.cu_seqlens_k != nullptr ? 0 : b;
       mbar_expect_tx(bar_q, Cfg::kQBytes);
-      for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, 64 * pn, q_row0 + m0, h, q_b, bar_q);
+      for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, Cfg::kPanelCols * pn, q_row0 + m0, h, q_b, bar_q);
       // K/V tile t (keys from (t_first + t)·kBN) into slot dst, completing on bar: one box per 64-column
       // panel, or with pages one per panel and piece (load_paged_tile).
       const int table0 = kPaged ? b * p.pages_per_seq : 0;  // paged: this sequence's block_table row
@@ -148,7 +154,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
           load_paged_tile<D>(p, map, dst, (t_first + t) * kBN, hk, table0, last, bar);
         } else {
           for (int pn = 0; pn < Cfg::kPanels; ++pn)
-            tma_load_4d(dst + pn * Cfg::kKVPanelBytes, map, 64 * pn, k_row0 + (t_first + t) * kBN, hk, k_b, bar);
+            tma_load_4d(dst + pn * Cfg::kKVPanelBytes, map, Cfg::kPanelCols * pn, k_row0 + (t_first + t) * kBN, hk, k_b, bar);
         }
       };
       for (int t = 0; t < n_tiles; ++t) {
@@ -160,7 +166,10 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
         if (t >= kS) mbar_wait_parity(empty_v(s), parity);
         const uint32_t v_bar = varlen_k(p) && t == n_tiles - 1 ? bar_vtail : full_v(s);  // see below
         mbar_expect_tx(v_bar, Cfg::kTileBytes);
-        load_tile(&maps.v, sV + s * Cfg::kTileBytes, t, v_bar);
+        if constexpr (Cfg::kFp8)  // Vᵀ: one box of kBN keys (columns) x 128 head-dim rows
+          tma_load_4d(sV + s * Cfg::kTileBytes, &maps.v, (t_first + t) * kBN, 0, hk, b, v_bar);
+        else
+          load_tile(&maps.v, sV + s * Cfg::kTileBytes, t, v_bar);
       }
     }
     // Varlen K/V: past the sequence's last key TMA filled the last V tile from the rows that follow in
@@ -213,13 +222,13 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   // a panel the k16 step kk moves 32 bytes along the (swizzled) row; the panel index moves kk / 4 panels.
   const uint64_t q_desc = make_desc_sw128(sQ + cw * 64 * 128, 16);
   const uint64_t k_desc = make_desc_sw128(sK, 16);
-  const uint64_t v_desc = make_desc_sw128(sV, Cfg::kKVPanelBytes);
+  const uint64_t v_desc = make_desc_sw128(sV, Cfg::kFp8 ? 16 : Cfg::kKVPanelBytes);  // FP8: Vᵀ is K-major like K
   auto issue_qk = [&](float (&s2)[Cfg::kSTiles][4], int slot) {
     auto& s = reinterpret_cast<float (&)[kBN / 2]>(s2);
     const uint64_t kd = k_desc + ((slot * Cfg::kTileBytes) >> 4);
     wgmma_qk_init(s, q_desc, kd, Elem{});
 #pragma unroll
-    for (int kk = 1; kk < D / 16; ++kk) {
+    for (int kk = 1; kk < Cfg::kKSteps; ++kk) {
       const uint32_t qo = ((kk / 4) * Cfg::kQPanelBytes + (kk % 4) * 32) >> 4;
       const uint32_t ko = ((kk / 4) * Cfg::kKVPanelBytes + (kk % 4) * 32) >> 4;
       wgmma_qk(s, q_desc + qo, kd + ko, Elem{});
@@ -228,7 +237,8 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   auto issue_pv = [&](int slot) {
     const uint64_t vd = v_desc + ((slot * Cfg::kTileBytes) >> 4);
 #pragma unroll
-    for (int k = 0; k < Cfg::kPVSteps; ++k) wgmma_pv<Elem>(o_flat, pf[k], vd + ((k * 16 * 128) >> 4));
+    for (int k = 0; k < Cfg::kPVSteps; ++k)  // FP8: step k reads bytes 32k.. of Vᵀ's rows; else 16 V rows further
+      wgmma_pv<Elem>(o_flat, pf[k], vd + ((Cfg::kFp8 ? k * 32 : k * 16 * 128) >> 4));
   };
 
   const float sl2 = a.scale_log2;
@@ -244,11 +254,16 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     const int key0 = (t_first + tile) * kBN;
     if constexpr (Mask::kTransformsScores) mask.transform(s, row_lo + g, key0, lane, h);
     if (tile >= wg_full || (Mask::kHasLeftBound && tile < wg_full_lo)) mask.apply(s, row_lo + g, key0, lane);
-    sm.update(s, sl2, alpha);
+    sm.update<Cfg::kFp8 ? kFp8PLog2 : 0>(s, sl2, alpha);
   };
   auto pack_p = [&](const float (&s)[Cfg::kSTiles][4]) {
 #pragma unroll
-    for (int k = 0; k < Cfg::kPVSteps; ++k) pack_p_fragment<Elem>(pf[k], s[2 * k], s[2 * k + 1]);
+    for (int k = 0; k < Cfg::kPVSteps; ++k) {
+      if constexpr (Cfg::kFp8)
+        pack_p_fragment_e4m3(pf[k], s[4 * k], s[4 * k + 1], s[4 * k + 2], s[4 * k + 3]);
+      else
+        pack_p_fragment<Elem>(pf[k], s[2 * k], s[2 * k + 1]);
+    }
   };
   // Slot release: every consumer warp arrives once its wgmma reading the slot has completed.
   auto release = [&](uint32_t bar) {
@@ -298,7 +313,11 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   // ---- epilogue: O / l -> this warp's 16 rows of the Q region (row-major, swizzled) -> 16-byte stores
   float inv[2], lse2[2];
   sm.finish(mask, h, sl2, inv, lse2);
-  Elem* sO = reinterpret_cast<Elem*>(smem_raw + (sQ - smem_u32(smem_raw)));
+  if constexpr (Cfg::kFp8) {  // P and l carry 2^kFp8PLog2 (O / l does not); V stands for descale_v · V
+    inv[0] *= p.descale_v, inv[1] *= p.descale_v;
+    lse2[0] -= float(kFp8PLog2), lse2[1] -= float(kFp8PLog2);
+  }
+  OutElem* sO = reinterpret_cast<OutElem*>(smem_raw + (sQ - smem_u32(smem_raw)));
   stage_o_rows<D>(sO, row_lo - m0 + g, lane, inv, [&](int j, int e) { return o[j][e]; });
   write_lse_rows(p, b, h, row_lo + g, lse2, lane);
   __syncwarp();
@@ -307,7 +326,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
 
 template <int D, typename Elem>
 cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, const HopperMaps& maps, cudaStream_t stream) {
-  using Cfg = HopperConfig<D>;
+  using Cfg = HopperConfig<D, sizeof(Elem)>;
   const bool variants = has_variants(args.p);
   void (*kernel)(KernelArgs, HopperMaps) =
       args.p.block_table != nullptr

@@ -18,6 +18,28 @@ cudaError_t launch_sm90_head_dim(const FlashFwdPlan& plan, const KernelArgs& arg
                                  cudaStream_t stream);
 template <int D>
 const void* sm90_kernel_address();
+// Defined in sm90/instances/fwd_fp8_hdim128.cu: Vᵀ into `vt` (sm90/fp8_transpose_v.cuh), then the kernel.
+cudaError_t launch_sm90_fp8(const FlashFwdPlan& plan, const KernelArgs& args, const HopperMaps& maps, void* vt,
+                            cudaStream_t stream);
+
+namespace {
+// FP8: the transposed V's workspace, stream-ordered (cudaMallocAsync: from the device's pool, so a
+// steady loop reuses the same memory), its TMA map, the two kernels, the release after them.
+cudaError_t run_fp8(const FlashFwdPlan& plan, const KernelArgs& args, HopperMaps maps, cudaStream_t stream) {
+  void* vt = nullptr;
+  cudaError_t e = cudaMallocAsync(&vt, plan.fp8_vt_bytes, stream);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // not sticky: the caller sees the status
+    return e;
+  }
+  if (sm90_fp8_vt_map(args.p, vt, plan.fp8_keys_pad, &maps.v).empty())
+    e = launch_sm90_fp8(plan, args, maps, vt, stream);
+  else
+    e = cudaErrorInvalidValue;  // the plan checked the layout; a fresh allocation is 256-byte aligned
+  const cudaError_t f = cudaFreeAsync(vt, stream);
+  return e != cudaSuccess ? e : f;
+}
+}  // namespace
 
 bool sm90_kernel_loads(int device) {
   static std::mutex m;
@@ -41,6 +63,7 @@ cudaError_t launch_sm90(const FlashFwdPlan& plan, const KernelArgs& args, cudaSt
   if (hopper_head_dim(args.p.head_dim) == 0) return cudaErrorInvalidValue;  // the plan never gets here
   HopperMaps maps;
   std::memcpy(static_cast<void*>(&maps), plan.tensor_maps, sizeof maps);
+  if (args.p.fp8) return run_fp8(plan, args, maps, stream);
   return with_hopper_head_dim(args.p.head_dim, [&](auto d) {
     return launch_sm90_head_dim<decltype(d)::value>(plan, args, maps, stream);
   });

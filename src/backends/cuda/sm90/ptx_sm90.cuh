@@ -6,6 +6,7 @@
 #include <cuda.h>  // CUtensorMap (type only)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 
@@ -51,6 +52,9 @@ template <typename Elem>
 __device__ __forceinline__ void wgmma_qk(float (&s)[48], uint64_t da, uint64_t db, Elem e) { wgmma_ss_m64n96k16(s, da, db, 1, e); }
 template <typename Elem>
 __device__ __forceinline__ void wgmma_qk(float (&s)[64], uint64_t da, uint64_t db, Elem e) { wgmma_ss_m64n128k16(s, da, db, 1, e); }
+// FP8: k32 steps (32 bytes of a row, as k16 is for 16-bit types); P·V reads Vᵀ K-major (no transpose in fp8 wgmma).
+__device__ __forceinline__ void wgmma_qk_init(float (&s)[64], uint64_t da, uint64_t db, __nv_fp8_e4m3 e) { wgmma_ss_m64n128k32_init(s, da, db, e); }
+__device__ __forceinline__ void wgmma_qk(float (&s)[64], uint64_t da, uint64_t db, __nv_fp8_e4m3 e) { wgmma_ss_m64n128k32(s, da, db, e); }
 template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[32], const uint32_t* a, uint64_t db) { wgmma_rs_m64n64k16(o, a, db, Elem{}); }
 template <typename Elem>
@@ -59,6 +63,8 @@ template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[96], const uint32_t* a, uint64_t db) { wgmma_rs_m64n192k16(o, a, db, Elem{}); }
 template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[128], const uint32_t* a, uint64_t db) { wgmma_rs_m64n256k16(o, a, db, Elem{}); }
+template <>
+__device__ __forceinline__ void wgmma_pv<__nv_fp8_e4m3>(float (&o)[64], const uint32_t* a, uint64_t db) { wgmma_rs_m64n128k32(o, a, db, __nv_fp8_e4m3{}); }
 
 // ---- mbarrier and TMA ---------------------------------------------------------------------------
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {

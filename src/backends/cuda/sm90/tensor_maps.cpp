@@ -37,43 +37,55 @@ EncodeTiledFn encode_tiled_fn() {  // cuTensorMapEncodeTiled through the runtime
   return fn;
 }
 
+// Element types of the views: 16-bit (fp16, bf16) or bytes (FP8 e4m3, as UINT8: TMA only copies).
+enum class TmaElem { F16, BF16, U8 };
+TmaElem tma_elem(const FlashFwdParams& p) { return p.fp8 ? TmaElem::U8 : p.bf16 ? TmaElem::BF16 : TmaElem::F16; }
+int elem_bytes(TmaElem e) { return e == TmaElem::U8 ? 1 : 2; }
+
 // A [batch][heads][seqlen][D] view (element strides; the D stride is 1) as TMA sees it: dims innermost
-// first and byte strides of dims 1..3.
+// first and byte strides of dims 1..3; boxes of one 128-byte row (64 16-bit or 128 FP8 columns) by box_rows.
 struct TmaView {
   const char* name;
   const void* ptr;
   cuuint64_t dim[4];
   cuuint64_t stride[3];
   cuuint32_t box_rows;
+  TmaElem elem;
 };
 
 // Empty string if TMA can read the view, else why not (naming the tensor, the stride and its value).
 std::string make_view(TmaView* v, const char* name, const void* ptr, int batch, int heads, int seqlen, int d,
-                      long long batch_stride, long long head_stride, long long seq_stride, int box_rows) {
+                      long long batch_stride, long long head_stride, long long seq_stride, int box_rows,
+                      TmaElem elem) {
   const std::string who = std::string("the Hopper kernel (TMA) needs ") + name;
   if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return who + " 16-byte aligned";
   const long long strides[3] = {seq_stride, head_stride, batch_stride};
   const int extents[3] = {seqlen, heads, batch};
   const char* sname[3] = {"seq_stride", "head_stride", "batch_stride"};
-  *v = TmaView{name, ptr, {(cuuint64_t)d, (cuuint64_t)seqlen, (cuuint64_t)heads, (cuuint64_t)batch}, {}, (cuuint32_t)box_rows};
+  const int bytes = elem_bytes(elem), multiple = 16 / bytes;  // strides in elements of 16 bytes
+  *v = TmaView{name, ptr, {(cuuint64_t)d, (cuuint64_t)seqlen, (cuuint64_t)heads, (cuuint64_t)batch}, {}, (cuuint32_t)box_rows, elem};
   long long span = d;  // elements spanned by the inner dimensions: stand-in stride of extent-1 dims
   for (int i = 0; i < 3; ++i) {
     long long s = strides[i];
-    if (extents[i] == 1) s = (span + 7) / 8 * 8;  // never stepped: any valid stride will do
-    if (s <= 0 || s % 8 != 0 || s >= (1ll << 37))
-      return who + " " + sname[i] + " to be a positive multiple of 8 elements (16 bytes), got " + std::to_string(strides[i]);
-    v->stride[i] = (cuuint64_t)s * 2;
+    if (extents[i] == 1) s = (span + multiple - 1) / multiple * multiple;  // never stepped: any valid stride will do
+    if (s <= 0 || s % multiple != 0 || s * bytes >= (1ll << 40))
+      return who + " " + sname[i] + " to be a positive multiple of " + std::to_string(multiple) +
+             " elements (16 bytes), got " + std::to_string(strides[i]);
+    v->stride[i] = (cuuint64_t)s * bytes;
     span = std::max(span, s * extents[i]);
   }
   return {};
 }
 
-std::string encode_view(CUtensorMap* map, const TmaView& v, bool bf16) {
+std::string encode_view(CUtensorMap* map, const TmaView& v) {
   EncodeTiledFn enc = encode_tiled_fn();
   if (enc == nullptr) return "the Hopper kernel needs cuTensorMapEncodeTiled (driver entry point not found)";
-  const cuuint32_t box[4] = {64, v.box_rows, 1, 1};
+  const cuuint32_t box[4] = {cuuint32_t(128 / elem_bytes(v.elem)), v.box_rows, 1, 1};
   const cuuint32_t estride[4] = {1, 1, 1, 1};
-  const CUresult r = enc(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+  const CUtensorMapDataType type = v.elem == TmaElem::U8     ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                   : v.elem == TmaElem::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                             : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUresult r = enc(map, type, 4,
                          const_cast<void*>(v.ptr), v.dim, v.stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
                          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
@@ -83,9 +95,9 @@ std::string encode_view(CUtensorMap* map, const TmaView& v, bool bf16) {
 }
 
 // The encodings of views that all passed make_view, in order, stopping at the first that fails.
-std::string encode_views(std::initializer_list<std::pair<CUtensorMap*, const TmaView*>> maps, bool bf16) {
+std::string encode_views(std::initializer_list<std::pair<CUtensorMap*, const TmaView*>> maps) {
   for (const auto& [map, view] : maps) {
-    const std::string why = encode_view(map, *view, bf16);
+    const std::string why = encode_view(map, *view);
     if (!why.empty()) return why;
   }
   return {};
@@ -109,16 +121,18 @@ std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
   const int q_batch = packed_q ? 1 : p.batch, q_rows = packed_q ? p.total_q : p.seqlen_q;
   const int k_batch = paged ? p.num_pages : packed_k ? 1 : p.batch;
   const int k_rows = paged ? p.page_size : packed_k ? p.total_k : p.seqlen_k;
+  const TmaElem el = tma_elem(p);
   TmaView q, k, v;
   std::string why = make_view(&q, "q", p.q, q_batch, p.heads_q, q_rows, p.head_dim, p.q_batch_stride,
-                              p.q_head_stride, p.q_seq_stride, bm);
+                              p.q_head_stride, p.q_seq_stride, bm, el);
   if (why.empty())
     why = make_view(&k, "k", p.k, k_batch, p.heads_kv, k_rows, p.head_dim, p.k_batch_stride, p.k_head_stride,
-                    p.k_seq_stride, bn);
+                    p.k_seq_stride, bn, el);
   if (why.empty())
     why = make_view(&v, "v", p.v, k_batch, p.heads_kv, k_rows, p.head_dim, p.v_batch_stride, p.v_head_stride,
-                    p.v_seq_stride, bn);
-  if (why.empty()) why = encode_views({{&m->q, &q}, {&m->k, &k}, {&m->v, &v}}, p.bf16);
+                    p.v_seq_stride, bn, el);
+  if (why.empty() && p.fp8) return encode_views({{&m->q, &q}, {&m->k, &k}});  // V: its transposed copy, per call
+  if (why.empty()) why = encode_views({{&m->q, &q}, {&m->k, &k}, {&m->v, &v}});
   return why;
 }
 
@@ -130,19 +144,20 @@ std::string encode_bwd_maps(const FlashBwdParams& b, BwdHopperMaps* m) {
   static_assert(BwdHopperConfig<64>::kBlockM == BwdHopperConfig<128>::kBlockM &&
                     BwdHopperConfig<64>::kBlockN == BwdHopperConfig<128>::kBlockN,
                 "one box size for every head dim");
+  const TmaElem el = p.bf16 ? TmaElem::BF16 : TmaElem::F16;
   TmaView q, k, v, d_o;
   std::string why = make_view(&q, "q", p.q, p.batch, p.heads_q, p.seqlen_q, p.head_dim, p.q_batch_stride,
-                              p.q_head_stride, p.q_seq_stride, bm);
+                              p.q_head_stride, p.q_seq_stride, bm, el);
   if (why.empty())
     why = make_view(&k, "k", p.k, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.k_batch_stride, p.k_head_stride,
-                    p.k_seq_stride, bn);
+                    p.k_seq_stride, bn, el);
   if (why.empty())
     why = make_view(&v, "v", p.v, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.v_batch_stride, p.v_head_stride,
-                    p.v_seq_stride, bn);
+                    p.v_seq_stride, bn, el);
   if (why.empty())
     why = make_view(&d_o, "d_o", b.d_o, p.batch, p.heads_q, p.seqlen_q, p.head_dim, b.do_batch_stride,
-                    b.do_head_stride, b.do_seq_stride, bm);
-  if (why.empty()) why = encode_views({{&m->q, &q}, {&m->k, &k}, {&m->v, &v}, {&m->d_o, &d_o}}, p.bf16);
+                    b.do_head_stride, b.do_seq_stride, bm, el);
+  if (why.empty()) why = encode_views({{&m->q, &q}, {&m->k, &k}, {&m->v, &v}, {&m->d_o, &d_o}});
   return why;
 }
 
@@ -153,6 +168,18 @@ std::string sm90_bwd_tensor_maps(const FlashBwdParams& b, void* maps) {
   BwdHopperMaps m;
   const std::string why = encode_bwd_maps(b, &m);
   if (why.empty() && maps != nullptr) std::memcpy(maps, static_cast<const void*>(&m), sizeof m);
+  return why;
+}
+
+std::string sm90_fp8_vt_map(const FlashFwdParams& p, const void* vt, int keys_pad, void* map) {
+  // Vᵀ [batch][heads_kv][head_dim][keys_pad] bytes as TMA dims (keys_pad, head_dim, heads_kv, batch); a box
+  // is 128 keys (one 128-byte row: the kernel's kBlockN) x 128 head-dim rows (rows past head_dim read as 0).
+  static_assert(HopperFp8Config::kBlockN == 128, "a Vᵀ box row is one tile of keys");
+  TmaView v;
+  const long long row = keys_pad;
+  std::string why = make_view(&v, "the transposed V", vt, p.batch, p.heads_kv, p.head_dim, keys_pad,
+                              row * p.head_dim * p.heads_kv, row * p.head_dim, row, kHopperFp8HeadDim, TmaElem::U8);
+  if (why.empty()) why = encode_view(static_cast<CUtensorMap*>(map), v);
   return why;
 }
 
