@@ -159,11 +159,22 @@ size_t device_smem_optin() {
     return 0;
   return static_cast<size_t>(bytes);
 }
-// fp8 (e4m3) inputs: the Kokkos tiers run every case (promised above). The tuned kernels promise none
-// yet: a decline skips, and whatever a tuned backend accepts is checked with the fp8 kernel bound.
-// (Name the fp8 kernel's promise here, e.g. head dim 128 on compute capability 9.0, when its coverage
-// is settled, so that a decline of a promised case fails.)
-bool fp8_promised(const std::string& /*backend*/, const fctest::HostData& /*h*/) { return false; }
+// fp8 (e4m3) inputs: the Kokkos tiers run every case (promised in promised()). The tuned kernels: the
+// Hopper kernel's fp8 instance (plan_fp8 in src/backends/cuda/plan.cu) on compute capability 9.0,
+// through cuda-flash and cuda-flash-hopper, head dims up to 128 (asked here: multiples of 16), no
+// variants, no sequence layouts, and (TMA) every stride a multiple of 16 bytes: e4m3 Q/K/V, 2-byte O.
+// Every other decline skips; whatever a tuned backend accepts is checked with the fp8 kernel bound.
+bool fp8_promised(const std::string& backend, const fctest::HostData& h) {
+  const flashcore::Problem& p = h.problem;
+  if (backend != "cuda-flash" && backend != "cuda-flash-hopper") return false;
+  if (!device_is_hopper() || p.head_dim % 16 != 0 || p.head_dim > 128) return false;
+  if (p.has_window() || p.softcap > 0 || !h.alibi_slopes.empty() || !h.sinks.empty()) return false;
+  if (p.has_sequence_layout() || !h.seqlens_k.empty()) return false;
+  auto aligned = [](const flashcore::Strides& s, int bytes) {
+    return (s.batch * bytes) % 16 == 0 && (s.seq * bytes) % 16 == 0 && (s.head * bytes) % 16 == 0;
+  };
+  return aligned(p.q, 1) && aligned(p.k, 1) && aligned(p.v, 1) && aligned(p.o, 2);
+}
 
 bool promised(const std::string& backend, const fctest::HostData& h) {
   const flashcore::Problem& p = h.problem;
