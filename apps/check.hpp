@@ -67,9 +67,11 @@ struct Validation {
 /// bound max_abs_err <= 2 * naive_err + floor (tolerance::kernel_bound: floor 1e-4 fp16, 1e-3 bf16,
 /// 1e-5 fp32) and tolerance::kernel_lse_ok for LSE. fp8 (e4m3) inputs: tuned backends
 /// (BackendKind::Tuned) the fp8 kernel bound (tolerance::fp8_kernel_bound through
-/// verify::check_fp8_kernel_output, which reads V), the others the reference bound of the output dtype.
-Validation compare(const flashcore::Problem& p, const SequenceArrays& seqs, const Oracle& ref, const void* v,
-                   const unsigned char* o, const float* lse, flashcore::BackendKind backend);
+/// verify::check_fp8_kernel_output, which reads Q, K and V), the others the reference bound of the
+/// output dtype. q, k, v: the problem's inputs (host).
+Validation compare(const flashcore::Problem& p, const SequenceArrays& seqs, const Oracle& ref, const void* q,
+                   const void* k, const void* v, const unsigned char* o, const float* lse,
+                   flashcore::BackendKind backend);
 
 /// Worst of two validations of the same problem (e.g. the first and the last call).
 Validation worst(const Validation& a, const Validation& b);

@@ -102,11 +102,11 @@ int cmd_run(const std::vector<std::string>& args, bool main_job, Runtime& rt) {
     // The naive same-precision error sizes the kernel bound; fp8 inputs have a fixed one.
     const bool naive = !reference && p.dtype != flashcore::DType::E4M3;
     const Oracle ref = compute_oracle(p, d.q.data(), d.k.data(), d.v.data(), d.head_params(), d.seqs, naive);
-    val = compare(p, d.seqs, ref, d.v.data(), out.o_first.data(),
+    val = compare(p, d.seqs, ref, d.q.data(), d.k.data(), d.v.data(), out.o_first.data(),
                   out.lse_first.empty() ? nullptr : out.lse_first.data(), out.report.chosen_kind);
     if (out.have_final)
-      val = worst(val, compare(p, d.seqs, ref, d.v.data(), d.o.data(), d.lse.empty() ? nullptr : d.lse.data(),
-                               out.report.chosen_kind));
+      val = worst(val, compare(p, d.seqs, ref, d.q.data(), d.k.data(), d.v.data(), d.o.data(),
+                               d.lse.empty() ? nullptr : d.lse.data(), out.report.chosen_kind));
   }
   BackwardOutcome bwd;
   if (a.backward) bwd = run_backward_step(a, d, loc, opts);

@@ -415,7 +415,10 @@ TEST(Fp8KernelCheck, PassesRoundedProbabilitiesAndCatchesWrongOutputs) {
         for (int h = 0; h < p.heads_q; ++h)
           for (int i = 0; i < p.seqlen_q; ++i) d.lse[d.lse_at(b, h, i)] = static_cast<float>(ref.lse[verify::lse_index(p, b, h, i)]);
     };
-    auto check = [&] { return verify::check_fp8_kernel_output(p, d.v.data(), ref, d.o.data(), d.lse.data(), d.sequences()); };
+    auto check = [&] {
+      return verify::check_fp8_kernel_output(p, d.q.data(), d.k.data(), d.v.data(), ref, d.o.data(), d.lse.data(),
+                                             d.sequences());
+    };
 
     write(fctest::naive_same_precision(d).o);
     verify::Fp8Check ok = check();
@@ -454,6 +457,16 @@ TEST(Fp8KernelCheck, PassesRoundedProbabilitiesAndCatchesWrongOutputs) {
     bad = check();
     EXPECT_EQ(bad.bad, 1) << bad.summary();
     EXPECT_FALSE(bad.passed());
+
+    // One LSE off by 0.05 (its bound here: score_err, about 2^-11 * |q| |k| / 8 < 0.01, + 1e-4 max(1, |ref|)).
+    write(ref.o);
+    d.lse[d.lse_at(0, 1, 30)] += 0.05f;
+    bad = check();
+    EXPECT_EQ(bad.bad, 0) << bad.summary();
+    EXPECT_EQ(bad.lse_bad, 1) << bad.summary();
+    EXPECT_GT(bad.lse_worst_ratio, 1.0);
+    EXPECT_LT(bad.worst_score_err, 0.01);
+    EXPECT_FALSE(bad.passed());
   }
 }
 
@@ -464,6 +477,12 @@ TEST(Fp8KernelCheck, BoundIsTheStatedFormula) {
   EXPECT_DOUBLE_EQ(b.bound(0.5, 1024, 2.0), (1.0 / 16 + 1024.0 / 262144) * 2 + ref.atol + ref.rtol * 0.5);
   EXPECT_TRUE(b.rms_ok(0.09, 1.0));
   EXPECT_FALSE(b.rms_ok(0.11, 1.0));
+  // With a score error bound s the element bound gains 2 s max|v|, the LSE's is s + 1e-4 max(1, |ref|).
+  EXPECT_DOUBLE_EQ(b.bound(0.5, 1024, 2.0, 0.01) - b.bound(0.5, 1024, 2.0), 2 * 0.01 * 2.0);
+  EXPECT_TRUE(flashcore::tolerance::Fp8KernelBound::lse_ok(3.0 + 0.0101, 3.0, 0.01));  // 0.01 + 3e-4
+  EXPECT_FALSE(flashcore::tolerance::Fp8KernelBound::lse_ok(3.0 + 0.0104, 3.0, 0.01));
+  EXPECT_FALSE(flashcore::tolerance::Fp8KernelBound::lse_ok(-1e30, -INFINITY, 0.01));
+  EXPECT_TRUE(flashcore::tolerance::Fp8KernelBound::lse_ok(-INFINITY, -INFINITY, 0.01));
   EXPECT_EQ(flashcore::tolerance::reference_bound(DType::E4M3).rtol, 0.0);  // never an output dtype
 }
 

@@ -23,7 +23,9 @@ struct Fp8Check {
   double rms_err = 0;        // rms(o - ref) over the compared elements
   double rms_ref = 0;        // rms(ref) over them
   bool rms_ok = false;       // rms_err <= 0.1 rms_ref + atol (Fp8KernelBound::rms_ok)
-  long long lse_bad = 0;     // LSE values beyond tolerance::kernel_lse_ok
+  long long lse_bad = 0;     // LSE values beyond Fp8KernelBound::lse_ok
+  double lse_worst_ratio = 0;  // max |lse - ref| / its bound: <= 1 passes
+  double worst_score_err = 0;  // the largest score_err of a compared row (tolerance.hpp)
   std::string first_bad;     // the first failing element (or the RMS), in words
   bool passed() const { return bad == 0 && rms_ok && lse_bad == 0; }
   /// One line: the counts, the worst ratio and the RMS against its limit.
@@ -32,12 +34,13 @@ struct Fp8Check {
 
 /// Checks the output of a tuned kernel on an fp8 problem (p.dtype E4M3): o is a host buffer of
 /// p.o_dtype() with p.o's strides (packed by seqs.cu_seqlens_q when p.total_q > 0), lse null or the
-/// kernel's LSE in the layout of Tensors::lse; v is the problem's V (host, e4m3 bytes, p.v's
-/// strides), read for the largest |v| of each row's keys; ref is the fp64 oracle's result
-/// (verify::attention with Precision::Exact; rows it did not compute, NaN, are skipped). Every
-/// element must be within tolerance::fp8_kernel_bound(p.o_dtype()) for its row's key count and
-/// largest |v|, and the tensor within its RMS criterion.
-Fp8Check check_fp8_kernel_output(const Problem& p, const void* v, const Result& ref, const void* o, const float* lse,
-                                 const Sequences& seqs = {});
+/// kernel's LSE in the layout of Tensors::lse; q, k, v are the problem's inputs (host, e4m3 bytes,
+/// their strides), read for each row's score error bound (|q_i|, the largest |k_j| of its keys) and
+/// the largest |v| of its keys; ref is the fp64 oracle's result (verify::attention with
+/// Precision::Exact; rows it did not compute, NaN, are skipped). Every element must be within
+/// tolerance::fp8_kernel_bound(p.o_dtype()) for its row's key count, largest |v| and score error,
+/// every LSE within Fp8KernelBound::lse_ok, and the tensor within its RMS criterion.
+Fp8Check check_fp8_kernel_output(const Problem& p, const void* q, const void* k, const void* v, const Result& ref,
+                                 const void* o, const float* lse, const Sequences& seqs = {});
 
 }  // namespace flashcore::verify

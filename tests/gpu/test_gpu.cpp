@@ -229,9 +229,10 @@ bool check_on_device(const std::string& backend, const Case& c, std::uint64_t sa
     // A tuned kernel on fp8 inputs rounds P to e4m3: tolerance::fp8_kernel_bound, per element and as
     // an RMS over O (the Kokkos tiers keep the output dtype's reference bound, below).
     const flashcore::verify::Fp8Check f = flashcore::verify::check_fp8_kernel_output(
-        h.problem, h.v.data(), ref, h.o.data(), h.lse.empty() ? nullptr : h.lse.data(), h.sequences());
-    std::printf("[gpu] %-22s %-42s max_abs %.3e rms %.3e of rms ref %.3e, worst/bound %.3f\n", backend.c_str(),
-                c.name().c_str(), f.max_abs, f.rms_err, f.rms_ref, f.worst_ratio);
+        h.problem, h.q.data(), h.k.data(), h.v.data(), ref, h.o.data(), h.lse.empty() ? nullptr : h.lse.data(),
+        h.sequences());
+    std::printf("[gpu] %-22s %-42s max_abs %.3e rms %.3e of rms ref %.3e, worst/bound %.3f, LSE worst/bound %.3f\n",
+                backend.c_str(), c.name().c_str(), f.max_abs, f.rms_err, f.rms_ref, f.worst_ratio, f.lse_worst_ratio);
     EXPECT_TRUE(f.passed()) << f.summary() << "; first: " << f.first_bad;
     return true;
   }
