@@ -54,7 +54,7 @@ HostData& host_data(const Case& c) {
   auto d = std::make_unique<HostData>();
   d->key = key;
   d->data = make_case_data(c);
-  d->o.assign(d->data.q_bytes(), kPoisonByte);
+  d->o.assign(d->data.o_bytes(), kPoisonByte);
   g_host = std::move(d);
   return *g_host;
 }
@@ -115,7 +115,8 @@ void host_benchmark(benchmark::State& st, const std::string& backend, const Case
 bool host_supports(const std::string& backend, const Case& c, std::string* why) {
   const Geometry g = geometry(c);
   const std::size_t es = flashcore::dtype_size(c.dtype);
-  std::vector<unsigned char> q(g.q_elems * es, 0), k(g.kv_elems * es, 0), v(g.kv_elems * es, 0), o(g.q_elems * es, 0);
+  const std::size_t oes = flashcore::dtype_size(g.problem.o_dtype());
+  std::vector<unsigned char> q(g.q_elems * es, 0), k(g.kv_elems * es, 0), v(g.kv_elems * es, 0), o(g.q_elems * oes, 0);
   const std::vector<int> arrays = g.arrays();
   const HeadParams hp = head_params(c);
   flashcore::Tensors t;

@@ -147,7 +147,8 @@ DeviceData& device_data(const Case& c, const DeviceSummary& dev) {
   d->key = key;
   d->host = make_case_data(c);
   const CaseData& h = d->host;
-  d->bytes[0] = d->bytes[3] = h.q_bytes();
+  d->bytes[0] = h.q_bytes();
+  d->bytes[3] = h.o_bytes();
   d->bytes[1] = d->bytes[2] = h.kv_bytes();
   for (int w = 0; w < 4; ++w) {
     d->offset[w] = d->stride;
@@ -381,7 +382,8 @@ void prepare(Prepared& pr, const std::string& backend, const Case& c, const Conf
     for (int s = 1; s < used && r.ok; ++s) {
       FC_CK(cudaMemcpy(o.data(), data.tensor(s, 3), o_bytes, cudaMemcpyDeviceToHost));
       const std::int64_t bad =
-          count_nonfinite(c.dtype, o.data(), static_cast<std::int64_t>(o_bytes) / flashcore::dtype_size(c.dtype));
+          count_nonfinite(data.host.g.problem.o_dtype(), o.data(),
+                          static_cast<std::int64_t>(o_bytes) / flashcore::dtype_size(data.host.g.problem.o_dtype()));
       if (bad > 0) {
         r.ok = false;
         r.message = "output check: " + std::to_string(bad) + " non-finite elements in the output of buffer set " +
@@ -422,7 +424,8 @@ bool device_supports(const std::string& backend, const Case& c, std::string* why
   // arrays (the library validates them).
   const Geometry g = geometry(c);
   const std::size_t es = flashcore::dtype_size(c.dtype);
-  const std::size_t qb = round_up(static_cast<std::size_t>(g.q_elems) * es, kAlign);
+  const std::size_t qes = std::max<std::size_t>(es, flashcore::dtype_size(g.problem.o_dtype()));  // Q's and O's slots
+  const std::size_t qb = round_up(static_cast<std::size_t>(g.q_elems) * qes, kAlign);
   const std::size_t kvb = round_up(static_cast<std::size_t>(g.kv_elems) * es, kAlign);
   const std::vector<int> arrays = g.arrays();
   const std::size_t ab = round_up(arrays.size() * sizeof(int), kAlign);

@@ -95,10 +95,10 @@ flashcore::Problem make_problem(const Case& c) {
 }
 
 double problem_bytes(const flashcore::Problem& p) {
-  const double es = flashcore::dtype_size(p.dtype);
+  const double es = flashcore::dtype_size(p.dtype), oes = flashcore::dtype_size(p.o_dtype());
   const double q = double(p.batch) * p.seqlen_q * p.heads_q * p.head_dim;
   const double kv = double(p.batch) * p.seqlen_k * p.heads_kv * p.head_dim;
-  return es * (2 * q + 2 * kv);
+  return es * (q + 2 * kv) + oes * q;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -181,14 +181,14 @@ Geometry geometry(const Case& c) {
     p.v = p.k;
     g.kv_elems = std::int64_t(p.num_pages) * P * Hkv * D;
   }
-  const double es = flashcore::dtype_size(p.dtype);
+  const double es = flashcore::dtype_size(p.dtype), oes = flashcore::dtype_size(p.o_dtype());
   double rows_q = 0, rows_k = 0;
   for (int b = 0; b < B; ++b) {
     rows_q += g.len_q[b];
     rows_k += g.len_k[b];
     g.flops += sequence_flops(p, g.len_q[b], g.len_k[b]);
   }
-  g.bytes = es * (2.0 * rows_q * Hq * D + 2.0 * rows_k * Hkv * D);
+  g.bytes = (es + oes) * rows_q * Hq * D + es * 2.0 * rows_k * Hkv * D;
   return g;
 }
 
@@ -625,6 +625,7 @@ inline void store(DType dt, unsigned char* base, std::int64_t i, float x) {
       std::memcpy(base + 2 * i, &h, 2);
       break;
     }
+    case DType::E4M3: base[i] = flashcore::numeric::float_to_e4m3(x); break;
   }
 }
 
@@ -750,6 +751,7 @@ std::string data_key(const Case& c) {
 }
 
 std::size_t CaseData::q_bytes() const { return static_cast<std::size_t>(g.q_elems) * flashcore::dtype_size(g.problem.dtype); }
+std::size_t CaseData::o_bytes() const { return static_cast<std::size_t>(g.q_elems) * flashcore::dtype_size(g.problem.o_dtype()); }
 std::size_t CaseData::kv_bytes() const { return static_cast<std::size_t>(g.kv_elems) * flashcore::dtype_size(g.problem.dtype); }
 
 CaseData make_case_data(const Case& c) {
@@ -808,11 +810,25 @@ bool all_finite(DType dt, const void* o, std::int64_t count, CheckResult* r) {
 }
 }  // namespace
 
+namespace {
+// The bench check's bound: bench_check_bound of the dtype, or with fp8 inputs the fp8 kernel bound
+// (tolerance::fp8_kernel_bound: P rounded to e4m3) with the whole V's largest |v| and every key.
+flashcore::tolerance::Bound bench_bound(const flashcore::Problem& p, const HostInputs& in) {
+  if (p.dtype != DType::E4M3) return flashcore::tolerance::bench_check_bound(p.dtype);
+  double vmax = 0;
+  const std::int64_t nv = static_cast<std::int64_t>(in.v.size());
+  for (std::int64_t i = 0; i < nv; ++i) vmax = std::max(vmax, std::fabs(flashcore::verify::load_input(p, 'v', in.v.data(), i)));
+  const flashcore::tolerance::Fp8KernelBound b = flashcore::tolerance::fp8_kernel_bound(p.o_dtype());
+  return {b.atol(p.seqlen_k, vmax), b.output.rtol};
+}
+}  // namespace
+
 CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, const void* o, int rows,
                          const HeadParams& heads) {
   CheckResult r;
   const std::int64_t count = std::int64_t(p.batch) * p.seqlen_q * p.heads_q * p.head_dim;
-  if (!all_finite(p.dtype, o, count, &r)) return r;
+  const DType odt = p.o_dtype();
+  if (!all_finite(odt, o, count, &r)) return r;
   // Sampled rows: the first and the last row, then rows from a splitmix64 stream seeded by the size.
   std::uint64_t st = 0xC0FFEEull ^ static_cast<std::uint64_t>(count);
   std::vector<flashcore::verify::Row> sample;
@@ -832,7 +848,7 @@ CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, cons
   const flashcore::verify::RowsResult ref = flashcore::verify::attention_rows(
       p, in.q.data(), in.k.data(), in.v.data(), sample, flashcore::verify::Precision::Exact, 1,
       flashcore::verify::HeadParams::of(heads.alibi_slopes, heads.sinks));
-  const flashcore::tolerance::Bound bound = flashcore::tolerance::bench_check_bound(p.dtype);
+  const flashcore::tolerance::Bound bound = bench_bound(p, in);
   const double atol = bound.atol, rtol = bound.rtol;
   double worst = 0;  // largest error / allowed
   std::string worst_where;
@@ -841,7 +857,7 @@ CheckResult check_output(const flashcore::Problem& p, const HostInputs& in, cons
     const std::int64_t oo = flashcore::element_offset(p.o, x.b, x.i, x.h, 0);
     for (int d = 0; d < p.head_dim; ++d) {
       const double want = ref.o[n * static_cast<std::size_t>(p.head_dim) + d];
-      const double got = load(p.dtype, o, oo + d);
+      const double got = load(odt, o, oo + d);
       const double ratio = std::fabs(got - want) / (atol + rtol * std::fabs(want));
       if (!(ratio <= worst)) {  // NaN-safe
         worst = std::isnan(ratio) ? INFINITY : ratio;
@@ -866,7 +882,7 @@ CheckResult check_case_output(const Case& c, const CaseData& data, const void* o
   if (!c.layout.sequences()) return check_output(p, in, o, rows, heads);
   CheckResult r;
   const std::int64_t count = g.q_elems;  // O has Q's storage
-  if (!all_finite(p.dtype, o, count, &r)) return r;
+  if (!all_finite(p.o_dtype(), o, count, &r)) return r;
   const int B = p.batch;
   std::vector<int> with_rows;  // sequences that have queries
   for (int b = 0; b < B; ++b)
@@ -893,7 +909,7 @@ CheckResult check_case_output(const Case& c, const CaseData& data, const void* o
   const flashcore::verify::RowsResult ref = flashcore::verify::attention_rows(
       p, in.q.data(), data.k_storage(), data.v_storage(), sample, flashcore::verify::Precision::Exact, 1,
       flashcore::verify::HeadParams::of(heads.alibi_slopes, heads.sinks), seqs);
-  const flashcore::tolerance::Bound bound = flashcore::tolerance::bench_check_bound(p.dtype);
+  const flashcore::tolerance::Bound bound = bench_bound(p, in);
   double worst = 0;
   std::string worst_where;
   for (std::size_t n = 0; n < sample.size(); ++n) {
@@ -901,7 +917,7 @@ CheckResult check_case_output(const Case& c, const CaseData& data, const void* o
     const long long oo = seqs.q_offset(p, p.o, x.b, x.i, x.h);
     for (int k = 0; k < p.head_dim; ++k) {
       const double w = ref.o[n * static_cast<std::size_t>(p.head_dim) + k];
-      const double got = load(p.dtype, o, oo + k);
+      const double got = load(p.o_dtype(), o, oo + k);
       const double ratio = std::fabs(got - w) / (bound.atol + bound.rtol * std::fabs(w));
       if (!(ratio <= worst)) {  // NaN-safe
         worst = std::isnan(ratio) ? INFINITY : ratio;

@@ -164,7 +164,8 @@ struct CaseData {
   std::vector<int> arrays;                      // g.arrays()
   const unsigned char* k_storage() const { return k_pages.empty() ? in->k.data() : k_pages.data(); }
   const unsigned char* v_storage() const { return v_pages.empty() ? in->v.data() : v_pages.data(); }
-  std::size_t q_bytes() const;   // Q storage, and O's
+  std::size_t q_bytes() const;   // Q storage
+  std::size_t o_bytes() const;   // O storage (Q's, but fp16/bf16 with fp8 inputs)
   std::size_t kv_bytes() const;  // K storage, and V's
 };
 /// Builds a case's data; the logical inputs of the last (shape, dtype, lengths) are kept, so the

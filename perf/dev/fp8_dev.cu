@@ -222,6 +222,33 @@ __global__ void fill_bytes(uint8_t* x, size_t n, uint32_t seed, bool fp8) {
   }
 }
 
+// One call of each dtype on (1,16,16384,128), not in a graph: for ncu (`ncu -k regex:hopper ... fp8_dev profile`).
+static void profile_once() {
+  DeviceLimits dev;
+  std::string why;
+  if (!device_limits(&dev, &why)) { printf("no device: %s\n", why.c_str()); exit(2); }
+  Case c{1, 16, 16, 16384, 16384, 128, false, true};
+  const size_t n = (size_t)c.B * c.Lq * c.Hq * c.D;
+  uint8_t *q, *k, *v, *o;
+  CK(cudaMalloc(&q, n * 2));
+  CK(cudaMalloc(&k, n * 2));
+  CK(cudaMalloc(&v, n * 2));
+  CK(cudaMalloc(&o, n * 2));
+  for (int fp8 = 1; fp8 >= 0; --fp8) {
+    fill_bytes<<<1024, 256>>>(q, fp8 ? n : 2 * n, 1, fp8);
+    fill_bytes<<<1024, 256>>>(k, fp8 ? n : 2 * n, 2, fp8);
+    fill_bytes<<<1024, 256>>>(v, fp8 ? n : 2 * n, 3, fp8);
+    FlashFwdParams p = make_params(c, q, k, v, o, nullptr);
+    p.fp8 = fp8;
+    FlashFwdPlan plan;
+    why = flash_fwd_plan(p, dev, FlashVariant::Hopper, &plan);
+    if (!why.empty()) { printf("declined: %s\n", why.c_str()); exit(2); }
+    for (int r = 0; r < 2; ++r) CK(flash_fwd_run(p, plan, nullptr));
+    CK(cudaDeviceSynchronize());
+  }
+  printf("profiled fp8 and bf16 (1,16,16384,128), two calls each\n");
+}
+
 static void time_shapes() {
   struct S { int B, H, L, D; bool causal; };
   const S shapes[] = {{1, 8, 512, 64, false}, {4, 16, 1024, 64, false}, {2, 16, 4096, 64, false}, {2, 16, 4096, 128, false},
@@ -272,6 +299,10 @@ int main(int argc, char** argv) {
     for (const Case& c : cases) failed += !check_case(c, rng), ++n;
     printf("%d of %d cases failed\n", failed, n);
     return failed != 0;
+  }
+  if (mode == "profile") {
+    profile_once();
+    return 0;
   }
   if (mode == "time") {
     time_shapes();
