@@ -595,3 +595,52 @@ TEST(CudaConfig, BackwardPlansChooseTheirDkdvKernel) {
             "");
   EXPECT_FALSE(plan.hopper);
 }
+
+// FP8 (e4m3) inputs: only the Hopper kernel's FP8 instance runs them, and every other case is declined
+// by name (the reference runs it); the plan sizes the transposed V's workspace (keys padded to 32).
+TEST(CudaConfig, Fp8PlansRunTheHopperKernelOrSayWhyNot) {
+  using flashcore::cuda::FlashVariant;
+  flashcore::cuda::DeviceLimits h100 = h100_limits();
+  h100.hopper_kernel_loads = true;
+  const auto has = [](const std::string& s, const char* what) { return s.find(what) != std::string::npos; };
+  // 1-byte elements: strides as (B, S, H, D) with D = 128, Hq = 4, Hkv = 2.
+  FlashFwdParams p = params(2, 4, 2, 300, 333, 128, true, true);
+  p.fp8 = true;
+  p.descale_q = 0.5f, p.descale_k = 2.f, p.descale_v = 0.25f;
+  flashcore::cuda::FlashFwdPlan plan;
+  for (FlashVariant v : {FlashVariant::Auto, FlashVariant::Hopper}) {
+    const std::string why = flashcore::cuda::flash_fwd_plan(p, h100, v, &plan);
+    // Without a driver (CI) the TMA maps cannot be encoded; without sm_90 the kernel is not built.
+    EXPECT_TRUE(why.empty() || has(why, "cuTensorMapEncodeTiled") || has(why, "was not built")) << why;
+    if (why.empty()) {
+      EXPECT_EQ(plan.kernel, flashcore::cuda::FlashKernel::Hopper);
+      EXPECT_EQ(plan.block_m, 128);
+      EXPECT_EQ(plan.n_mblocks, 3);  // 300 queries / 128
+      EXPECT_EQ(plan.fp8_keys_pad, 352);  // 333 keys rounded up to 32
+      EXPECT_EQ(plan.fp8_vt_bytes, size_t(2) * 2 * 128 * 352);
+      EXPECT_TRUE(has(plan.describe(), "sm90-tma-wgmma") && has(plan.describe(), "fp8_e4m3")) << plan.describe();
+    }
+  }
+  for (FlashVariant v : {FlashVariant::AllWarps, FlashVariant::WarpSpecialized, FlashVariant::Decode}) {
+    const std::string why = flashcore::cuda::flash_fwd_plan(p, h100, v, &plan);
+    EXPECT_TRUE(has(why, "fp8_e4m3 inputs run on the Hopper kernel only")) << why;
+  }
+  EXPECT_TRUE(has(flashcore::cuda::flash_fwd_plan(p, l4_limits(), FlashVariant::Auto, &plan), "compute capability 9.0"));
+  FlashFwdParams d192 = params(1, 2, 2, 100, 100, 192, true, false);
+  d192.fp8 = true;
+  EXPECT_TRUE(has(flashcore::cuda::flash_fwd_plan(d192, h100, FlashVariant::Auto, &plan), "head_dim up to 128, not 192"));
+  FlashFwdParams window = p;
+  window.window_left = 64;
+  EXPECT_TRUE(has(flashcore::cuda::flash_fwd_plan(window, h100, FlashVariant::Auto, &plan), "no attention variants"));
+  FlashFwdParams cache = p;
+  static const int lens[2] = {100, 200};
+  cache.seqlens_k = lens;
+  EXPECT_TRUE(has(flashcore::cuda::flash_fwd_plan(cache, h100, FlashVariant::Auto, &plan), "fixed-length batches only"));
+  // TMA reads 1-byte rows: strides must be multiples of 16 elements (here Hkv·D = 2·72 = 144 is, but
+  // Hq·D with Hq = 1 and D = 72 is not).
+  FlashFwdParams odd = params(1, 1, 1, 100, 100, 72, true, false);
+  odd.fp8 = true;
+  const std::string why = flashcore::cuda::flash_fwd_plan(odd, h100, FlashVariant::Hopper, &plan);
+  EXPECT_TRUE(has(why, "multiple of 16 elements") || has(why, "cuTensorMapEncodeTiled") || has(why, "was not built"))
+      << why;
+}

@@ -60,7 +60,7 @@ namespace flashcore {
 enum class DType { F32, F16, BF16, E4M3 };
 
 const char* to_string(DType dtype);  // "fp32", "fp16", "bf16", "fp8_e4m3"
-/// Parses "fp32"/"f32"/"float", "fp16"/"f16"/"half", "bf16"/"bfloat16", "fp8_e4m3"/"e4m3"/"fp8".
+/// Parses "fp32"/"f32"/"float", "fp16"/"f16"/"half", "bf16"/"bfloat16", "fp8_e4m3"/"e4m3"/"fp8"/"float8_e4m3fn".
 /// Throws Error otherwise.
 DType parse_dtype(const std::string& name);
 /// Size of one element in bytes.
