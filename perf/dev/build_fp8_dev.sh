@@ -1,16 +1,4 @@
 #!/usr/bin/env bash
-# Builds the FP8 harness (perf/dev/fp8_dev.cu) on the CPU machine against the CUDA configuration's
-# library (build/cuda-sm90: `cmake --build build/cuda-sm90 --target flashcore` first), into .gpu/bin/
-# beside the staged binaries (scripts/fc gpu-build), so that it travels with them.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build/cuda-sm90}
-KOKKOS=$(sed -n 's/^Kokkos_ROOT:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
-KOKKOS=${KOKKOS:-$HOME/.cache/flashcore/kokkos-cuda-sm90}
-CUDA=${CUDA:-/usr/local/cuda}
-mkdir -p .gpu/bin
-nvcc -std=c++17 -O3 -Isrc -Iinclude -gencode arch=compute_90,code=sm_90 -c perf/dev/fp8_dev.cu -o "$BUILD/fp8_dev.o"
-"$KOKKOS/bin/nvcc_wrapper" -O3 -DKOKKOS_DEPENDENCE -fopenmp -arch=sm_90 "$BUILD/fp8_dev.o" -o .gpu/bin/fp8_dev \
-  "$BUILD/libflashcore.a" "$KOKKOS/lib/libkokkoscontainers.a" "$KOKKOS/lib/libkokkoscore.a" \
-  "$CUDA/lib64/stubs/libcuda.so" -ldl "$CUDA/lib64/libcudart.so"
-echo "built .gpu/bin/fp8_dev"
+# Builds the FP8 harness (perf/dev/fp8_dev.cu) into .gpu/bin/ the way build_decode_dev.sh builds its own
+# (against build/cuda-sm90's library: `cmake --build build/cuda-sm90 --target flashcore` first).
+HARNESS=fp8_dev exec "$(dirname "$0")/build_decode_dev.sh"

@@ -33,18 +33,11 @@
 
 #include "backends/cuda/flash_fwd.h"
 #include "core/numeric.hpp"
+#include "dev_common.cuh"
 
 using namespace flashcore::cuda;
 namespace num = flashcore::numeric;
 
-#define CK(x)                                                                                            \
-  do {                                                                                                   \
-    cudaError_t e_ = (x);                                                                                \
-    if (e_ != cudaSuccess) {                                                                             \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x);   \
-      exit(2);                                                                                           \
-    }                                                                                                    \
-  } while (0)
 
 static float to_f(uint16_t b, bool bf16) { return bf16 ? num::bf16_to_float(b) : num::half_to_float(b); }
 static uint16_t from_f(float f, bool bf16) { return bf16 ? num::float_to_bf16(f) : num::float_to_half(f); }
@@ -470,41 +463,6 @@ static std::vector<Case> check_cases() {
   return cs;
 }
 
-// Timing: a CUDA graph of 20 back-to-back calls, median replay / 20 (us).
-static double time_plan(const FlashFwdParams& p, const FlashFwdPlan& plan) {
-  cudaStream_t st;
-  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  CK(flash_fwd_run(p, plan, st));  // scratch allocated before capture
-  CK(cudaStreamSynchronize(st));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < 20; ++i) CK(flash_fwd_run(p, plan, st));
-  CK(cudaStreamEndCapture(st, &graph));
-  CK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  CK(cudaGraphLaunch(exec, st));
-  CK(cudaStreamSynchronize(st));
-  std::vector<float> ts;
-  for (int r = 0; r < 15; ++r) {
-    CK(cudaEventRecord(e0, st));
-    CK(cudaGraphLaunch(exec, st));
-    CK(cudaEventRecord(e1, st));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    ts.push_back(ms);
-  }
-  std::sort(ts.begin(), ts.end());
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  cudaStreamDestroy(st);
-  return ts[ts.size() / 2] * 1000.0 / 20;
-}
 
 static double bytes_of(const Data& d) {
   long long kv = 0, q = 0;

@@ -27,17 +27,10 @@
 
 #include "../../src/backends/cuda/flash_fwd.h"
 #include "../../src/verify/oracle.hpp"
+#include "dev_common.cuh"
 
 using namespace flashcore::cuda;
 
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x); \
-      exit(2);                                                                                  \
-    }                                                                                           \
-  } while (0)
 
 static float bits_to_float(uint16_t b, bool bf16) {
   if (bf16) { uint32_t u = uint32_t(b) << 16; float f; memcpy(&f, &u, 4); return f; }

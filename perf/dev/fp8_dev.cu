@@ -25,18 +25,11 @@
 
 #include "../../src/backends/cuda/flash_fwd.h"
 #include "../../src/core/numeric.hpp"
+#include "dev_common.cuh"
 
 using namespace flashcore::cuda;
 namespace num = flashcore::numeric;
 
-#define CK(x)                                                                                            \
-  do {                                                                                                   \
-    cudaError_t e_ = (x);                                                                                \
-    if (e_ != cudaSuccess) {                                                                             \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x); \
-      exit(2);                                                                                           \
-    }                                                                                                    \
-  } while (0)
 
 struct Case {
   int B, Hq, Hkv, Lq, Lk, D;
@@ -177,40 +170,6 @@ static std::vector<Case> check_cases() {
   };
 }
 
-static double time_plan(const FlashFwdParams& p, const FlashFwdPlan& plan) {
-  cudaStream_t st;
-  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  CK(flash_fwd_run(p, plan, st));
-  CK(cudaStreamSynchronize(st));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < 20; ++i) CK(flash_fwd_run(p, plan, st));
-  CK(cudaStreamEndCapture(st, &graph));
-  CK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  CK(cudaGraphLaunch(exec, st));
-  CK(cudaStreamSynchronize(st));
-  std::vector<float> ts;
-  for (int r = 0; r < 15; ++r) {
-    CK(cudaEventRecord(e0, st));
-    CK(cudaGraphLaunch(exec, st));
-    CK(cudaEventRecord(e1, st));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    ts.push_back(ms);
-  }
-  std::sort(ts.begin(), ts.end());
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  cudaStreamDestroy(st);
-  return ts[ts.size() / 2] * 1000.0 / 20;
-}
 
 __global__ void fill_bytes(uint8_t* x, size_t n, uint32_t seed, bool fp8) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -222,27 +181,38 @@ __global__ void fill_bytes(uint8_t* x, size_t n, uint32_t seed, bool fp8) {
   }
 }
 
-// One call of each dtype on (1,16,16384,128), not in a graph: for ncu (`ncu -k regex:hopper ... fp8_dev profile`).
-static void profile_once() {
-  DeviceLimits dev;
-  std::string why;
-  if (!device_limits(&dev, &why)) { printf("no device: %s\n", why.c_str()); exit(2); }
-  Case c{1, 16, 16, 16384, 16384, 128, false, true};
-  const size_t n = (size_t)c.B * c.Lq * c.Hq * c.D;
+// Device buffers of one timing shape (Q, K, V, O of B·L·H·D elements, 2 bytes each so that either dtype
+// fits) and the plan of one dtype on them: inputs filled on the device, the Hopper kernel forced.
+struct Timed {
+  Case c;
+  size_t n;
   uint8_t *q, *k, *v, *o;
-  CK(cudaMalloc(&q, n * 2));
-  CK(cudaMalloc(&k, n * 2));
-  CK(cudaMalloc(&v, n * 2));
-  CK(cudaMalloc(&o, n * 2));
-  for (int fp8 = 1; fp8 >= 0; --fp8) {
+  DeviceLimits dev;
+  explicit Timed(const Case& cs) : c(cs), n((size_t)cs.B * cs.Lq * cs.Hq * cs.D) {
+    std::string why;
+    if (!device_limits(&dev, &why)) { printf("no device: %s\n", why.c_str()); exit(2); }
+    for (uint8_t** b : {&q, &k, &v, &o}) CK(cudaMalloc(b, n * 2));
+  }
+  ~Timed() { cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o); }
+  FlashFwdParams params(bool fp8, FlashFwdPlan* plan) const {
     fill_bytes<<<1024, 256>>>(q, fp8 ? n : 2 * n, 1, fp8);
     fill_bytes<<<1024, 256>>>(k, fp8 ? n : 2 * n, 2, fp8);
     fill_bytes<<<1024, 256>>>(v, fp8 ? n : 2 * n, 3, fp8);
+    CK(cudaDeviceSynchronize());
     FlashFwdParams p = make_params(c, q, k, v, o, nullptr);
     p.fp8 = fp8;
-    FlashFwdPlan plan;
-    why = flash_fwd_plan(p, dev, FlashVariant::Hopper, &plan);
+    const std::string why = flash_fwd_plan(p, dev, FlashVariant::Hopper, plan);
     if (!why.empty()) { printf("declined: %s\n", why.c_str()); exit(2); }
+    return p;
+  }
+};
+
+// One call of each dtype on (1,16,16384,128), not in a graph: for ncu (`ncu -k regex:hopper ... fp8_dev profile`).
+static void profile_once() {
+  const Timed t(Case{1, 16, 16, 16384, 16384, 128, false, true});
+  for (int fp8 = 1; fp8 >= 0; --fp8) {
+    FlashFwdPlan plan;
+    const FlashFwdParams p = t.params(fp8, &plan);
     for (int r = 0; r < 2; ++r) CK(flash_fwd_run(p, plan, nullptr));
     CK(cudaDeviceSynchronize());
   }
@@ -254,38 +224,25 @@ static void time_shapes() {
   const S shapes[] = {{1, 8, 512, 64, false}, {4, 16, 1024, 64, false}, {2, 16, 4096, 64, false}, {2, 16, 4096, 128, false},
                       {2, 16, 4096, 128, true}, {1, 16, 16384, 128, false}, {1, 16, 16384, 128, true},
                       {8, 16, 2048, 128, false}};
-  DeviceLimits dev;
-  std::string why;
-  if (!device_limits(&dev, &why)) { printf("no device: %s\n", why.c_str()); exit(2); }
-  printf("device %s, %d SMs\n", dev.name.c_str(), dev.sm_count);
-  printf("| B,H,L,D | causal | fp8 us | fp8 TF/s | bf16 us | bf16 TF/s | fp8 / bf16 | fp8 plan |\n|---|---|---|---|---|---|---|---|\n");
+  bool first = true;
   for (const S& sh : shapes) {
-    Case c{sh.B, sh.H, sh.H, sh.L, sh.L, sh.D, sh.causal, true};
-    const size_t n = (size_t)sh.B * sh.L * sh.H * sh.D;
-    uint8_t *q, *k, *v, *o;
-    CK(cudaMalloc(&q, n * 2));
-    CK(cudaMalloc(&k, n * 2));
-    CK(cudaMalloc(&v, n * 2));
-    CK(cudaMalloc(&o, n * 2));
+    const Timed t(Case{sh.B, sh.H, sh.H, sh.L, sh.L, sh.D, sh.causal, true});
+    if (first) {
+      printf("device %s, %d SMs\n", t.dev.name.c_str(), t.dev.sm_count);
+      printf("| B,H,L,D | causal | fp8 us | fp8 TF/s | bf16 us | bf16 TF/s | fp8 / bf16 | fp8 plan |\n|---|---|---|---|---|---|---|---|\n");
+      first = false;
+    }
     double us[2];
     std::string desc;
     for (int fp8 = 1; fp8 >= 0; --fp8) {
-      fill_bytes<<<1024, 256>>>(q, fp8 ? n : 2 * n, 1, fp8);
-      fill_bytes<<<1024, 256>>>(k, fp8 ? n : 2 * n, 2, fp8);
-      fill_bytes<<<1024, 256>>>(v, fp8 ? n : 2 * n, 3, fp8);
-      CK(cudaDeviceSynchronize());
-      FlashFwdParams p = make_params(c, q, k, v, o, nullptr);
-      p.fp8 = fp8;
       FlashFwdPlan plan;
-      why = flash_fwd_plan(p, dev, FlashVariant::Hopper, &plan);
-      if (!why.empty()) { printf("declined: %s\n", why.c_str()); exit(2); }
+      const FlashFwdParams p = t.params(fp8, &plan);
       us[fp8] = time_plan(p, plan);
       if (fp8) desc = plan.describe();
     }
     const double flops = 4.0 * sh.B * sh.H * (double)sh.L * sh.L * sh.D * (sh.causal ? 0.5 : 1.0);
     printf("| %d,%d,%d,%d | %s | %.1f | %.0f | %.1f | %.0f | %.2fx | %s |\n", sh.B, sh.H, sh.L, sh.D, sh.causal ? "yes" : "no",
            us[1], flops / us[1] * 1e-6, us[0], flops / us[0] * 1e-6, us[0] / us[1], desc.c_str());
-    cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o);
   }
 }
 
