@@ -26,14 +26,6 @@ std::vector<double> load_rows(const Problem& p, const Sequences& sq, const void*
   return out;
 }
 
-// Whether row i sees key j (flashcore.hpp), stated here once more.
-bool sees(const Problem& p, int len_q, int len_k, int i, long long j) {
-  const long long diag = static_cast<long long>(i) + len_k - len_q;
-  if (p.causal && j > diag) return false;
-  if (p.window_left >= 0 && j < diag - p.window_left) return false;
-  if (p.window_right >= 0 && j > diag + p.window_right) return false;
-  return true;
-}
 
 // The gradients of one (batch b, kv head hk) group: dQ of its query heads' rows, dK and dV of its keys,
 // and each head's dsink share from this batch entry (dsink[h - first head]).

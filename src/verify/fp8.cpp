@@ -14,18 +14,6 @@ namespace flashcore::verify {
 
 namespace {
 
-// The keys [begin, end) row i of a sequence of len_q queries and len_k keys sees (flashcore.hpp:
-// bottom-right aligned causal mask and sliding window), stated from the definition.
-void visible(const Problem& p, int len_q, int len_k, int i, long long* begin, long long* end) {
-  const long long diag = static_cast<long long>(i) + len_k - len_q;
-  long long lo = 0, hi = len_k;  // [lo, hi)
-  if (p.causal) hi = std::min(hi, diag + 1);
-  if (p.window_right >= 0) hi = std::min(hi, diag + p.window_right + 1);
-  if (p.window_left >= 0) lo = std::max(lo, diag - p.window_left);
-  *begin = lo;
-  *end = std::max(lo, hi);
-}
-
 std::string fmt(double v) {
   std::ostringstream os;
   os.precision(3);
@@ -77,10 +65,10 @@ Fp8Check check_fp8_kernel_output(const Problem& p, const void* q, const void* k,
       for (int h = hk * group; h < (hk + 1) * group; ++h)
         for (int i = 0; i < len_q; ++i) {
           if (std::isnan(ref.lse[lse_index(p, b, h, i)])) continue;  // a row the oracle did not compute
-          long long kb, ke;
-          visible(p, len_q, len_k, i, &kb, &ke);
+          long long n_keys = 0;  // the keys row i sees (sees(), the oracle's statement of the masks)
           double vmax = 0, kmax = 0;
-          for (long long j = kb; j < ke; ++j) vmax = std::max(vmax, v_max[j]), kmax = std::max(kmax, k_norm[j]);
+          for (int j = 0; j < len_k; ++j)
+            if (sees(p, len_q, len_k, i, j)) ++n_keys, vmax = std::max(vmax, v_max[j]), kmax = std::max(kmax, k_norm[j]);
           const double score_err =
               tolerance::kFp8ScoreRel * scale * norm('q', q, seqs.q_offset(p, p.q, b, i, h)) * kmax;
           c.worst_score_err = std::max(c.worst_score_err, score_err);
@@ -90,7 +78,7 @@ Fp8Check check_fp8_kernel_output(const Problem& p, const void* q, const void* k,
             if (std::isnan(r)) continue;
             const double g = load_element(p.o_dtype(), o, row + d);
             const double err = std::isfinite(g) ? std::fabs(g - r) : inf;
-            const double lim = bound.bound(r, ke - kb, vmax, score_err);
+            const double lim = bound.bound(r, n_keys, vmax, score_err);
             ++c.elements;
             err2 += err * err;
             ref2 += r * r;
@@ -99,14 +87,12 @@ Fp8Check check_fp8_kernel_output(const Problem& p, const void* q, const void* k,
             if (!(err <= lim) && c.bad++ == 0) {
               std::ostringstream os;
               os << "O(b=" << b << ",i=" << i << ",h=" << h << ",d=" << d << ") = " << g << ", expected " << r
-                 << " (bound " << fmt(lim) << ": " << (ke - kb) << " keys, max |v| " << fmt(vmax) << ")";
+                 << " (bound " << fmt(lim) << ": " << n_keys << " keys, max |v| " << fmt(vmax) << ")";
               c.first_bad = os.str();
             }
           }
           if (lse != nullptr) {
-            const std::size_t at = p.total_q > 0
-                                       ? static_cast<std::size_t>(h) * p.total_q + seqs.cu_seqlens_q[b] + i
-                                       : lse_index(p, b, h, i);
+            const std::size_t at = seqs.lse_offset(p, b, h, i);
             const double r = ref.lse[lse_index(p, b, h, i)], g = lse[at];
             if (!std::isinf(r)) {
               const double lim = score_err + tolerance::kKernelLseRel * std::max(1.0, std::fabs(r));

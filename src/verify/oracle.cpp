@@ -41,17 +41,6 @@ struct Scratch {
   std::vector<double> s, acc, q;
 };
 
-// Whether row i of a sequence of len_q queries and len_k keys sees key j: a plain statement of the
-// masks in flashcore.hpp, written here again (not shared with the library) so that the oracle
-// checks the library's key ranges.
-bool sees(const Problem& p, int len_q, int len_k, int i, long long j) {
-  const long long diag = static_cast<long long>(i) + len_k - len_q;  // row i's diagonal key
-  if (p.causal && j > diag) return false;
-  if (p.window_left >= 0 && j < diag - p.window_left) return false;
-  if (p.window_right >= 0 && j > diag + p.window_right) return false;
-  return true;
-}
-
 // One query row against the keys and values of its kv head (kd, vd: Lk_b x head_dim
 // doubles). Writes head_dim outputs to o and returns the LSE.
 double one_row(const Problem& p, const Sequences& sq, const void* q, const Row& r, double scale, bool same,
@@ -148,6 +137,19 @@ int Sequences::len_k(const Problem& p, int b) const {
 long long Sequences::q_offset(const Problem& p, const Strides& s, int b, int i, int h) const {
   if (p.total_q > 0) return (static_cast<long long>(cu_seqlens_q[b]) + i) * s.seq + h * s.head;
   return element_offset(s, b, i, h, 0);
+}
+
+std::size_t Sequences::lse_offset(const Problem& p, int b, int h, int i) const {
+  if (p.total_q > 0) return static_cast<std::size_t>(h) * p.total_q + cu_seqlens_q[b] + i;
+  return lse_index(p, b, h, i);
+}
+
+bool sees(const Problem& p, int len_q, int len_k, int i, long long j) {
+  const long long diag = static_cast<long long>(i) + len_k - len_q;  // row i's diagonal key
+  if (p.causal && j > diag) return false;
+  if (p.window_left >= 0 && j < diag - p.window_left) return false;
+  if (p.window_right >= 0 && j > diag + p.window_right) return false;
+  return true;
 }
 
 long long Sequences::kv_offset(const Problem& p, const Strides& s, int b, int j, int h) const {

@@ -42,7 +42,16 @@ struct Sequences {
   /// Element offsets of (b, query i, head h, dim 0) in Q or O, and of (b, key j, head h, dim 0) in K or V.
   long long q_offset(const Problem& p, const Strides& s, int b, int i, int h) const;
   long long kv_offset(const Problem& p, const Strides& s, int b, int j, int h) const;
+  /// Index of (b, query head h, query i) in an LSE a backend wrote (Tensors::lse): (batch, heads_q,
+  /// seqlen_q), or (heads_q, total_q) with packed Q.
+  std::size_t lse_offset(const Problem& p, int b, int h, int i) const;
 };
+
+/// Whether row i of a sequence of len_q queries and len_k keys sees key j: a plain statement of the
+/// masks in flashcore.hpp (causal and sliding window, bottom-right aligned), written in this library
+/// again (not shared with the library's numeric::visible_keys) so that the oracles check the library's
+/// key ranges.
+bool sees(const Problem& p, int len_q, int len_k, int i, long long j);
 
 /// Rows computed by attention_rows, in the order asked for.
 struct RowsResult {

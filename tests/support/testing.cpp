@@ -231,10 +231,7 @@ flashcore::verify::Sequences HostData::sequences() const {
   return {ptr(cu_seqlens_q), ptr(cu_seqlens_k), ptr(seqlens_k), ptr(block_table)};
 }
 
-std::size_t HostData::lse_at(int b, int h, int i) const {
-  if (problem.total_q > 0) return static_cast<std::size_t>(h) * problem.total_q + cu_seqlens_q[b] + i;
-  return verify::lse_index(problem, b, h, i);
-}
+std::size_t HostData::lse_at(int b, int h, int i) const { return sequences().lse_offset(problem, b, h, i); }
 
 flashcore::Tensors HostData::tensors() {
   const verify::HeadParams hp = head_params();
