@@ -172,28 +172,17 @@ inline std::string label(const char* kernel, const Problem& p, bool variants, co
          std::to_string(t.bm) + "x" + std::to_string(t.bn) + " tiles]";
 }
 
-/// Calls f(In tag, Out tag, variants tag) with the element types of Q/K/V and of O (the same but
-/// with fp8 inputs, whose O is of out_dtype) and whether the problem has softcap/ALiBi.
+/// Calls f(In tag, Out tag, variants tag) with the element types of Q/K/V and of O
+/// (reference::with_elem_tags) and whether the problem has softcap/ALiBi.
 template <class F>
 void dispatch(const Problem& p, const Tensors& tn, const F& f) {
   const bool variants = p.softcap > 0 || tn.alibi_slopes != nullptr;
-  auto with = [&](auto in_tag, auto out_tag) {
+  reference::with_elem_tags(p, [&](auto in_tag, auto out_tag) {
     if (variants)
       f(in_tag, out_tag, std::true_type{});
     else
       f(in_tag, out_tag, std::false_type{});
-  };
-  switch (p.dtype) {
-    case DType::F32: with(numeric::F32Elem{}, numeric::F32Elem{}); break;
-    case DType::F16: with(numeric::F16Elem{}, numeric::F16Elem{}); break;
-    case DType::BF16: with(numeric::BF16Elem{}, numeric::BF16Elem{}); break;
-    case DType::E4M3:  // validate() allows fp16 and bf16 outputs only
-      if (p.out_dtype == DType::F16)
-        with(numeric::E4M3Elem{}, numeric::F16Elem{});
-      else
-        with(numeric::E4M3Elem{}, numeric::BF16Elem{});
-      break;
-  }
+  });
 }
 
 /// Why a kernel with tiles t cannot run p ("" = it can).

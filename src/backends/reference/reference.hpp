@@ -222,29 +222,36 @@ void launch(const ExecSpace& exec, const typename In::storage* q, const typename
 
 namespace flashcore::reference {
 
+/// Calls f(In tag, Out tag) with the element tags (core/numeric.hpp) of the problem's Q/K/V and of
+/// its O: the same but with fp8 inputs, whose O is of out_dtype (F16Elem or BF16Elem; validate()
+/// allows no other). The reference and the portable tier both dispatch through it.
+template <class F>
+void with_elem_tags(const Problem& p, const F& f) {
+  switch (p.dtype) {
+    case DType::F32: f(numeric::F32Elem{}, numeric::F32Elem{}); break;
+    case DType::F16: f(numeric::F16Elem{}, numeric::F16Elem{}); break;
+    case DType::BF16: f(numeric::BF16Elem{}, numeric::BF16Elem{}); break;
+    case DType::E4M3:
+      if (p.out_dtype == DType::F16)
+        f(numeric::E4M3Elem{}, numeric::F16Elem{});
+      else
+        f(numeric::E4M3Elem{}, numeric::BF16Elem{});
+      break;
+  }
+}
+
 /// Calls launch<ExecSpace, In, Out, LseT, Acc> with the element tag In of the problem's dtype and
-/// Out = OutOf::type<tag of the problem's o_dtype()> (fp8 inputs: F16Elem or BF16Elem by out_dtype).
+/// Out = OutOf::type<tag of the problem's o_dtype()> (with_elem_tags).
 template <class ExecSpace, class OutOf, class LseT, class Acc>
 void dispatch_dtype(const ExecSpace& exec, const Problem& p, const void* q, const void* k, const void* v, void* o,
                     LseT* lse, const float* alibi_slopes, const float* sinks, const numeric::Sequences& seqs) {
-  auto go = [&](auto in_tag, auto out_tag) {
+  with_elem_tags(p, [&](auto in_tag, auto out_tag) {
     using In = decltype(in_tag);
     using Out = typename OutOf::template type<decltype(out_tag)>;
     using S = typename In::storage;
     launch<ExecSpace, In, Out, LseT, Acc>(exec, static_cast<const S*>(q), static_cast<const S*>(k),
                                           static_cast<const S*>(v), static_cast<typename Out::storage*>(o), lse, alibi_slopes, sinks, seqs, p);
-  };
-  switch (p.dtype) {
-    case DType::F32: go(numeric::F32Elem{}, numeric::F32Elem{}); break;
-    case DType::F16: go(numeric::F16Elem{}, numeric::F16Elem{}); break;
-    case DType::BF16: go(numeric::BF16Elem{}, numeric::BF16Elem{}); break;
-    case DType::E4M3:  // validate() allows fp16 and bf16 outputs only
-      if (p.out_dtype == DType::F16)
-        go(numeric::E4M3Elem{}, numeric::F16Elem{});
-      else
-        go(numeric::E4M3Elem{}, numeric::BF16Elem{});
-      break;
-  }
+  });
 }
 
 /// O of the problem's o_dtype() (the fp32-accumulating reference).
