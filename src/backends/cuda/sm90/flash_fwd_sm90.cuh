@@ -199,9 +199,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   const int cw = wg - 1;                       // consumer warpgroup index
   const int g = lane >> 2;
   const int wg_row0 = m0 + 64 * cw;
-  // Steps in [wg_full_lo, wg_full) need no mask; steps from wg_tiles on hold no key this warpgroup's
-  // rows see (steps count from t_first).
-  const int wg_tiles = min(n_tiles, mask.tiles(wg_row0 + 64, kBN) - t_first);
+  // Steps in [wg_full_lo, wg_full) need no mask (steps count from t_first).
   const int wg_full = mask.unmasked_tiles(wg_row0, kBN) - t_first;
   const int wg_full_lo = mask.unmasked_first(wg_row0 + 64, kBN) - t_first;
   const int row_lo = wg_row0 + 16 * (warp & 3);  // this warp's first accumulator row
@@ -242,15 +240,13 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   };
 
   const float sl2 = a.scale_log2;
-  // Mask (tiles from wg_full on), online softmax of S(tile) in place, alpha for O. Tiles this warpgroup
-  // does not need (from wg_tiles on) leave the state alone and give P = 0.
+  // Mask (tiles from wg_full on), online softmax of S(tile) in place, alpha for O. A tile with no key
+  // this warpgroup's rows see (causal: the block's last tiles for its first warpgroup; the step past
+  // the last tile, whose S read a stale slot) is masked in full: S = -inf, so P = 0 and the state stays
+  // (alpha 1, or 0 while a row has seen no key and O is 0). No branch of its own for them: a path that
+  // set P = 0 directly made ptxas keep a second, zeroed copy of S beside the computed one (D = 64:
+  // ~60 registers and 31 CS2R a step; the D = 128 variant instances spilled 112 bytes).
   auto softmax = [&](float (&s)[Cfg::kSTiles][4], int tile) {
-    alpha[0] = alpha[1] = 1.f;
-    if (tile >= wg_tiles) {
-#pragma unroll
-      for (int j = 0; j < Cfg::kSTiles; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-      return;
-    }
     const int key0 = (t_first + tile) * kBN;
     if constexpr (Mask::kTransformsScores) mask.transform(s, row_lo + g, key0, lane, h);
     if (tile >= wg_full || (Mask::kHasLeftBound && tile < wg_full_lo)) mask.apply(s, row_lo + g, key0, lane);
