@@ -80,12 +80,17 @@ decltype(auto) with_hopper_head_dim(int head_dim, F&& f) {
     default: return f(std::integral_constant<int, 256>{});
   }
 }
+// FP8 inputs: every head dim up to 128 runs on the D = 128 instance (TMA zero-fills the padding).
+constexpr int kHopperFp8HeadDim = 128;
+using HopperFp8Config = HopperConfig<kHopperFp8HeadDim, 1>;
 // Query rows per block, keys per K/V tile and dynamic shared memory of one launch, for the plan and
-// the tensor maps.
-inline int sm90_block_m(int head_dim) {
+// the tensor maps (fp8: the FP8 instance's).
+inline int sm90_block_m(int head_dim, bool fp8 = false) {
+  if (fp8) return HopperFp8Config::kBlockM;
   return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kBlockM; });
 }
-inline int sm90_block_n(int head_dim) {
+inline int sm90_block_n(int head_dim, bool fp8 = false) {
+  if (fp8) return HopperFp8Config::kBlockN;
   return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kBlockN; });
 }
 // Paged K/V: rows of one TMA box, the largest power of two dividing both the page size (a multiple
@@ -99,9 +104,6 @@ inline int sm90_paged_box_rows(int head_dim, int page_size) { return paged_box_r
 inline size_t sm90_smem_bytes(int head_dim) {
   return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kSmemBytes; });
 }
-// FP8 inputs: every head dim up to 128 runs on the D = 128 instance (TMA zero-fills the padding).
-constexpr int kHopperFp8HeadDim = 128;
-using HopperFp8Config = HopperConfig<kHopperFp8HeadDim, 1>;
 
 // The kernel's TMA tensor maps of Q, K, V: dims (head_dim, seqlen, heads, batch), boxes of 64 columns x
 // kBlockM (Q) or kBlockN (K, V) rows. Encoded by sm90/tensor_maps.cpp, kept in FlashFwdPlan.

@@ -105,7 +105,7 @@ std::string encode_views(std::initializer_list<std::pair<CUtensorMap*, const Tma
 
 // Every layout check first (they need no driver), then the three encodings.
 std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
-  const int bm = sm90_block_m(p.head_dim);  // box rows of Q
+  const int bm = sm90_block_m(p.head_dim, p.fp8);  // box rows of Q
   // Packed Q (cu_seqlens_q) or K/V (cu_seqlens_k): one batch entry of total rows; the kernel starts a
   // sequence at row cu_seqlens[b]. Cache lengths keep the batch layout (seqlen_k rows per entry).
   // Paged K/V: the pools as (D, page_size, heads, num_pages), boxes of sm90_paged_box_rows rows (a
@@ -117,7 +117,7 @@ std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
   if (paged && (p.page_size < 16 || (p.page_size & (p.page_size - 1)) != 0 || p.num_pages < 1))
     return "the Hopper kernel reads paged K/V with a power-of-two page_size >= 16 and num_pages >= 1, got page_size " +
            std::to_string(p.page_size) + ", num_pages " + std::to_string(p.num_pages);
-  const int bn = paged ? sm90_paged_box_rows(p.head_dim, p.page_size) : sm90_block_n(p.head_dim);  // box rows of K, V
+  const int bn = paged ? sm90_paged_box_rows(p.head_dim, p.page_size) : sm90_block_n(p.head_dim, p.fp8);  // box rows of K, V
   const int q_batch = packed_q ? 1 : p.batch, q_rows = packed_q ? p.total_q : p.seqlen_q;
   const int k_batch = paged ? p.num_pages : packed_k ? 1 : p.batch;
   const int k_rows = paged ? p.page_size : packed_k ? p.total_k : p.seqlen_k;
