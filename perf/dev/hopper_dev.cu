@@ -1,0 +1,248 @@
+// Development harness of the 16-bit Hopper forward kernel (src/backends/cuda/sm90/), against the CUDA
+// configuration's library (perf/dev/build_hopper_dev.sh). Made for A/B runs of a kernel change: link it
+// against two libraries and run both in one device call.
+//
+//   hopper_dev check    correctness of the Hopper kernel (forced) over a case list (odd lengths, GQA,
+//                       causal with Lq != Lk, head dims between the compiled ones, LSE) against an fp64
+//                       loop of its own; outputs poisoned first; two runs bitwise equal. Per element
+//                       |O - O64| <= 2u·max|v| + u_out·|O64| (u: P's rounding to the input type, 2^-8 bf16,
+//                       2^-11 fp16); LSE within 1e-4·max(1, |LSE|). The project's tests are the real gate.
+//   hopper_dev time     CUDA-graph timing (20 calls, median of 15 replays) of the forward suite's shapes
+//                       (D = 64 and 128), fp16 and bf16, the Hopper kernel forced and the plan Auto picks.
+//   hopper_dev profile  one call of (2,16,4096,64) and (1,16,16384,128) bf16 (for ncu)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../../src/backends/cuda/flash_fwd.h"
+#include "../../src/core/numeric.hpp"
+#include "dev_common.cuh"
+
+using namespace flashcore::cuda;
+namespace num = flashcore::numeric;
+
+struct Case {
+  int B, Hq, Hkv, Lq, Lk, D;
+  bool causal, bf16;
+  bool lse = true;
+};
+
+static FlashFwdParams make_params(const Case& c, const void* q, const void* k, const void* v, void* o, float* lse) {
+  FlashFwdParams p{};
+  p.q = q, p.k = k, p.v = v, p.o = o, p.lse = lse;
+  p.batch = c.B, p.heads_q = c.Hq, p.heads_kv = c.Hkv, p.seqlen_q = c.Lq, p.seqlen_k = c.Lk, p.head_dim = c.D;
+  // (B, S, H, D) contiguous
+  p.q_batch_stride = (long long)c.Lq * c.Hq * c.D, p.q_seq_stride = (long long)c.Hq * c.D, p.q_head_stride = c.D;
+  p.k_batch_stride = (long long)c.Lk * c.Hkv * c.D, p.k_seq_stride = (long long)c.Hkv * c.D, p.k_head_stride = c.D;
+  p.v_batch_stride = p.k_batch_stride, p.v_seq_stride = p.k_seq_stride, p.v_head_stride = c.D;
+  p.o_batch_stride = p.q_batch_stride, p.o_seq_stride = p.q_seq_stride, p.o_head_stride = c.D;
+  p.scale = 1.f / std::sqrt((float)c.D);
+  p.causal = c.causal;
+  p.bf16 = c.bf16;
+  return p;
+}
+
+static float to_float(uint16_t x, bool bf16) { return bf16 ? num::bf16_to_float(x) : num::half_to_float(x); }
+static uint16_t from_float(float x, bool bf16) { return bf16 ? num::float_to_bf16(x) : num::float_to_half(x); }
+
+static bool check_case(const Case& c, std::mt19937& rng, const DeviceLimits& dev) {
+  const size_t nq = (size_t)c.B * c.Lq * c.Hq * c.D, nk = (size_t)c.B * c.Lk * c.Hkv * c.D;
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<uint16_t> hq(nq), hk(nk), hv(nk);
+  for (auto& x : hq) x = from_float(nd(rng) * 1.5f, c.bf16);
+  for (auto& x : hk) x = from_float(nd(rng) * 1.5f, c.bf16);
+  // V with a per-key offset so that a key permutation shows.
+  for (size_t i = 0; i < nk; ++i) hv[i] = from_float(nd(rng) + 0.5f * std::sin(0.37f * float(i / c.D)), c.bf16);
+  uint16_t *dq, *dk, *dv, *dout;
+  float* dlse;
+  const size_t nl = (size_t)c.B * c.Hq * c.Lq;
+  CK(cudaMalloc(&dq, nq * 2));
+  CK(cudaMalloc(&dk, nk * 2));
+  CK(cudaMalloc(&dv, nk * 2));
+  CK(cudaMalloc(&dout, nq * 2));
+  CK(cudaMalloc(&dlse, sizeof(float) * nl));
+  CK(cudaMemcpy(dq, hq.data(), nq * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dk, hk.data(), nk * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dv, hv.data(), nk * 2, cudaMemcpyHostToDevice));
+  const FlashFwdParams p = make_params(c, dq, dk, dv, dout, c.lse ? dlse : nullptr);
+  FlashFwdPlan plan;
+  const std::string why = flash_fwd_plan(p, dev, FlashVariant::Hopper, &plan);
+  if (!why.empty()) {
+    printf("DECLINED %s\n", why.c_str());
+    return false;
+  }
+  std::vector<uint16_t> o1(nq), o2(nq);
+  std::vector<float> l1(nl);
+  for (int run = 0; run < 2; ++run) {
+    CK(cudaMemset(dout, 0xff, nq * 2));  // NaN in fp16 and bf16: unwritten elements fail
+    CK(cudaMemset(dlse, 0xff, sizeof(float) * nl));
+    CK(flash_fwd_run(p, plan, nullptr));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(run ? o2.data() : o1.data(), dout, nq * 2, cudaMemcpyDeviceToHost));
+    if (run == 0) CK(cudaMemcpy(l1.data(), dlse, sizeof(float) * nl, cudaMemcpyDeviceToHost));
+  }
+  const bool deterministic = std::memcmp(o1.data(), o2.data(), nq * 2) == 0;
+  const int G = c.Hq / c.Hkv;
+  const double scale = 1.0 / std::sqrt((double)c.D), u = c.bf16 ? 1.0 / 256 : 1.0 / 2048;
+  double worst = 0, lse_worst = 0;
+  long bad = 0;
+  std::vector<double> s(c.Lk);
+  for (int b = 0; b < c.B; ++b)
+    for (int h = 0; h < c.Hq; ++h)
+      for (int i = 0; i < c.Lq; ++i) {
+        const int hkv = h / G;
+        const int hi = c.causal ? std::max(0, std::min(c.Lk, i + c.Lk - c.Lq + 1)) : c.Lk;
+        auto kv = [&](const std::vector<uint16_t>& x, int j, int d) {
+          return (double)to_float(x[(((size_t)b * c.Lk + j) * c.Hkv + hkv) * c.D + d], c.bf16);
+        };
+        double m = -INFINITY, vmax = 0;
+        for (int j = 0; j < hi; ++j) {
+          double dot = 0;
+          for (int d = 0; d < c.D; ++d) dot += (double)to_float(hq[(((size_t)b * c.Lq + i) * c.Hq + h) * c.D + d], c.bf16) * kv(hk, j, d);
+          s[j] = dot * scale;
+          m = std::max(m, s[j]);
+          for (int d = 0; d < c.D; ++d) vmax = std::max(vmax, std::fabs(kv(hv, j, d)));
+        }
+        double l = 0;
+        for (int j = 0; j < hi; ++j) l += std::exp(s[j] - m);
+        for (int d = 0; d < c.D; ++d) {
+          double o = 0;
+          for (int j = 0; j < hi; ++j) o += std::exp(s[j] - m) * kv(hv, j, d);
+          o = hi > 0 ? o / l : 0.0;
+          const double got = to_float(o1[(((size_t)b * c.Lq + i) * c.Hq + h) * c.D + d], c.bf16);
+          const double bound = 2 * u * vmax + u * std::fabs(o) + 1e-6;
+          const double e = std::fabs(got - o);
+          if (!(e <= bound)) ++bad;
+          worst = std::max(worst, e / bound);
+        }
+        if (c.lse) {
+          const float got = l1[((size_t)b * c.Hq + h) * c.Lq + i];
+          if (hi > 0) {
+            const double lse = m + std::log(l);
+            lse_worst = std::max(lse_worst, std::fabs(got - lse) / (1e-4 * std::max(1.0, std::fabs(lse))));
+            if (!std::isfinite(got)) lse_worst = INFINITY;
+          } else if (!(std::isinf(got) && got < 0)) {
+            lse_worst = INFINITY;
+          }
+        }
+      }
+  const bool ok = bad == 0 && lse_worst <= 1.0 && deterministic;
+  printf("%s (%d,%d,%d,%d,%d,%d) causal=%d %s lse=%d: worst/bound %.3f lse err/bound %.3f bad %ld deterministic %d  [%s]\n",
+         ok ? "ok  " : "FAIL", c.B, c.Hq, c.Hkv, c.Lq, c.Lk, c.D, c.causal, c.bf16 ? "bf16" : "fp16", c.lse, worst, lse_worst,
+         bad, deterministic, plan.describe().c_str());
+  cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dlse);
+  return ok;
+}
+
+static std::vector<Case> check_cases() {
+  return {
+      {1, 1, 1, 192, 128, 64, false, true},
+      {1, 2, 1, 130, 300, 64, false, false},
+      {2, 4, 2, 37, 129, 64, true, true},
+      {1, 3, 3, 200, 77, 64, true, false},   // causal with Lq > Lk: rows that see no key
+      {2, 8, 2, 577, 513, 64, true, true},   // three query blocks of 192, the last partial
+      {1, 2, 2, 385, 1000, 40, false, true},  // D = 40 on the D = 64 instance
+      {1, 4, 4, 1, 2049, 64, false, false},  // one query
+      {2, 2, 2, 513, 33, 64, false, false, false},  // no LSE
+      {1, 8, 1, 1024, 1024, 64, true, true},
+      {1, 4, 2, 300, 333, 128, true, true},  // D = 128 (2 consumer warpgroups)
+      {1, 2, 1, 257, 500, 96, false, false},
+  };
+}
+
+__global__ void fill_half_bits(uint16_t* x, size_t n, uint32_t seed, bool bf16) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+    h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
+    const float u = (h & 0xffffff) / 16777216.f * 2.f - 1.f;
+    x[i] = bf16 ? num::float_to_bf16(u) : num::float_to_half(u);
+  }
+}
+
+struct Timed {
+  Case c;
+  size_t n;
+  uint16_t *q, *k, *v, *o;
+  explicit Timed(const Case& cs) : c(cs), n((size_t)cs.B * cs.Lq * cs.Hq * cs.D) {
+    for (uint16_t** b : {&q, &k, &v, &o}) CK(cudaMalloc(b, n * 2));
+    fill_half_bits<<<1024, 256>>>(q, n, 1, c.bf16);
+    fill_half_bits<<<1024, 256>>>(k, n, 2, c.bf16);
+    fill_half_bits<<<1024, 256>>>(v, n, 3, c.bf16);
+    CK(cudaDeviceSynchronize());
+  }
+  ~Timed() { cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o); }
+  FlashFwdParams params() const { return make_params(c, q, k, v, o, nullptr); }
+};
+
+static void time_shapes(const DeviceLimits& dev) {
+  struct S { int B, H, L, D; bool causal; };
+  const S shapes[] = {{1, 8, 512, 64, false},    {1, 8, 1024, 64, false},   {1, 8, 2048, 64, false},
+                      {4, 16, 1024, 64, false},  {4, 16, 1024, 64, true},   {16, 16, 512, 64, false},
+                      {2, 16, 4096, 64, false},  {2, 16, 4096, 64, true},   {1, 16, 16384, 64, false},
+                      {8, 16, 2048, 64, false},  {2, 16, 4096, 128, false}, {2, 16, 4096, 128, true},
+                      {1, 16, 16384, 128, false}, {4, 16, 2048, 192, false}, {4, 16, 2048, 256, false}};
+  printf("device %s, %d SMs\n", dev.name.c_str(), dev.sm_count);
+  printf("| B,H,L,D | causal | dtype | hopper us | hopper TF/s | auto us | auto plan |\n|---|---|---|--:|--:|--:|---|\n");
+  for (const S& sh : shapes)
+    for (int bf16 = 0; bf16 < 2; ++bf16) {
+      const Timed t(Case{sh.B, sh.H, sh.H, sh.L, sh.L, sh.D, sh.causal, bf16 != 0});
+      const FlashFwdParams p = t.params();
+      FlashFwdPlan hp, ap;
+      const std::string why = flash_fwd_plan(p, dev, FlashVariant::Hopper, &hp);
+      if (!why.empty() || !flash_fwd_plan(p, dev, FlashVariant::Auto, &ap).empty()) {
+        printf("declined: %s\n", why.c_str());
+        continue;
+      }
+      const double hus = time_plan(p, hp), aus = time_plan(p, ap);
+      const double flops = 4.0 * sh.B * sh.H * (double)sh.L * sh.L * sh.D * (sh.causal ? 0.5 : 1.0);
+      printf("| %d,%d,%d,%d | %s | %s | %.1f | %.0f | %.1f | %s |\n", sh.B, sh.H, sh.L, sh.D, sh.causal ? "yes" : "no",
+             bf16 ? "bf16" : "fp16", hus, flops / hus * 1e-6, aus, ap.describe().c_str());
+    }
+}
+
+static void profile_once(const DeviceLimits& dev) {
+  for (const Case& c : {Case{2, 16, 16, 4096, 4096, 64, false, true}, Case{1, 16, 16, 16384, 16384, 128, false, true}}) {
+    const Timed t(c);
+    const FlashFwdParams p = t.params();
+    FlashFwdPlan plan;
+    const std::string why = flash_fwd_plan(p, dev, FlashVariant::Hopper, &plan);
+    if (!why.empty()) { printf("declined: %s\n", why.c_str()); exit(2); }
+    for (int r = 0; r < 2; ++r) CK(flash_fwd_run(p, plan, nullptr));
+    CK(cudaDeviceSynchronize());
+  }
+  printf("profiled (2,16,4096,64) and (1,16,16384,128) bf16, two calls each\n");
+}
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "check";
+  DeviceLimits dev;
+  std::string why;
+  if (!device_limits(&dev, &why)) {
+    printf("no device: %s\n", why.c_str());
+    return 2;
+  }
+  if (mode == "check") {
+    std::mt19937 rng(12345);
+    int failed = 0, n = 0;
+    for (const Case& c : check_cases()) failed += !check_case(c, rng, dev), ++n;
+    printf("%d of %d cases failed\n", failed, n);
+    return failed != 0;
+  }
+  if (mode == "time") {
+    time_shapes(dev);
+    return 0;
+  }
+  if (mode == "profile") {
+    profile_once(dev);
+    return 0;
+  }
+  fprintf(stderr, "usage: hopper_dev check|time|profile\n");
+  return 2;
+}
