@@ -183,7 +183,8 @@ struct Timed {
 
 static void time_shapes(const DeviceLimits& dev) {
   struct S { int B, H, L, D; bool causal; };
-  const S shapes[] = {{1, 8, 512, 64, false},    {1, 8, 1024, 64, false},   {1, 8, 2048, 64, false},
+  const S shapes[] = {{1, 8, 512, 64, false},    {1, 8, 512, 64, true},     {1, 8, 1024, 64, false},
+                      {1, 8, 1024, 64, true},    {1, 8, 2048, 64, false},   {1, 8, 2048, 64, true},
                       {4, 16, 1024, 64, false},  {4, 16, 1024, 64, true},   {16, 16, 512, 64, false},
                       {2, 16, 4096, 64, false},  {2, 16, 4096, 64, true},   {1, 16, 16384, 64, false},
                       {8, 16, 2048, 64, false},  {2, 16, 4096, 128, false}, {2, 16, 4096, 128, true},

@@ -70,9 +70,9 @@ constexpr LaunchRow kLaunchTable[] = {
     {32, 1ll << 14, 64, 1, 3, true, FlashVariant::AllWarps, false},   // small problems: not measured (as D=64)
     {32, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, false},   // (4,16,2048,32) H100: wide 178 us (bm64 234, WS 212; Hopper-64 208)
     {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps, false},         // (1,8,512,64): 8.9 us, H200
-    {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, false},  // (1,8,1024,64): 16.5 us (AW 26.5)
-    {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, true},   // (1,8,2048,64): Hopper 28.3 us, WS 43.4
-    {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // Hopper (4,16,1024,64) 59.0 us; wide 64.1 us
+    {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, true},   // (1,8,1024,64) H100: Hopper 14.8 us, WS 17.1 (run 62c)
+    {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, true},   // (1,8,2048,64): Hopper 24.3 us (62c), WS 43.4
+    {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // Hopper (4,16,1024,64) 55.0 us (62c); wide 64.1 us
     {96, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, true},    // small problems: not measured (as D=128)
     {96, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},    // (4,16,2048,96) H100: Hopper-128 260 us, wide 370 (80: 259 / 371)
     {128, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, true},    // (1,8,2048,128): Hopper 33.4 us, 89.0
