@@ -1,10 +1,12 @@
-// What the development harnesses (perf/dev/decode_dev.cu, fp8_dev.cu) share: the CUDA error check
-// and the CUDA-graph timing of a plan.
+// What the development harnesses (perf/dev/decode_dev.cu, fp8_dev.cu, hopper_dev.cu) share: the CUDA
+// error check, the CUDA-graph timing of a plan, the (B, S, H, D) parameters and a hashed input fill.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -55,4 +57,26 @@ inline double time_plan(const flashcore::cuda::FlashFwdParams& p, const flashcor
   cudaEventDestroy(e1);
   cudaStreamDestroy(st);
   return ts[ts.size() / 2] * 1000.0 / 20;
+}
+
+// Contiguous (B, S, H, D) Q, O (Hq heads) and K, V (Hkv heads), scale 1/sqrt(D): the layout the harnesses
+// check and time. The caller sets causal, dtype flags and the rest.
+inline flashcore::cuda::FlashFwdParams bshd_params(int B, int Hq, int Hkv, int Lq, int Lk, int D, const void* q,
+                                                   const void* k, const void* v, void* o, float* lse) {
+  flashcore::cuda::FlashFwdParams p{};
+  p.q = q, p.k = k, p.v = v, p.o = o, p.lse = lse;
+  p.batch = B, p.heads_q = Hq, p.heads_kv = Hkv, p.seqlen_q = Lq, p.seqlen_k = Lk, p.head_dim = D;
+  p.q_batch_stride = (long long)Lq * Hq * D, p.q_seq_stride = (long long)Hq * D, p.q_head_stride = D;
+  p.k_batch_stride = (long long)Lk * Hkv * D, p.k_seq_stride = (long long)Hkv * D, p.k_head_stride = D;
+  p.v_batch_stride = p.k_batch_stride, p.v_seq_stride = p.k_seq_stride, p.v_head_stride = D;
+  p.o_batch_stride = p.q_batch_stride, p.o_seq_stride = p.q_seq_stride, p.o_head_stride = D;
+  p.scale = 1.f / std::sqrt((float)D);
+  return p;
+}
+
+// A value in [-1, 1) from an element index and a seed: inputs filled on the device for timing.
+__host__ __device__ inline float hash_uniform(size_t i, uint32_t seed) {
+  uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+  h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
+  return (h & 0xffffff) / 16777216.f * 2.f - 1.f;
 }

@@ -39,15 +39,7 @@ struct Case {
 };
 
 static FlashFwdParams make_params(const Case& c, const void* q, const void* k, const void* v, void* o, float* lse) {
-  FlashFwdParams p{};
-  p.q = q, p.k = k, p.v = v, p.o = o, p.lse = lse;
-  p.batch = c.B, p.heads_q = c.Hq, p.heads_kv = c.Hkv, p.seqlen_q = c.Lq, p.seqlen_k = c.Lk, p.head_dim = c.D;
-  // (B, S, H, D) contiguous
-  p.q_batch_stride = (long long)c.Lq * c.Hq * c.D, p.q_seq_stride = (long long)c.Hq * c.D, p.q_head_stride = c.D;
-  p.k_batch_stride = (long long)c.Lk * c.Hkv * c.D, p.k_seq_stride = (long long)c.Hkv * c.D, p.k_head_stride = c.D;
-  p.v_batch_stride = p.k_batch_stride, p.v_seq_stride = p.k_seq_stride, p.v_head_stride = c.D;
-  p.o_batch_stride = p.q_batch_stride, p.o_seq_stride = p.q_seq_stride, p.o_head_stride = c.D;
-  p.scale = 1.f / std::sqrt((float)c.D);
+  FlashFwdParams p = bshd_params(c.B, c.Hq, c.Hkv, c.Lq, c.Lk, c.D, q, k, v, o, lse);
   p.causal = c.causal;
   p.bf16 = c.out_bf16;
   p.fp8 = true;
@@ -173,9 +165,7 @@ static std::vector<Case> check_cases() {
 
 __global__ void fill_bytes(uint8_t* x, size_t n, uint32_t seed, bool fp8) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-    h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
-    const float u = (h & 0xffffff) / 16777216.f * 2.f - 1.f;
+    const float u = hash_uniform(i, seed);
     if (fp8) x[i] = num::float_to_e4m3(2.f * u);
     else reinterpret_cast<uint16_t*>(x)[i / 2] = num::float_to_bf16(u);
   }

@@ -35,15 +35,7 @@ struct Case {
 };
 
 static FlashFwdParams make_params(const Case& c, const void* q, const void* k, const void* v, void* o, float* lse) {
-  FlashFwdParams p{};
-  p.q = q, p.k = k, p.v = v, p.o = o, p.lse = lse;
-  p.batch = c.B, p.heads_q = c.Hq, p.heads_kv = c.Hkv, p.seqlen_q = c.Lq, p.seqlen_k = c.Lk, p.head_dim = c.D;
-  // (B, S, H, D) contiguous
-  p.q_batch_stride = (long long)c.Lq * c.Hq * c.D, p.q_seq_stride = (long long)c.Hq * c.D, p.q_head_stride = c.D;
-  p.k_batch_stride = (long long)c.Lk * c.Hkv * c.D, p.k_seq_stride = (long long)c.Hkv * c.D, p.k_head_stride = c.D;
-  p.v_batch_stride = p.k_batch_stride, p.v_seq_stride = p.k_seq_stride, p.v_head_stride = c.D;
-  p.o_batch_stride = p.q_batch_stride, p.o_seq_stride = p.q_seq_stride, p.o_head_stride = c.D;
-  p.scale = 1.f / std::sqrt((float)c.D);
+  FlashFwdParams p = bshd_params(c.B, c.Hq, c.Hkv, c.Lq, c.Lk, c.D, q, k, v, o, lse);
   p.causal = c.causal;
   p.bf16 = c.bf16;
   return p;
@@ -147,7 +139,7 @@ static std::vector<Case> check_cases() {
       {1, 2, 1, 130, 300, 64, false, false},
       {2, 4, 2, 37, 129, 64, true, true},
       {1, 3, 3, 200, 77, 64, true, false},   // causal with Lq > Lk: rows that see no key
-      {2, 8, 2, 577, 513, 64, true, true},   // three query blocks of 192, the last partial
+      {2, 8, 2, 577, 513, 64, true, true},   // five query blocks of 128, the last partial
       {1, 2, 2, 385, 1000, 40, false, true},  // D = 40 on the D = 64 instance
       {1, 4, 4, 1, 2049, 64, false, false},  // one query
       {2, 2, 2, 513, 33, 64, false, false, false},  // no LSE
@@ -159,9 +151,7 @@ static std::vector<Case> check_cases() {
 
 __global__ void fill_half_bits(uint16_t* x, size_t n, uint32_t seed, bool bf16) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-    h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
-    const float u = (h & 0xffffff) / 16777216.f * 2.f - 1.f;
+    const float u = hash_uniform(i, seed);
     x[i] = bf16 ? num::float_to_bf16(u) : num::float_to_half(u);
   }
 }
