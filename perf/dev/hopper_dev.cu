@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -179,11 +180,15 @@ static void time_shapes(const DeviceLimits& dev) {
                       {4, 16, 1024, 64, false},  {4, 16, 1024, 64, true},   {16, 16, 512, 64, false},
                       {2, 16, 4096, 64, false},  {2, 16, 4096, 64, true},   {1, 16, 16384, 64, false},
                       {8, 16, 2048, 64, false},  {2, 16, 4096, 128, false}, {2, 16, 4096, 128, true},
-                      {1, 16, 16384, 128, false}, {4, 16, 2048, 192, false}, {4, 16, 2048, 256, false}};
+                      {1, 16, 16384, 128, false}, {4, 16, 2048, 192, false}, {4, 16, 2048, 256, false},
+                      {1, 8, 2048, 32, false},   {4, 16, 1024, 32, false},  {4, 16, 2048, 32, false},
+                      {4, 16, 2048, 32, true},   {2, 16, 4096, 32, false}};
+  const char* only = std::getenv("HOPPER_DEV_D");  // e.g. 32: time only that head dim
   printf("device %s, %d SMs\n", dev.name.c_str(), dev.sm_count);
   printf("| B,H,L,D | causal | dtype | hopper us | hopper TF/s | auto us | auto plan |\n|---|---|---|--:|--:|--:|---|\n");
   for (const S& sh : shapes)
     for (int bf16 = 0; bf16 < 2; ++bf16) {
+      if (only != nullptr && std::atoi(only) != sh.D) continue;
       const Timed t(Case{sh.B, sh.H, sh.H, sh.L, sh.L, sh.D, sh.causal, bf16 != 0});
       const FlashFwdParams p = t.params();
       FlashFwdPlan hp, ap;
