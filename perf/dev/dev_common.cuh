@@ -1,5 +1,6 @@
 // What the development harnesses (perf/dev/decode_dev.cu, fp8_dev.cu, hopper_dev.cu) share: the CUDA
-// error check, the CUDA-graph timing of a plan, the (B, S, H, D) parameters and a hashed input fill.
+// error check, the CUDA-graph timing of a plan, two poisoned runs of a plan (checks), the (B, S, H, D)
+// parameters and a hashed input fill.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "backends/cuda/flash_fwd.h"
@@ -79,4 +81,28 @@ __host__ __device__ inline float hash_uniform(size_t i, uint32_t seed) {
   uint32_t h = (uint32_t)i * 2654435761u ^ seed;
   h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
   return (h & 0xffffff) / 16777216.f * 2.f - 1.f;
+}
+
+// Two runs of a plan with a 16-bit O (n_o elements at d_o) and an LSE (n_lse floats at d_lse), each into
+// outputs poisoned with 0xff bytes first (NaN in fp16, bf16 and fp32: an element a run does not write
+// fails the check): the first run's O and LSE, and whether the second run's O is bitwise the same.
+struct TwoRuns {
+  std::vector<uint16_t> o;
+  std::vector<float> lse;
+  bool deterministic;
+};
+inline TwoRuns run_twice_poisoned(const flashcore::cuda::FlashFwdParams& p, const flashcore::cuda::FlashFwdPlan& plan,
+                                  uint16_t* d_o, size_t n_o, float* d_lse, size_t n_lse) {
+  TwoRuns r{std::vector<uint16_t>(n_o), std::vector<float>(n_lse), false};
+  std::vector<uint16_t> again(n_o);
+  for (int run = 0; run < 2; ++run) {
+    CK(cudaMemset(d_o, 0xff, n_o * 2));
+    CK(cudaMemset(d_lse, 0xff, sizeof(float) * n_lse));
+    CK(flashcore::cuda::flash_fwd_run(p, plan, nullptr));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(run ? again.data() : r.o.data(), d_o, n_o * 2, cudaMemcpyDeviceToHost));
+    if (run == 0) CK(cudaMemcpy(r.lse.data(), d_lse, sizeof(float) * n_lse, cudaMemcpyDeviceToHost));
+  }
+  r.deterministic = std::memcmp(r.o.data(), again.data(), n_o * 2) == 0;
+  return r;
 }
