@@ -110,7 +110,7 @@ std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, Flas
 #else
     return "the Hopper kernel was not built (sm_90 is not among the CUDA architectures of this build)";
 #endif
-  const size_t need = p.fp8 ? detail::HopperFp8Config::kSmemBytes : detail::sm90_smem_bytes(p.head_dim);
+  const size_t need = detail::sm90_smem_bytes(p.head_dim, p.fp8);
   if (need > dev.smem_optin_per_block)
     return "the Hopper kernel needs " + std::to_string(need) + " bytes of shared memory per block, device allows " +
            std::to_string(dev.smem_optin_per_block);
@@ -135,9 +135,9 @@ std::string plan_fp8(const FlashFwdParams& p, const DeviceLimits& dev, FlashVari
   std::string why = hopper_limits(p, dev, out);
   if (!why.empty()) return why;
   out->kernel = FlashKernel::Hopper;
-  out->block_m = detail::HopperFp8Config::kBlockM;
+  out->block_m = detail::sm90_block_m(p.head_dim, true);
   out->key_split_warps = 1;
-  out->smem = detail::HopperFp8Config::kSmemBytes;
+  out->smem = detail::sm90_smem_bytes(p.head_dim, true);
   out->n_mblocks = (p.seqlen_q + out->block_m - 1) / out->block_m;
   out->fp8_keys_pad = (p.seqlen_k + detail::kFp8KeyPad - 1) / detail::kFp8KeyPad * detail::kFp8KeyPad;
   out->fp8_vt_bytes = (size_t)p.batch * p.heads_kv * p.head_dim * out->fp8_keys_pad;

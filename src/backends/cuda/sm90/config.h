@@ -101,7 +101,8 @@ __host__ __device__ constexpr int paged_box_rows(int page_size, int block_n) {
   return low < low_n ? low : low_n;
 }
 inline int sm90_paged_box_rows(int head_dim, int page_size) { return paged_box_rows(page_size, sm90_block_n(head_dim)); }
-inline size_t sm90_smem_bytes(int head_dim) {
+inline size_t sm90_smem_bytes(int head_dim, bool fp8 = false) {
+  if (fp8) return HopperFp8Config::kSmemBytes;
   return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kSmemBytes; });
 }
 
