@@ -10,13 +10,6 @@
 #    warps cap it at 128 registers): with HeldLengths a 16-byte frame, 12 bytes of stores, 20 of loads
 #    (ReadLengths: 40/96). Measured on an H100 against the build before varlen prefill (perf/dev/NOTES.md):
 #    0.93-1.06x the time at (1,8,512|2048,32), (4,16,2048,32).
-#  - the D=64 and D=256 Hopper kernels for paged K/V with the attention variants (flash_fwd_hopper_kernel<
-#    64|256, *, VariantMask, true>, paged prefill): an 8-byte frame, 4 bytes of stores, 12 of loads: one
-#    value computed before the warp roles split (the block's tile count less the first tile) stored once
-#    and reloaded by the producer thread (24 registers) around its page lookups; the consumers do not
-#    touch it in the loop. D = 64 has it since the softmax lost its P = 0 branch (381e159: that change
-#    took the D = 128 variant kernels' 112-byte spill to 0). The other Hopper kernels, paged or not,
-#    have none.
 #  - the backward's dK/dV kernels with the dQ atomics at D = 64 and 128 (flash_bwd_dkdv_kernel<64|128,
 #    *, *, true>, backward/bwd_dkdv.cuh): 8-16-byte frames, up to 16 bytes of stores and 28 of loads
 #    (sm_89: 28-byte loads at D = 128). They run at 255 registers; dQ columns per pass (16-128), a vector
@@ -24,11 +17,11 @@
 #    slower, had none). Measured with it: perf/results/2026-11-25_h100_backward-atomic.md (GPU run 55).
 # (The D=128 Hopper kernels without variants had an 8-byte spill until varlen prefill; they read
 # their lengths where used now (ReadLengths) and have none. Those with the variants had a 96-byte frame
-# and up to 164 bytes of loads, allowed here, until the softmax lost its P = 0 branch (381e159): none.)
+# and up to 164 bytes of loads, allowed here, until the softmax lost its P = 0 branch (381e159): none.
+# The D = 64 and 256 paged ones with the variants had 12 bytes, allowed here, reloaded by the producer at
+# 24 registers, until the persistent kernel's 40-register producer.)
 set(allowed_kernel "flash_fwd_kernelILi(128E(6__half|13__nv_bfloat16)Lb1|32E(6__half|13__nv_bfloat16)Lb0)E")
 set(allowed_bytes 44)
-set(allowed_paged_kernel "flash_fwd_hopper_kernelILi(64|256)E.*VariantMask.*Lb1E")
-set(allowed_paged_bytes 12)
 set(allowed_bwd_kernel "flash_bwd_dkdv_kernelILi(64|128)E.*Lb1EEEv")
 set(allowed_bwd_bytes 28)
 # The mma.sync kernels (sm80/instances/: one file per head dim), the decode kernel (decode/instances/)
@@ -80,9 +73,7 @@ foreach(line IN LISTS lines)
     set(stores ${CMAKE_MATCH_2})
     set(loads ${CMAKE_MATCH_3})
     set(limit 0)
-    if(kernel MATCHES "${allowed_paged_kernel}")
-      set(limit ${allowed_paged_bytes})
-    elseif(kernel MATCHES "${allowed_kernel}")
+    if(kernel MATCHES "${allowed_kernel}")
       set(limit ${allowed_bytes})
     elseif(kernel MATCHES "${allowed_bwd_kernel}")
       set(limit ${allowed_bwd_bytes})

@@ -4,8 +4,12 @@
 // problems outside the promise are declined with a reason naming the field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "backends/cuda/flash_bwd.h"
 #include "backends/cuda/flash_fwd.h"
+#include "backends/cuda/common/work_list.h"
 
 using flashcore::cuda::FlashFwdParams;
 
@@ -618,6 +622,9 @@ TEST(CudaConfig, Fp8PlansRunTheHopperKernelOrSayWhyNot) {
       EXPECT_EQ(plan.n_mblocks, 3);  // 300 queries / 128
       EXPECT_EQ(plan.fp8_keys_pad, 352);  // 333 keys rounded up to 32
       EXPECT_EQ(plan.fp8_vt_bytes, size_t(2) * 2 * 128 * 352);
+      EXPECT_EQ(plan.work_blocks, 24);  // 3 query blocks x 4 heads x 2 batches, fewer than the 132 SMs
+      EXPECT_EQ(plan.pair_groups, 1);   // causal: all 8 pairs' K/V fit the L2 budget
+      EXPECT_FALSE(plan.item_tickets);  // as many blocks as items
       EXPECT_TRUE(has(plan.describe(), "sm90-tma-wgmma") && has(plan.describe(), "fp8_e4m3")) << plan.describe();
     }
   }
@@ -643,4 +650,89 @@ TEST(CudaConfig, Fp8PlansRunTheHopperKernelOrSayWhyNot) {
   const std::string why = flashcore::cuda::flash_fwd_plan(odd, h100, FlashVariant::Hopper, &plan);
   EXPECT_TRUE(has(why, "multiple of 16 elements") || has(why, "cuTensorMapEncodeTiled") || has(why, "was not built"))
       << why;
+}
+
+// The Hopper kernel's persistent schedule (common/work_list.h): over the blocks of a grid of any size,
+// every work item is taken exactly once and maps to a distinct (batch, head, query block); inside a
+// group of pairs the items go heaviest query block first; the snake gives a block the heaviest item of
+// one round and the lightest of the next. Checked on the host: the kernel runs the same code.
+TEST(CudaConfig, PersistentWorkListTakesEveryItemOnce) {
+  using flashcore::cuda::detail::WorkItem;
+  using flashcore::cuda::detail::WorkList;
+  struct Case { int n_mblocks, heads, batch, q_per_kv, groups, blocks; };
+  const Case cases[] = {{4, 16, 16, 1, 256, 132}, {8, 16, 4, 4, 1, 132}, {3, 5, 3, 5, 4, 7},   {1, 1, 1, 1, 1, 1},
+                        {7, 3, 2, 1, 3, 132},     {128, 16, 1, 2, 6, 132}, {2, 8, 1, 8, 8, 16}, {5, 6, 7, 3, 9, 13}};
+  for (const Case& c : cases) {
+    const int pairs = c.heads * c.batch, total = c.n_mblocks * pairs;
+    std::vector<int> seen(total, 0), cell(total, 0);
+    for (int blk = 0; blk < c.blocks; ++blk) {
+      const WorkList work(c.n_mblocks, c.heads, c.batch, c.q_per_kv, c.groups, c.blocks, blk);
+      int prev = -1;
+      for (int k = 0;; ++k) {
+        const int w = work.item(k);
+        if (w < 0) break;
+        ASSERT_LT(w, total);
+        EXPECT_GT(w, prev) << "rounds go forward";
+        prev = w;
+        ++seen[w];
+        const WorkItem it = work.coord(w);
+        ASSERT_TRUE(it.b >= 0 && it.b < c.batch && it.h >= 0 && it.h < c.heads && it.mblock >= 0 && it.mblock < c.n_mblocks)
+            << w;
+        EXPECT_EQ(it.hk, it.h / c.q_per_kv);
+        ++cell[(it.b * c.heads + it.h) * c.n_mblocks + it.mblock];
+      }
+    }
+    for (int w = 0; w < total; ++w) {
+      EXPECT_EQ(seen[w], 1) << "item " << w << " of case " << c.n_mblocks << "," << c.heads << "," << c.batch;
+      EXPECT_EQ(cell[w], 1) << "cell " << w;
+    }
+    // The order: groups of pairs/groups pairs (the first pairs % groups groups one more), one after
+    // the other; inside a group from the last query block down, the group's pairs fastest.
+    const WorkList work(c.n_mblocks, c.heads, c.batch, c.q_per_kv, c.groups, 1, 0);
+    int w = 0, pair0 = 0;
+    for (int gi = 0; gi < c.groups; ++gi) {
+      const int g_pairs = pairs / c.groups + (gi < pairs % c.groups ? 1 : 0);
+      for (int m = c.n_mblocks - 1; m >= 0; --m)
+        for (int j = 0; j < g_pairs; ++j, ++w) {
+          const WorkItem it = work.coord(w);
+          EXPECT_EQ(it.b * c.heads + it.h, pair0 + j) << "item " << w;
+          EXPECT_EQ(it.mblock, m) << "item " << w;
+        }
+      pair0 += g_pairs;
+    }
+    EXPECT_EQ(w, total);
+  }
+  // The snake: with 4 blocks, block 0 takes items 0, 7, 8, 15; block 3 takes 3, 4, 11, 12.
+  const WorkList first(4, 4, 1, 1, 4, 4, 0), last(4, 4, 1, 1, 4, 4, 3);
+  EXPECT_EQ(std::vector<int>({first.item(0), first.item(1), first.item(2), first.item(3), first.item(4)}),
+            std::vector<int>({0, 7, 8, 15, -1}));
+  EXPECT_EQ(std::vector<int>({last.item(0), last.item(1), last.item(2), last.item(3)}), std::vector<int>({3, 4, 11, 12}));
+}
+
+// The Hopper kernel's persistent grid (plan): one block per SM or per item when there are fewer, a
+// ticket counter when there are more; causal problems go heaviest first across groups of (batch, head)
+// pairs, as few equal groups as keep a group's K/V within the L2 budget; others pair by pair.
+TEST(CudaConfig, HopperPlanIsPersistent) {
+  flashcore::cuda::DeviceLimits h100 = h100_limits();
+  h100.hopper_kernel_loads = true;
+  struct Case { int b, h, l, d; bool causal; int blocks, groups; bool tickets; };
+  // (2,16,4096,128) causal: 2 MiB of K/V per pair, 12 within 25 MiB: 3 groups of 32 pairs. (1,16,16384,128):
+  // 8 MiB, 3 per group: 6 groups.
+  const Case cases[] = {{2, 16, 4096, 128, false, 132, 32, true}, {2, 16, 4096, 128, true, 132, 3, true},
+                        {1, 16, 16384, 128, true, 132, 6, true},  {1, 8, 512, 64, true, 32, 1, false},
+                        {16, 16, 512, 64, false, 132, 256, true}};
+  for (const Case& c : cases) {
+    flashcore::cuda::FlashFwdPlan plan;
+    const std::string why = flashcore::cuda::flash_fwd_plan(params(c.b, c.h, c.h, c.l, c.l, c.d, true, c.causal), h100,
+                                                            flashcore::cuda::FlashVariant::Hopper, &plan);
+    // Without a driver (CI) the TMA maps cannot be encoded; without sm_90 the kernel is not built.
+    EXPECT_TRUE(why.empty() || why.find("cuTensorMapEncodeTiled") != std::string::npos ||
+                why.find("was not built") != std::string::npos)
+        << why;
+    if (!why.empty()) continue;
+    EXPECT_EQ(plan.work_blocks, c.blocks) << c.l << " " << c.d;
+    EXPECT_EQ(plan.pair_groups, c.groups) << c.l << " " << c.d;
+    EXPECT_EQ(plan.item_tickets, c.tickets) << c.l << " " << c.d;
+    EXPECT_NE(plan.describe().find("persistent blocks="), std::string::npos) << plan.describe();
+  }
 }

@@ -117,7 +117,13 @@ struct FlashFwdPlan {
   // Decode with sequence arrays: the balanced schedule (decode/schedule.cuh). work_slots: blocks of one
   // wave (0: the fixed grid); work_waves: 0 = one or two waves as the lengths need, else forced;
   // work_blocks: the grid, an upper bound of the work items (blocks past the last return at once).
+  // Hopper: the persistent grid (at most one block per SM), work_blocks blocks walking the work items
+  // in pair_groups groups of (batch, head) pairs (common/work_list.h); item_tickets: with more items
+  // than blocks, the blocks draw them from a counter in the stream's scratch (the static order where
+  // there is none, e.g. while a graph is captured before the first run).
   int work_slots = 0, work_waves = 0, work_blocks = 0;
+  int pair_groups = 1;
+  bool item_tickets = false;
   int threads = 0;             // per block
   size_t smem = 0;             // dynamic shared memory per block
   size_t split_counter_bytes = 0, split_partial_bytes = 0;  // split-KV workspace (0 without): tickets, partials

@@ -21,6 +21,7 @@ struct KernelArgs {
   int max_splits;       // decode kernel: key splits of a (batch, kv head, row block) (1 = no split)
   int work_slots;       // decode kernel: > 0 = the balanced schedule, this many blocks per wave (decode/schedule.cuh)
   int work_waves;       // its waves: 0 = one or two as the lengths need, else forced
+  int pair_groups;      // Hopper (persistent): groups of (batch, head) pairs of the schedule (common/work_list.h)
   float* part_o;        // [split][batch][heads_q][seqlen_q][D] fp32 (split-KV scratch; decode: decode/config.cuh)
   float* part_lse;      // [split][batch][heads_q][seqlen_q]   log2 domain
   int* counters;        // [batch][heads_q][n_mblocks] tickets, zero between launches (decode: [batch][heads_kv][n_mblocks])

@@ -45,11 +45,17 @@ struct HopperConfig {
   static constexpr int kThreads = 128 * (kConsumerWGs + 1);
   // setmaxnreg moves registers inside the block's launch allocation (the 64K register file over
   // kThreads, in steps of 8: 168 for 384 threads): consumers can only grow by what the producer gives
-  // back, or setmaxnreg.inc waits forever (a 32-register producer hung the kernel on the H200).
+  // back, or setmaxnreg.inc waits forever (a 32-register producer beside 240-register consumers hung
+  // the kernel on the H200). Consumers 240 and producer 24, except with paged K/V: the paged producer's
+  // page lookups spill at 24 (8-32 bytes at D = 128-256), so there 232 and 40. At D = 64 the consumers
+  // run 3-6 % faster at 240 than at 232 (H100, run 63c; D = 128 within 1 %).
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
-  static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = 240;
-  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumerWGs <= kLaunchRegs * kThreads,
+  static constexpr int consumer_regs(bool paged) { return paged ? 232 : 240; }
+  static constexpr int producer_regs(bool paged) {
+    return (kLaunchRegs * kThreads - consumer_regs(paged) * 128 * kConsumerWGs) / 128 / 8 * 8;
+  }
+  static_assert(producer_regs(false) >= 24 && producer_regs(true) >= 24, "setmaxnreg takes 24 registers at least");
+  static_assert(producer_regs(true) * 128 + consumer_regs(true) * 128 * kConsumerWGs <= kLaunchRegs * kThreads,
                 "setmaxnreg budget exceeds the launch allocation");
   static constexpr int kPanelCols = 128 / kInBytes;        // elements of a 128-byte swizzle row
   static constexpr int kPanels = D / kPanelCols;           // 128-byte swizzle panels of a Q or K row
@@ -61,7 +67,7 @@ struct HopperConfig {
   static constexpr uint32_t kTileBytes = kPanels * kKVPanelBytes;  // one K or V tile
   static_assert(!kFp8 || kTileBytes == uint32_t(D) * kBlockN, "FP8: a Vᵀ tile (D rows of kBlockN bytes) is a K tile's size");
   static constexpr uint32_t kBarOffset = kQRegionBytes + 2 * kStages * kTileBytes;
-  static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kBarOffset + 8 * (2 + 4 * kStages);  // Q, 4 per stage, V tail
+  static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kBarOffset + 8 * (4 + 4 * kStages);  // Q, 4 per stage, V tail, Q empty, item
   static_assert(kSmemBytes <= 227 * 1024, "more shared memory than a block of compute capability 9.0 may have");
   static constexpr int kSTiles = kBlockN / 8;              // n8 column tiles of S per thread row pair
   static constexpr int kKSteps = D * kInBytes / 32;        // k16 (k32 for FP8) steps of S = Q·Kᵀ

@@ -3,10 +3,11 @@
 // 64, 128, 192, 256, so they compile in parallel); sm90/launch_sm90.cu dispatches to them.
 //
 // Same algorithm as the sm80/ kernels, with the same building blocks (common/: mask policy, online
-// softmax, scheduler, epilogue), on a different machine:
+// softmax, epilogue), on a different machine:
 //
-//   block = 3 warpgroups, 128 query rows of one (batch, head), K/V tiles of kBlockN keys (128 up to
-//   D = 128, 96 at 192, 64 at 256: sm90/config.h)
+//   block = 3 warpgroups, persistent (one per SM, common/work_list.h): it walks work items of 128 query
+//   rows of one (batch, head) each, K/V tiles of kBlockN keys (128 up to D = 128, 96 at 192, 64 at 256:
+//   sm90/config.h)
 //   warpgroup 0 (producer): one thread issues the bulk tensor copies (TMA) of Q and of every K/V tile
 //                           into a kStages-deep ring; the warpgroup gives its registers back (setmaxnreg)
 //   warpgroups 1, 2 (consumers): 64 query rows each
@@ -17,12 +18,17 @@
 //
 // Synchronisation: FULL_K[s], FULL_V[s] mbarriers complete when slot s's bytes have landed (TMA
 // complete_tx); EMPTY_K[s], EMPTY_V[s] complete when all 8 consumer warps have finished the wgmma that
-// reads slot s. No block-wide barrier after the prologue.
+// reads slot s. Q_EMPTY completes when all 8 consumer warps have stored an item's O (staged in Q's
+// region), before the producer loads the next item's Q. The producer picks the items (ticket counter
+// or static order, common/work_list.h), skips those past their sequence's queries and writes the next
+// one into a shared-memory slot before its Q's copy (-1 and a plain arrival on BAR_Q: no more); the
+// consumers read it after BAR_Q. No block-wide barrier after the prologue.
 //
 // Pipelining inside a consumer warpgroup (wgmma is asynchronous): step i issues S(i+1) = Q·K(i+1)ᵀ,
 // rescales O, issues P(i)·V(i), waits for S(i+1) only and runs the softmax of tile i+1 while
-// P(i)·V(i) is on the tensor cores. S is declared inside the step (never loop-carried): loop-carried S
-// rewritten while a wgmma group is in flight makes ptxas 13.0 serialise every wgmma (C7513).
+// P(i)·V(i) is on the tensor cores; the last step has only P·V. S is declared inside the step (never
+// loop-carried): loop-carried S rewritten while a wgmma group is in flight makes ptxas 13.0 serialise
+// every wgmma (C7513).
 //
 // Shared memory (1024-byte aligned): every tile is stored as 64-column panels (128 bytes per row) in
 // the 128-byte swizzle that TMA writes and wgmma reads: element (row, col) of a panel at byte
@@ -51,8 +57,8 @@
 #include "backends/cuda/common/mask.cuh"
 #include "backends/cuda/common/online_softmax.cuh"
 #include "backends/cuda/common/ptx.cuh"
-#include "backends/cuda/common/scheduler.cuh"
 #include "backends/cuda/common/sequences.cuh"
+#include "backends/cuda/common/work_list.h"
 #include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/sm90/config.h"
@@ -82,7 +88,7 @@ __device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const C
   using Cfg = HopperConfig<D>;
   const int box = paged_box_rows(p.page_size, Cfg::kBlockN);
   const int shift = __ffs(p.page_size) - 1;  // page_size is a power of two here (the plan's condition)
-#pragma unroll 1  // the producer thread has 24 registers (setmaxnreg): one piece at a time
+#pragma unroll 1  // the producer thread has 40 registers (setmaxnreg): one piece at a time
   for (int c = 0; c < Cfg::kBlockN; c += box) {
     const int key = min(key0 + c, last);
     const int page = p.block_table[table0 + (key >> shift)], row = key & (p.page_size - 1);
@@ -92,11 +98,18 @@ __device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const C
 }
 
 // kPaged: K and V are pools of pages (block_table); its own instance, so that the kernels of the other
-// layouts keep the producer's 24 registers to themselves.
+// layouts keep their producer lean (24 registers beside 240-register consumers; paged: 40 and 232).
+//
+// Persistent: the grid has at most one block per SM (plan: work_blocks) and each block walks its work
+// items (common/work_list.h): one item = 128 query rows of one (batch, head). The K/V ring
+// runs on across items (its slots and mbarrier phases count the block's tiles, not the item's), so the
+// producer loads the next item's Q (once the consumers have stored the last item's O, which is staged
+// in Q's region: q_empty) and its first K/V tiles while the consumers finish the current item.
 template <int D, typename Elem, class Mask, bool kPaged, typename OutElem = Elem>
 __global__ void __launch_bounds__(HopperConfig<D>::kThreads, 1)
 flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_constant__ HopperMaps maps) {
   using Cfg = HopperConfig<D, sizeof(Elem)>;
+  using ItemMask = typename Mask::template WithLengths<ReadLengths>;
   constexpr int kS = Cfg::kStages, kBN = Cfg::kBlockN;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t sQ = (smem_u32(smem_raw) + 1023u) & ~1023u;  // swizzle atoms need 1024-byte alignment
@@ -108,21 +121,20 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   auto empty_k = [&](int s) { return bar_q + 8 * (1 + 2 * kS + s); };
   auto empty_v = [&](int s) { return bar_q + 8 * (1 + 3 * kS + s); };
   const uint32_t bar_vtail = bar_q + 8 * (1 + 4 * kS);  // varlen K/V: the last V tile lands here first
+  const uint32_t q_empty = bar_q + 8 * (2 + 4 * kS);    // the consumers are done with Q's region (O stored)
+  const uint32_t item_slot = bar_q + 8 * (3 + 4 * kS);  // the item whose Q lands on bar_q next (-1: no more)
 
   const FlashFwdParams& p = a.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
-  const BlockCoord blk = heavy_first_block<false>(a.n_mblocks, a.q_heads_per_kv);
-  const int h = blk.h, b = blk.b, hk = blk.hk;
-  const int m0 = blk.mblock * Cfg::kBlockM;
-  // The block's sequence (common/sequences.cuh). Packed Q or K/V are one TMA "batch" of total rows
-  // (sm90/tensor_maps.cpp): the sequence starts at row cu_seqlens[b] of batch 0.
-  // Its lengths read where used (common/mask.cuh, ReadLengths): the consumers' registers are spoken for.
-  const typename Mask::template WithLengths<ReadLengths> mask(p, b);
-  if (m0 >= mask.seq.len_q()) return;  // past this sequence's queries (seqlen_q bounds every sequence)
-  // The block loads tiles [t_first, t_first + n_tiles) (a sliding window starts past 0); step i is
-  // tile t_first + i.
-  const int t_first = mask.first_tile(m0, kBN);
-  const int n_tiles = max(0, mask.tiles(m0 + Cfg::kBlockM, kBN) - t_first);
+  // An item's rows and tiles, alike in both roles: rows m0 .. m0 + kBlockM - 1 of (b, h); the item loads
+  // tiles [t_first, t_first + n_tiles) (a sliding window starts past 0), its step i is tile t_first + i.
+  // Its sequence (common/sequences.cuh): packed Q or K/V are one TMA "batch" of total rows
+  // (sm90/tensor_maps.cpp), the sequence starts at row cu_seqlens[b] of batch 0. Its lengths are read
+  // where used (common/mask.cuh, ReadLengths): the consumers' registers are spoken for.
+  auto item_tiles = [&](const ItemMask& mask, int m0, int* t_first, int* n_tiles) {
+    *t_first = mask.first_tile(m0, kBN);
+    *n_tiles = max(0, mask.tiles(m0 + Cfg::kBlockM, kBN) - *t_first);
+  };
 
   if (tid == 0) {
     mbar_init(bar_q, 1);
@@ -133,191 +145,258 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       mbar_init(empty_v(s), 4 * Cfg::kConsumerWGs);
     }
     mbar_init(bar_vtail, 1);
+    mbar_init(q_empty, 4 * Cfg::kConsumerWGs);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
 
   if (wg == 0) {  // ---------------- producer ----------------
-    setmaxnreg_dec<Cfg::kProducerRegs>();
-    if (tid == 0) {
-      const int q_row0 = p.cu_seqlens_q != nullptr ? p.cu_seqlens_q[b] : 0, q_b = p.cu_seqlens_q != nullptr ? 0 : b;
-      const int k_row0 = p.cu_seqlens_k != nullptr ? p.cu_seqlens_k[b] : 0, k_b = p.cu_seqlens_k != nullptr ? 0 : b;
-      mbar_expect_tx(bar_q, Cfg::kQBytes);
-      for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, Cfg::kPanelCols * pn, q_row0 + m0, h, q_b, bar_q);
-      // K/V tile t (keys from (t_first + t)·kBN) into slot dst, completing on bar: one box per 64-column
-      // panel, or with pages one per panel and piece (load_paged_tile).
-      const int table0 = kPaged ? b * p.pages_per_seq : 0;  // paged: this sequence's block_table row
-      const int box = kPaged ? paged_box_rows(p.page_size, kBN) : 1;
-      const int last = kPaged ? (mask.seq.len_k() - 1) / box * box : 0;  // paged: the piece holding the last key
-      auto load_tile = [&](const CUtensorMap* map, uint32_t dst, int t, uint32_t bar) {
-        if constexpr (kPaged) {
-          load_paged_tile<D>(p, map, dst, (t_first + t) * kBN, hk, table0, last, bar);
-        } else {
-          for (int pn = 0; pn < Cfg::kPanels; ++pn)
-            tma_load_4d(dst + pn * Cfg::kKVPanelBytes, map, Cfg::kPanelCols * pn, k_row0 + (t_first + t) * kBN, hk, k_b, bar);
+    setmaxnreg_dec<Cfg::producer_regs(kPaged)>();
+    if (warp != 0) return;
+    // ring: K/V tiles loaded so far (slot ring % kS, its phase ring / kS). phases: bit 0 the parity of
+    // the items begun (q_empty), bit 1 that of the V tails zeroed (bar_vtail). An empty barrier's wait
+    // for parity 1 before its first phase completes returns at once (a fresh mbarrier counts the phase
+    // before its first as complete): the first use of every slot and of Q's region waits for nothing.
+    int ring = 0, phases = 0;
+    // The schedule (common/work_list.h): the block's first item is its index; the next ones come from
+    // the plan's ticket counter (dynamic: a block takes the next item when it is free, so that blocks
+    // on faster SMs or with lighter items take more), or without one (a captured graph) from the
+    // static snake. The tickets are drawn while the consumers still work on the current item.
+    const WorkList work(a.n_mblocks, p.heads_q, p.batch, a.q_heads_per_kv, a.pair_groups, (int)gridDim.x, (int)blockIdx.x);
+    for (int w = work.item(0), round = 1; w >= 0; ++round) {
+      const WorkItem blk = work.coord(w);
+      const int h = blk.h, b = blk.b, hk = blk.hk, m0 = blk.mblock * Cfg::kBlockM;
+      const ItemMask mask(p, b);
+      const bool live = m0 < mask.seq.len_q();  // else past this sequence's queries: skipped
+      int t_first = 0, n_tiles = 0;
+      if (live) item_tiles(mask, m0, &t_first, &n_tiles);
+      if (live && lane == 0) {  // one thread issues every copy
+        const int q_row0 = p.cu_seqlens_q != nullptr ? p.cu_seqlens_q[b] : 0, q_b = p.cu_seqlens_q != nullptr ? 0 : b;
+        const int k_row0 = p.cu_seqlens_k != nullptr ? p.cu_seqlens_k[b] : 0, k_b = p.cu_seqlens_k != nullptr ? 0 : b;
+        mbar_wait_parity(q_empty, (phases & 1) ^ 1);  // the last item's O has left Q's region
+        st_shared_s32(item_slot, w);  // read by the consumers after bar_q (the arrival releases it)
+        mbar_expect_tx(bar_q, Cfg::kQBytes);
+        for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, Cfg::kPanelCols * pn, q_row0 + m0, h, q_b, bar_q);
+        // K/V tile t (keys from (t_first + t)·kBN) into slot dst, completing on bar: one box per 64-column
+        // panel, or with pages one per panel and piece (load_paged_tile).
+        const int table0 = kPaged ? b * p.pages_per_seq : 0;  // paged: this sequence's block_table row
+        const int box = kPaged ? paged_box_rows(p.page_size, kBN) : 1;
+        const int last = kPaged ? (mask.seq.len_k() - 1) / box * box : 0;  // paged: the piece holding the last key
+        auto load_tile = [&](const CUtensorMap* map, uint32_t dst, int t, uint32_t bar) {
+          if constexpr (kPaged) {
+            load_paged_tile<D>(p, map, dst, (t_first + t) * kBN, hk, table0, last, bar);
+          } else {
+            for (int pn = 0; pn < Cfg::kPanels; ++pn)
+              tma_load_4d(dst + pn * Cfg::kKVPanelBytes, map, Cfg::kPanelCols * pn, k_row0 + (t_first + t) * kBN, hk, k_b, bar);
+          }
+        };
+        for (int t = 0; t < n_tiles; ++t) {
+          const int r = ring + t, s = r % kS;
+          const uint32_t parity = ((r / kS) + 1) & 1;  // the previous use of slot s (tile r - kS) was released
+          mbar_wait_parity(empty_k(s), parity);
+          mbar_expect_tx(full_k(s), Cfg::kTileBytes);
+          load_tile(&maps.k, sK + s * Cfg::kTileBytes, t, full_k(s));
+          mbar_wait_parity(empty_v(s), parity);
+          const uint32_t v_bar = varlen_k(p) && t == n_tiles - 1 ? bar_vtail : full_v(s);  // see below
+          mbar_expect_tx(v_bar, Cfg::kTileBytes);
+          if constexpr (Cfg::kFp8)  // Vᵀ: one box of kBN keys (columns) x 128 head-dim rows
+            tma_load_4d(sV + s * Cfg::kTileBytes, &maps.v, (t_first + t) * kBN, 0, hk, b, v_bar);
+          else
+            load_tile(&maps.v, sV + s * Cfg::kTileBytes, t, v_bar);
         }
-      };
-      for (int t = 0; t < n_tiles; ++t) {
-        const int s = t % kS;
-        const uint32_t parity = ((t / kS) + 1) & 1;  // the previous use of slot s (tile t - kS) was released
-        if (t >= kS) mbar_wait_parity(empty_k(s), parity);
-        mbar_expect_tx(full_k(s), Cfg::kTileBytes);
-        load_tile(&maps.k, sK + s * Cfg::kTileBytes, t, full_k(s));
-        if (t >= kS) mbar_wait_parity(empty_v(s), parity);
-        const uint32_t v_bar = varlen_k(p) && t == n_tiles - 1 ? bar_vtail : full_v(s);  // see below
-        mbar_expect_tx(v_bar, Cfg::kTileBytes);
-        if constexpr (Cfg::kFp8)  // Vᵀ: one box of kBN keys (columns) x 128 head-dim rows
-          tma_load_4d(sV + s * Cfg::kTileBytes, &maps.v, (t_first + t) * kBN, 0, hk, b, v_bar);
-        else
-          load_tile(&maps.v, sV + s * Cfg::kTileBytes, t, v_bar);
       }
+      // Varlen K/V: past the sequence's last key TMA filled the last V tile from the rows that follow in
+      // memory (the next sequence, or cache rows no one wrote: possibly NaN), where the fixed layout gets
+      // zeros. Their scores are masked (-inf), but P = 0 times a NaN is NaN. So that tile lands on
+      // bar_vtail instead; the warp zeroes those rows, fences them for the async proxy (wgmma) and then
+      // completes the slot's full_v phase itself (its one arrival, no bytes). The consumers see a full_v
+      // like any other. The warp waits for it before the next item's copies, so bar_vtail's phases
+      // cannot run ahead of it.
+      if (live && varlen_k(p) && n_tiles > 0) {
+        const int t = n_tiles - 1, s = (ring + t) % kS;
+        const int row0 = mask.seq.len_k() - (t_first + t) * kBN;  // first row past the sequence (kBN: none)
+        mbar_wait_parity(bar_vtail, (phases >> 1) & 1);
+        const int chunks = max(0, kBN - row0) * 8;  // 16-byte chunks per panel
+        for (int c = lane; c < Cfg::kPanels * chunks; c += 32) {
+          const uint32_t addr = sV + s * Cfg::kTileBytes + (c / chunks) * Cfg::kKVPanelBytes + row0 * 128 + (c % chunks) * 16;
+          asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
+        }
+        fence_proxy_async_smem();
+        __syncwarp();
+        if (lane == 0) mbar_arrive(full_v(s));
+        phases ^= 2;
+      }
+      if (live) ring += n_tiles, phases ^= 1;
+      // The next item, drawn once this one's copies are issued (the wait for q_empty hides the atomic).
+      if (lane == 0) w = a.counters != nullptr ? next_ticket(a.counters, (int)gridDim.x, work.total) : work.item(round);
+      w = __shfl_sync(0xffffffffu, w, 0);
     }
-    // Varlen K/V: past the sequence's last key TMA filled the last V tile from the rows that follow in
-    // memory (the next sequence, or cache rows no one wrote: possibly NaN), where the fixed layout gets
-    // zeros. Their scores are masked (-inf), but P = 0 times a NaN is NaN. So that tile lands on
-    // bar_vtail instead; warp 0 zeroes those rows, fences them for the async proxy (wgmma) and then
-    // completes the slot's full_v phase itself (its one arrival, no bytes). The consumers see a full_v
-    // like any other.
-    if (warp == 0 && varlen_k(p) && n_tiles > 0) {
-      const int t = n_tiles - 1, s = t % kS;
-      const int row0 = mask.seq.len_k() - (t_first + t) * kBN;  // first row past the sequence (kBN: none)
-      mbar_wait_parity(bar_vtail, 0);  // used once per block: phase 0
-      const int chunks = max(0, kBN - row0) * 8;  // 16-byte chunks per panel
-      for (int c = lane; c < Cfg::kPanels * chunks; c += 32) {
-        const uint32_t addr = sV + s * Cfg::kTileBytes + (c / chunks) * Cfg::kKVPanelBytes + row0 * 128 + (c % chunks) * 16;
-        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
+    if (lane == 0) {  // no more: the consumers stop at -1 (bar_q completes by a plain arrival)
+      mbar_wait_parity(q_empty, (phases & 1) ^ 1);
+      st_shared_s32(item_slot, -1);
+      mbar_arrive(bar_q);
+      // Dynamic: the last block to finish drawing sets the counter back to 0 for the next launch.
+      if (a.counters != nullptr && atomicAdd(a.counters + 1, 1) == (int)gridDim.x - 1) {
+        a.counters[0] = 0;
+        a.counters[1] = 0;
       }
-      fence_proxy_async_smem();
-      __syncwarp();
-      if (lane == 0) mbar_arrive(full_v(s));
     }
     return;
   }
 
   // ---------------- consumers ----------------
-  setmaxnreg_inc<Cfg::kConsumerRegs>();
-  const int cw = wg - 1;                       // consumer warpgroup index
+  setmaxnreg_inc<Cfg::consumer_regs(kPaged)>();
+  const int cw = wg - 1;  // consumer warpgroup index
   const int g = lane >> 2;
-  const int wg_row0 = m0 + 64 * cw;
-  // Steps in [wg_full_lo, wg_full) need no mask (steps count from t_first).
-  const int wg_full = mask.unmasked_tiles(wg_row0, kBN) - t_first;
-  const int wg_full_lo = mask.unmasked_first(wg_row0 + 64, kBN) - t_first;
-  const int row_lo = wg_row0 + 16 * (warp & 3);  // this warp's first accumulator row
-
-  // Accumulators in the mma.sync C-fragment layout (common/mask.cuh), n8 column tile j in [j][0..3];
-  // wgmma sees the same registers as one flat array.
-  float o[D / 8][4];                // O accumulator (64 rows x D per warpgroup)
-  auto& o_flat = reinterpret_cast<float (&)[Cfg::kOAcc]>(o);
-  uint32_t pf[Cfg::kPVSteps][4];    // P of the next P·V as its A operand, one k16 step per [k]
-  auto& pf_flat = reinterpret_cast<uint32_t (&)[4 * Cfg::kPVSteps]>(pf);
-#pragma unroll
-  for (int i = 0; i < Cfg::kOAcc; ++i) o_flat[i] = 0.f;
-  SoftmaxRows sm;
-  sm.init();
-  float alpha[2] = {1.f, 1.f};  // rescale of O before the next P·V
-
   // Descriptor address fields are in 16-byte units: adding (bytes >> 4) moves the start address. Inside
   // a panel the k16 step kk moves 32 bytes along the (swizzled) row; the panel index moves kk / 4 panels.
   const uint64_t q_desc = make_desc_sw128(sQ + cw * 64 * 128, 16);
   const uint64_t k_desc = make_desc_sw128(sK, 16);
   const uint64_t v_desc = make_desc_sw128(sV, Cfg::kFp8 ? 16 : Cfg::kKVPanelBytes);  // FP8: Vᵀ is K-major like K
-  auto issue_qk = [&](float (&s2)[Cfg::kSTiles][4], int slot) {
-    auto& s = reinterpret_cast<float (&)[kBN / 2]>(s2);
-    const uint64_t kd = k_desc + ((slot * Cfg::kTileBytes) >> 4);
-    wgmma_qk_init(s, q_desc, kd, Elem{});
-#pragma unroll
-    for (int kk = 1; kk < Cfg::kKSteps; ++kk) {
-      const uint32_t qo = ((kk / 4) * Cfg::kQPanelBytes + (kk % 4) * 32) >> 4;
-      const uint32_t ko = ((kk / 4) * Cfg::kKVPanelBytes + (kk % 4) * 32) >> 4;
-      wgmma_qk(s, q_desc + qo, kd + ko, Elem{});
-    }
-  };
-  auto issue_pv = [&](int slot) {
-    const uint64_t vd = v_desc + ((slot * Cfg::kTileBytes) >> 4);
-#pragma unroll
-    for (int k = 0; k < Cfg::kPVSteps; ++k)  // FP8: step k reads bytes 32k.. of Vᵀ's rows; else 16 V rows further
-      wgmma_pv<Elem>(o_flat, pf[k], vd + ((Cfg::kFp8 ? k * 32 : k * 16 * 128) >> 4));
-  };
-
   const float sl2 = a.scale_log2;
-  // Mask (tiles from wg_full on), online softmax of S(tile) in place, alpha for O. A tile with no key
-  // this warpgroup's rows see (causal: the block's last tiles for its first warpgroup; the step past
-  // the last tile, whose S read a stale slot) is masked in full: S = -inf, so P = 0 and the state stays
-  // (alpha 1, or 0 while a row has seen no key and O is 0). No branch of its own for them: a path that
-  // set P = 0 directly made ptxas keep a second, zeroed copy of S beside the computed one (D = 64:
-  // ~60 registers and 31 CS2R a step; the D = 128 variant instances spilled 112 bytes).
-  auto softmax = [&](float (&s)[Cfg::kSTiles][4], int tile) {
-    const int key0 = (t_first + tile) * kBN;
-    if constexpr (Mask::kTransformsScores) mask.transform(s, row_lo + g, key0, lane, h);
-    if (tile >= wg_full || (Mask::kHasLeftBound && tile < wg_full_lo)) mask.apply(s, row_lo + g, key0, lane);
-    sm.update<Cfg::kFp8 ? kFp8PLog2 : 0>(s, sl2, alpha);
-  };
-  auto pack_p = [&](const float (&s)[Cfg::kSTiles][4]) {
-#pragma unroll
-    for (int k = 0; k < Cfg::kPVSteps; ++k) {
-      if constexpr (Cfg::kFp8)
-        pack_p_fragment_e4m3(pf[k], s[4 * k], s[4 * k + 1], s[4 * k + 2], s[4 * k + 3]);
-      else
-        pack_p_fragment<Elem>(pf[k], s[2 * k], s[2 * k + 1]);
-    }
-  };
   // Slot release: every consumer warp arrives once its wgmma reading the slot has completed.
   auto release = [&](uint32_t bar) {
     __syncwarp();
     if (lane == 0) mbar_arrive(bar);
   };
 
-  mbar_wait_parity(bar_q, 0);
-  {  // tile 0: S, softmax, P (S registers are fresh in every step: never loop-carried, see header)
-    float s[Cfg::kSTiles][4];
-    if (n_tiles > 0) mbar_wait_parity(full_k(0), 0);
-    wgmma_fence();
-    issue_qk(s, 0);  // no tile (n_tiles == 0): result ignored (softmax gives P = 0)
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(reinterpret_cast<float (&)[kBN / 2]>(s));
-    if (n_tiles > 0) release(empty_k(0));
-    softmax(s, 0);
-    pack_p(s);
-  }
-  for (int i = 0; i < n_tiles; ++i) {
-    const int sc = i % kS, sn = (i + 1) % kS;
-    const bool has_next = i + 1 < n_tiles;
-    if (has_next) mbar_wait_parity(full_k(sn), ((i + 1) / kS) & 1);
-    float s[Cfg::kSTiles][4];
-    wgmma_fence();
-    issue_qk(s, sn);  // past the last tile: stale slot, result ignored
-    wgmma_commit();
-    scale_rows(o, alpha);  // O is idle: P(i-1)·V(i-1) completed in the last step
-    mbar_wait_parity(full_v(sc), (i / kS) & 1);
-    wgmma_fence();
-    issue_pv(sc);
-    wgmma_commit();
-    wgmma_wait<1>();  // S(i+1) done; P(i)·V(i) runs under the softmax
-    fence_regs(reinterpret_cast<float (&)[kBN / 2]>(s));
-    if (has_next) release(empty_k(sn));
-    softmax(s, i + 1);
-    wgmma_wait<0>();  // P(i)·V(i) done: pf may be overwritten, V slot free
-    fence_regs(o_flat);
-    fence_regs(pf_flat);
-    release(empty_v(sc));
-    pack_p(s);
-  }
-  // Both consumer warpgroups are done reading Q (wgmma waits above): its region takes the output staging.
-  named_bar_sync(Cfg::kBarEpilogue, 128 * Cfg::kConsumerWGs);
+  const WorkList work(a.n_mblocks, p.heads_q, p.batch, a.q_heads_per_kv, a.pair_groups, (int)gridDim.x, (int)blockIdx.x);
+  int ring = 0, n_items = 0;  // as the producer counts them
+  for (;;) {
+    mbar_wait_parity(bar_q, n_items & 1);  // the item's Q has landed (or the producer says there is none)
+    const int w = ld_shared_s32(item_slot);
+    if (w < 0) break;
+    const WorkItem blk = work.coord(w);
+    const int h = blk.h, b = blk.b, m0 = blk.mblock * Cfg::kBlockM;
+    const ItemMask mask(p, b);
+    int t_first, n_tiles;
+    item_tiles(mask, m0, &t_first, &n_tiles);
+    const int wg_row0 = m0 + 64 * cw;
+    // Steps in [wg_full_lo, wg_full) need no mask (steps count from t_first).
+    const int wg_full = mask.unmasked_tiles(wg_row0, kBN) - t_first;
+    const int wg_full_lo = mask.unmasked_first(wg_row0 + 64, kBN) - t_first;
+    const int row_lo = wg_row0 + 16 * (warp & 3);  // this warp's first accumulator row
 
-  // ---- epilogue: O / l -> this warp's 16 rows of the Q region (row-major, swizzled) -> 16-byte stores
-  float inv[2], lse2[2];
-  sm.finish(mask, h, sl2, inv, lse2);
-  if constexpr (Cfg::kFp8) {  // P and l carry 2^kFp8PLog2 (O / l does not); V stands for descale_v · V
-    inv[0] *= p.descale_v, inv[1] *= p.descale_v;
-    lse2[0] -= float(kFp8PLog2), lse2[1] -= float(kFp8PLog2);
+    // Accumulators in the mma.sync C-fragment layout (common/mask.cuh), n8 column tile j in [j][0..3];
+    // wgmma sees the same registers as one flat array.
+    float o[D / 8][4];              // O accumulator (64 rows x D per warpgroup)
+    auto& o_flat = reinterpret_cast<float (&)[Cfg::kOAcc]>(o);
+    uint32_t pf[Cfg::kPVSteps][4];  // P of the next P·V as its A operand, one k16 step per [k]
+    auto& pf_flat = reinterpret_cast<uint32_t (&)[4 * Cfg::kPVSteps]>(pf);
+#pragma unroll
+    for (int i = 0; i < Cfg::kOAcc; ++i) o_flat[i] = 0.f;
+    SoftmaxRows sm;
+    sm.init();
+    float alpha[2] = {1.f, 1.f};  // rescale of O before the next P·V
+
+    auto issue_qk = [&](float (&s2)[Cfg::kSTiles][4], int slot) {
+      auto& s = reinterpret_cast<float (&)[kBN / 2]>(s2);
+      const uint64_t kd = k_desc + ((slot * Cfg::kTileBytes) >> 4);
+      wgmma_qk_init(s, q_desc, kd, Elem{});
+#pragma unroll
+      for (int kk = 1; kk < Cfg::kKSteps; ++kk) {
+        const uint32_t qo = ((kk / 4) * Cfg::kQPanelBytes + (kk % 4) * 32) >> 4;
+        const uint32_t ko = ((kk / 4) * Cfg::kKVPanelBytes + (kk % 4) * 32) >> 4;
+        wgmma_qk(s, q_desc + qo, kd + ko, Elem{});
+      }
+    };
+    auto issue_pv = [&](int slot) {
+      const uint64_t vd = v_desc + ((slot * Cfg::kTileBytes) >> 4);
+#pragma unroll
+      for (int k = 0; k < Cfg::kPVSteps; ++k)  // FP8: step k reads bytes 32k.. of Vᵀ's rows; else 16 V rows further
+        wgmma_pv<Elem>(o_flat, pf[k], vd + ((Cfg::kFp8 ? k * 32 : k * 16 * 128) >> 4));
+    };
+    // Mask (tiles from wg_full on), online softmax of S(tile) in place, alpha for O. A tile with no key
+    // this warpgroup's rows see (causal: the item's last tiles for its first warpgroup) is masked in
+    // full: S = -inf, so P = 0 and the state stays (alpha 1, or 0 while a row has seen no key and O is
+    // 0). No branch of its own for them: a path that set P = 0 directly made ptxas keep a second, zeroed
+    // copy of S beside the computed one (D = 64: ~60 registers and 31 CS2R a step; the D = 128 variant
+    // instances spilled 112 bytes).
+    auto softmax = [&](float (&s)[Cfg::kSTiles][4], int tile) {
+      const int key0 = (t_first + tile) * kBN;
+      if constexpr (Mask::kTransformsScores) mask.transform(s, row_lo + g, key0, lane, h);
+      if (tile >= wg_full || (Mask::kHasLeftBound && tile < wg_full_lo)) mask.apply(s, row_lo + g, key0, lane);
+      sm.update<Cfg::kFp8 ? kFp8PLog2 : 0>(s, sl2, alpha);
+    };
+    auto pack_p = [&](const float (&s)[Cfg::kSTiles][4]) {
+#pragma unroll
+      for (int k = 0; k < Cfg::kPVSteps; ++k) {
+        if constexpr (Cfg::kFp8)
+          pack_p_fragment_e4m3(pf[k], s[4 * k], s[4 * k + 1], s[4 * k + 2], s[4 * k + 3]);
+        else
+          pack_p_fragment<Elem>(pf[k], s[2 * k], s[2 * k + 1]);
+      }
+    };
+
+    if (n_tiles > 0) {  // tile 0: S, softmax, P (S registers are fresh in every step: never loop-carried, see header)
+      const int s0 = ring % kS;
+      float s[Cfg::kSTiles][4];
+      mbar_wait_parity(full_k(s0), (ring / kS) & 1);
+      wgmma_fence();
+      issue_qk(s, s0);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(reinterpret_cast<float (&)[kBN / 2]>(s));
+      release(empty_k(s0));
+      softmax(s, 0);
+      pack_p(s);
+    }
+    // Step i: S(i+1) issued, P(i)·V(i) under the softmax of tile i + 1. The last step has no next tile.
+    for (int i = 0; i + 1 < n_tiles; ++i) {
+      const int rc = ring + i, sc = rc % kS, sn = (rc + 1) % kS;
+      mbar_wait_parity(full_k(sn), ((rc + 1) / kS) & 1);
+      float s[Cfg::kSTiles][4];
+      wgmma_fence();
+      issue_qk(s, sn);
+      wgmma_commit();
+      scale_rows(o, alpha);  // O is idle: P(i-1)·V(i-1) completed in the last step
+      mbar_wait_parity(full_v(sc), (rc / kS) & 1);
+      wgmma_fence();
+      issue_pv(sc);
+      wgmma_commit();
+      wgmma_wait<1>();  // S(i+1) done; P(i)·V(i) runs under the softmax
+      fence_regs(reinterpret_cast<float (&)[kBN / 2]>(s));
+      release(empty_k(sn));
+      softmax(s, i + 1);
+      wgmma_wait<0>();  // P(i)·V(i) done: pf may be overwritten, V slot free
+      fence_regs(o_flat);
+      fence_regs(pf_flat);
+      release(empty_v(sc));
+      pack_p(s);
+    }
+    if (n_tiles > 0) {  // the last step: P·V of the last tile
+      const int rc = ring + n_tiles - 1, sc = rc % kS;
+      scale_rows(o, alpha);
+      mbar_wait_parity(full_v(sc), (rc / kS) & 1);
+      wgmma_fence();
+      issue_pv(sc);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(o_flat);
+      release(empty_v(sc));
+    }
+    // Both consumer warpgroups are done reading Q (wgmma waits above): its region takes the output staging.
+    named_bar_sync(Cfg::kBarEpilogue, 128 * Cfg::kConsumerWGs);
+
+    // ---- epilogue: O / l -> this warp's 16 rows of the Q region (row-major, swizzled) -> 16-byte stores
+    float inv[2], lse2[2];
+    sm.finish(mask, h, sl2, inv, lse2);
+    if constexpr (Cfg::kFp8) {  // P and l carry 2^kFp8PLog2 (O / l does not); V stands for descale_v · V
+      inv[0] *= p.descale_v, inv[1] *= p.descale_v;
+      lse2[0] -= float(kFp8PLog2), lse2[1] -= float(kFp8PLog2);
+    }
+    OutElem* sO = reinterpret_cast<OutElem*>(smem_raw + (sQ - smem_u32(smem_raw)));
+    stage_o_rows<D>(sO, row_lo - m0 + g, lane, inv, [&](int j, int e) { return o[j][e]; });
+    write_lse_rows(p, b, h, row_lo + g, lse2, lane);
+    __syncwarp();
+    store_o_rows<D>(p, b, h, sO, row_lo - m0, row_lo, 16, lane);
+    // This warp's staged rows are read: the next item's Q may land (generic accesses ordered before the
+    // async proxy's writes).
+    fence_proxy_async_smem();
+    release(q_empty);
+    ring += n_tiles;
+    ++n_items;
   }
-  OutElem* sO = reinterpret_cast<OutElem*>(smem_raw + (sQ - smem_u32(smem_raw)));
-  stage_o_rows<D>(sO, row_lo - m0 + g, lane, inv, [&](int j, int e) { return o[j][e]; });
-  write_lse_rows(p, b, h, row_lo + g, lse2, lane);
-  __syncwarp();
-  store_o_rows<D>(p, b, h, sO, row_lo - m0, row_lo, 16, lane);
 }
 
 template <int D, typename Elem>
@@ -330,8 +409,7 @@ cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, const
           : (variants ? flash_fwd_hopper_kernel<D, Elem, VariantMask, false> : flash_fwd_hopper_kernel<D, Elem, CausalMask, false>);
   const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), plan.device, Cfg::kSmemBytes);
   if (e != cudaSuccess) return e;
-  const dim3 grid = heavy_first_grid(args.n_mblocks, 1, args.p.heads_q, args.p.batch);
-  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args, maps);
+  kernel<<<plan.work_blocks, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args, maps);
   return cudaGetLastError();
 }
 

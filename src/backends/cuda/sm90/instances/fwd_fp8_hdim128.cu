@@ -12,8 +12,7 @@ cudaError_t launch_fp8_typed(const FlashFwdPlan& plan, const KernelArgs& args, c
   void (*kernel)(KernelArgs, HopperMaps) = flash_fwd_hopper_kernel<kHopperFp8HeadDim, __nv_fp8_e4m3, CausalMask, false, OutElem>;
   const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), plan.device, Cfg::kSmemBytes);
   if (e != cudaSuccess) return e;
-  const dim3 grid = heavy_first_grid(args.n_mblocks, 1, args.p.heads_q, args.p.batch);
-  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args, maps);
+  kernel<<<plan.work_blocks, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args, maps);
   return cudaGetLastError();
 }
 }  // namespace
