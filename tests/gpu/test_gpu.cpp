@@ -364,6 +364,16 @@ std::vector<Case> sequence_cases() {
       out.push_back(sequence_case(4, 2, d, dt, causal, {}, {200, 1000, 333, 129}, KvStore::Batched, 0, 200, 50));
       out.push_back(sequence_case(4, 1, d, dt, causal, {100, 300, 0}, {500, 300, 1001}, KvStore::Batched, 0, 1, 7));
     }
+  // More items than an H100 has SMs (the Hopper kernel's persistent blocks walk several each, sequences
+  // of every length and empty ones among them): packed varlen K/V (a V tail zeroed per item), paged
+  // prefill, prefill against cache lengths.
+  for (bool causal : {false, true}) {
+    out.push_back(sequence_case(8, 2, 128, DType::BF16, causal, {1200, 3, 900, 0, 1000, 700, 64, 257},
+                                {1200, 1000, 900, 7, 1100, 700, 64, 300}, KvStore::Packed));
+    out.push_back(sequence_case(8, 2, 64, DType::F16, causal, {1100, 1, 600, 0, 900, 129}, {1100, 1000, 700, 7, 1300, 130},
+                                KvStore::Paged, 64));
+    out.push_back(sequence_case(8, 4, 192, DType::BF16, causal, {}, {1200, 333, 1001, 129, 700}, KvStore::Batched, 0, 1000, 50));
+  }
   // The decode kernel's balanced schedule (decode/schedule.cuh): 16 caches of 1..8192 keys fill two
   // waves of blocks on an H100/H200 (a 13-way split of the longest, single pieces of the shortest),
   // contiguous and paged; 128 sequences (its largest batch, one per thread); 300: the fixed grid with
