@@ -6,9 +6,14 @@
 //                       causal with Lq != Lk, head dims between the compiled ones, LSE) against an fp64
 //                       loop of its own; outputs poisoned first; two runs bitwise equal. Per element
 //                       |O - O64| <= 2u·max|v| + u_out·|O64| (u: P's rounding to the input type, 2^-8 bf16,
-//                       2^-11 fp16); LSE within 1e-4·max(1, |LSE|). The project's tests are the real gate.
+//                       2^-11 fp16); LSE within 1e-4·max(1, |LSE|). Then again with the persistent grid
+//                       cut to 1, 3 or 7 blocks (every block walks many items), with the ticket counter and
+//                       in the static order. The project's tests are the real gate.
 //   hopper_dev time     CUDA-graph timing (20 calls, median of 15 replays) of the forward suite's shapes
 //                       (D = 64 and 128), fp16 and bf16, the Hopper kernel forced and the plan Auto picks.
+//                       HOPPER_DEV_D=64: that head dim only; HOPPER_DEV_CAUSAL=1: causal shapes only;
+//                       HOPPER_DEV_GROUP=n|all: the persistent schedule's pair groups forced (n groups);
+//                       HOPPER_DEV_BLOCKS=items: a block per item; =static: no ticket counter.
 //   hopper_dev profile  two calls of (2,16,4096,64) and (1,16,16384,128) bf16 (for ncu); profile-short:
 //                       of (16,16,512,64), whose blocks see 4 key tiles each
 #include <cuda_runtime.h>
@@ -46,7 +51,9 @@ static FlashFwdParams make_params(const Case& c, const void* q, const void* k, c
 static float to_float(uint16_t x, bool bf16) { return bf16 ? num::bf16_to_float(x) : num::half_to_float(x); }
 static uint16_t from_float(float x, bool bf16) { return bf16 ? num::float_to_bf16(x) : num::float_to_half(x); }
 
-static bool check_case(const Case& c, std::mt19937& rng, const DeviceLimits& dev) {
+// blocks > 0: the persistent grid forced to that many blocks (each walks many items: the K/V ring and the
+// Q region handed on across items), drawing them from the ticket counter or in the static order.
+static bool check_case(const Case& c, std::mt19937& rng, const DeviceLimits& dev, int blocks = 0, bool tickets = false) {
   const size_t nq = (size_t)c.B * c.Lq * c.Hq * c.D, nk = (size_t)c.B * c.Lk * c.Hkv * c.D;
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<uint16_t> hq(nq), hk(nk), hv(nk);
@@ -72,6 +79,7 @@ static bool check_case(const Case& c, std::mt19937& rng, const DeviceLimits& dev
     printf("DECLINED %s\n", why.c_str());
     return false;
   }
+  if (blocks > 0) plan.work_blocks = blocks, plan.item_tickets = tickets;
   const TwoRuns runs = run_twice_poisoned(p, plan, dout, nq, dlse, nl);
   const std::vector<uint16_t>& o1 = runs.o;
   const std::vector<float>& l1 = runs.lse;
@@ -175,13 +183,20 @@ static void time_shapes(const DeviceLimits& dev) {
                       {8, 16, 2048, 64, false},  {2, 16, 4096, 128, false}, {2, 16, 4096, 128, true},
                       {1, 16, 16384, 128, false}, {4, 16, 2048, 192, false}, {4, 16, 2048, 256, false},
                       {1, 8, 2048, 32, false},   {4, 16, 1024, 32, false},  {4, 16, 2048, 32, false},
-                      {4, 16, 2048, 32, true},   {2, 16, 4096, 32, false}};
+                      {4, 16, 2048, 32, true},   {2, 16, 4096, 32, false},  {1, 16, 16384, 128, true},
+                      {8, 16, 2048, 128, true},  {8, 32, 2048, 128, true}};
   const char* only = std::getenv("HOPPER_DEV_D");  // e.g. 32: time only that head dim
+  const char* causal_only = std::getenv("HOPPER_DEV_CAUSAL");  // set: the causal shapes only
+  // The persistent schedule's pair groups forced (a number of groups, or "all": one group of every pair).
+  const char* group = std::getenv("HOPPER_DEV_GROUP");
+  // HOPPER_DEV_BLOCKS=items: one block per item (not persistent); =static: the plan's grid without tickets.
+  const char* blocks = std::getenv("HOPPER_DEV_BLOCKS");
   printf("device %s, %d SMs\n", dev.name.c_str(), dev.sm_count);
   printf("| B,H,L,D | causal | dtype | hopper us | hopper TF/s | auto us | auto plan |\n|---|---|---|--:|--:|--:|---|\n");
   for (const S& sh : shapes)
     for (int bf16 = 0; bf16 < 2; ++bf16) {
       if (only != nullptr && std::atoi(only) != sh.D) continue;
+      if (causal_only != nullptr && !sh.causal) continue;
       const Timed t(Case{sh.B, sh.H, sh.H, sh.L, sh.L, sh.D, sh.causal, bf16 != 0});
       const FlashFwdParams p = t.params();
       FlashFwdPlan hp, ap;
@@ -191,10 +206,13 @@ static void time_shapes(const DeviceLimits& dev) {
         printf("declined: %s\n", why.c_str());
         continue;
       }
+      if (group != nullptr) hp.pair_groups = std::string(group) == "all" ? 1 : std::max(1, std::atoi(group));
+      if (blocks != nullptr && std::string(blocks) == "items") hp.work_blocks = hp.n_mblocks * sh.B * sh.H, hp.item_tickets = false;
+      if (blocks != nullptr && std::string(blocks) == "static") hp.item_tickets = false;
       const double hus = time_plan(p, hp), aus = time_plan(p, ap);
       const double flops = 4.0 * sh.B * sh.H * (double)sh.L * sh.L * sh.D * (sh.causal ? 0.5 : 1.0);
       printf("| %d,%d,%d,%d | %s | %s | %.1f | %.0f | %.1f | %s |\n", sh.B, sh.H, sh.L, sh.D, sh.causal ? "yes" : "no",
-             bf16 ? "bf16" : "fp16", hus, flops / hus * 1e-6, aus, ap.describe().c_str());
+             bf16 ? "bf16" : "fp16", hus, flops / hus * 1e-6, aus, (ap.describe() + " | hopper: " + hp.describe()).c_str());
     }
 }
 
@@ -226,6 +244,14 @@ int main(int argc, char** argv) {
     std::mt19937 rng(12345);
     int failed = 0, n = 0;
     for (const Case& c : check_cases()) failed += !check_case(c, rng, dev), ++n;
+    // The persistent grid with few blocks: every block walks several items (same cases, and larger ones).
+    for (const Case& c : check_cases()) failed += !check_case(c, rng, dev, 3, n % 2 == 0), ++n;
+    for (const Case& c : {Case{4, 8, 2, 1000, 1100, 64, true, true}, Case{2, 16, 4, 700, 650, 128, true, false},
+                          Case{3, 4, 4, 333, 900, 192, false, true}, Case{2, 6, 3, 300, 200, 256, true, false}})
+      for (int blocks : {1, 7, 0}) {
+        failed += !check_case(c, rng, dev, blocks, true), ++n;
+        if (blocks > 0) failed += !check_case(c, rng, dev, blocks, false), ++n;
+      }
     printf("%d of %d cases failed\n", failed, n);
     return failed != 0;
   }
