@@ -63,11 +63,18 @@ struct HopperConfig {
   static constexpr uint32_t kKVPanelBytes = kBlockN * 128;
   static constexpr uint32_t kQBytes = kPanels * kQPanelBytes;
   static constexpr uint32_t kOStageBytes = uint32_t(kBlockM) * D * 2;  // O (16-bit) staged for the stores
-  static constexpr uint32_t kQRegionBytes = kQBytes > kOStageBytes ? kQBytes : kOStageBytes;  // Q, then O
   static constexpr uint32_t kTileBytes = kPanels * kKVPanelBytes;  // one K or V tile
   static_assert(!kFp8 || kTileBytes == uint32_t(D) * kBlockN, "FP8: a Vᵀ tile (D rows of kBlockN bytes) is a K tile's size");
-  static constexpr uint32_t kBarOffset = kQRegionBytes + 2 * kStages * kTileBytes;
-  static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kBarOffset + 8 * (4 + 4 * kStages);  // Q, 4 per stage, V tail, Q empty, item
+  static constexpr uint32_t kBarBytes = 8 * (4 + 4 * kStages);  // Q, 4 per stage, V tail, Q empty, item slot
+  // O staged in its own region where shared memory allows (D <= 128, FP8): the next work item's Q may
+  // then land as soon as the current item's last S is computed. Otherwise O is staged in Q's region once
+  // both consumer warpgroups are done with Q (D = 192, 256).
+  static constexpr bool kOwnOStage =
+      1024 + kQBytes + 2 * kStages * kTileBytes + kOStageBytes + kBarBytes <= 227 * 1024;
+  static constexpr uint32_t kQRegionBytes = kOwnOStage || kQBytes > kOStageBytes ? kQBytes : kOStageBytes;
+  static constexpr uint32_t kOStageOffset = kOwnOStage ? kQRegionBytes + 2 * kStages * kTileBytes : 0;
+  static constexpr uint32_t kBarOffset = kQRegionBytes + 2 * kStages * kTileBytes + (kOwnOStage ? kOStageBytes : 0);
+  static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kBarOffset + kBarBytes;
   static_assert(kSmemBytes <= 227 * 1024, "more shared memory than a block of compute capability 9.0 may have");
   static constexpr int kSTiles = kBlockN / 8;              // n8 column tiles of S per thread row pair
   static constexpr int kKSteps = D * kInBytes / 32;        // k16 (k32 for FP8) steps of S = Q·Kᵀ

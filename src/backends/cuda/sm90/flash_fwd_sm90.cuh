@@ -18,8 +18,9 @@
 //
 // Synchronisation: FULL_K[s], FULL_V[s] mbarriers complete when slot s's bytes have landed (TMA
 // complete_tx); EMPTY_K[s], EMPTY_V[s] complete when all 8 consumer warps have finished the wgmma that
-// reads slot s. Q_EMPTY completes when all 8 consumer warps have stored an item's O (staged in Q's
-// region), before the producer loads the next item's Q. The producer picks the items (ticket counter
+// reads slot s. Q_EMPTY completes when all 8 consumer warps are done with an item's Q (its last S
+// computed; where O is staged in Q's region, D = 192 and 256, its O stored), before the producer loads
+// the next item's Q. The producer picks the items (ticket counter
 // or static order, common/work_list.h), skips those past their sequence's queries and writes the next
 // one into a shared-memory slot before its Q's copy (-1 and a plain arrival on BAR_Q: no more); the
 // consumers read it after BAR_Q. No block-wide barrier after the prologue.
@@ -33,7 +34,7 @@
 // Shared memory (1024-byte aligned): every tile is stored as 64-column panels (128 bytes per row) in
 // the 128-byte swizzle that TMA writes and wgmma reads: element (row, col) of a panel at byte
 // row·128 + ((col/8) ^ (row%8))·16 + (col%8)·2.
-//   Q [D/64 panels x 128 rows] | K slots [kStages] | V slots [kStages] | mbarriers
+//   Q [D/64 panels x 128 rows] | K slots [kStages] | V slots [kStages] | O staging (D <= 128) | mbarriers
 // TMA zero-fills rows past seqlen (query tail, key tail): masked keys meet V rows of zeros, never NaN.
 // It zero-fills columns past head_dim too: a head dim between compiled ones (80 on the D = 128 kernel)
 // gets zeros in Q, K and V's padding columns, so S is exact and O's padding columns (0) are not stored.
@@ -103,8 +104,8 @@ __device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const C
 // Persistent: the grid has at most one block per SM (plan: work_blocks) and each block walks its work
 // items (common/work_list.h): one item = 128 query rows of one (batch, head). The K/V ring
 // runs on across items (its slots and mbarrier phases count the block's tiles, not the item's), so the
-// producer loads the next item's Q (once the consumers have stored the last item's O, which is staged
-// in Q's region: q_empty) and its first K/V tiles while the consumers finish the current item.
+// producer loads the next item's Q (once the consumers are done with the current one's: q_empty) and
+// its first K/V tiles while the consumers finish the current item.
 template <int D, typename Elem, class Mask, bool kPaged, typename OutElem = Elem>
 __global__ void __launch_bounds__(HopperConfig<D>::kThreads, 1)
 flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_constant__ HopperMaps maps) {
@@ -121,7 +122,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   auto empty_k = [&](int s) { return bar_q + 8 * (1 + 2 * kS + s); };
   auto empty_v = [&](int s) { return bar_q + 8 * (1 + 3 * kS + s); };
   const uint32_t bar_vtail = bar_q + 8 * (1 + 4 * kS);  // varlen K/V: the last V tile lands here first
-  const uint32_t q_empty = bar_q + 8 * (2 + 4 * kS);    // the consumers are done with Q's region (O stored)
+  const uint32_t q_empty = bar_q + 8 * (2 + 4 * kS);    // the consumers are done with Q's region
   const uint32_t item_slot = bar_q + 8 * (3 + 4 * kS);  // the item whose Q lands on bar_q next (-1: no more)
 
   const FlashFwdParams& p = a.p;
@@ -173,7 +174,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       if (live && lane == 0) {  // one thread issues every copy
         const int q_row0 = p.cu_seqlens_q != nullptr ? p.cu_seqlens_q[b] : 0, q_b = p.cu_seqlens_q != nullptr ? 0 : b;
         const int k_row0 = p.cu_seqlens_k != nullptr ? p.cu_seqlens_k[b] : 0, k_b = p.cu_seqlens_k != nullptr ? 0 : b;
-        mbar_wait_parity(q_empty, (phases & 1) ^ 1);  // the last item's O has left Q's region
+        mbar_wait_parity(q_empty, (phases & 1) ^ 1);  // the consumers are done with Q's region
         st_shared_s32(item_slot, w);  // read by the consumers after bar_q (the arrival releases it)
         mbar_expect_tx(bar_q, Cfg::kQBytes);
         for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, Cfg::kPanelCols * pn, q_row0 + m0, h, q_b, bar_q);
@@ -364,6 +365,8 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       release(empty_v(sc));
       pack_p(s);
     }
+    // Own O staging region: every S of the item is computed, so Q's region may take the next item's Q.
+    if constexpr (Cfg::kOwnOStage) release(q_empty);
     if (n_tiles > 0) {  // the last step: P·V of the last tile
       const int rc = ring + n_tiles - 1, sc = rc % kS;
       scale_rows(o, alpha);
@@ -375,8 +378,9 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       fence_regs(o_flat);
       release(empty_v(sc));
     }
-    // Both consumer warpgroups are done reading Q (wgmma waits above): its region takes the output staging.
-    named_bar_sync(Cfg::kBarEpilogue, 128 * Cfg::kConsumerWGs);
+    // O staged in Q's region (D = 192, 256): both consumer warpgroups must be done reading Q (wgmma
+    // waits above). In its own region, each warp stages and stores only its own 16 rows.
+    if constexpr (!Cfg::kOwnOStage) named_bar_sync(Cfg::kBarEpilogue, 128 * Cfg::kConsumerWGs);
 
     // ---- epilogue: O / l -> this warp's 16 rows of the Q region (row-major, swizzled) -> 16-byte stores
     float inv[2], lse2[2];
@@ -385,15 +389,19 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       inv[0] *= p.descale_v, inv[1] *= p.descale_v;
       lse2[0] -= float(kFp8PLog2), lse2[1] -= float(kFp8PLog2);
     }
-    OutElem* sO = reinterpret_cast<OutElem*>(smem_raw + (sQ - smem_u32(smem_raw)));
+    OutElem* sO = reinterpret_cast<OutElem*>(smem_raw + (sQ + Cfg::kOStageOffset - smem_u32(smem_raw)));
     stage_o_rows<D>(sO, row_lo - m0 + g, lane, inv, [&](int j, int e) { return o[j][e]; });
     write_lse_rows(p, b, h, row_lo + g, lse2, lane);
     __syncwarp();
     store_o_rows<D>(p, b, h, sO, row_lo - m0, row_lo, 16, lane);
-    // This warp's staged rows are read: the next item's Q may land (generic accesses ordered before the
-    // async proxy's writes).
-    fence_proxy_async_smem();
-    release(q_empty);
+    if constexpr (!Cfg::kOwnOStage) {
+      // This warp's staged rows are read: the next item's Q may land (generic accesses ordered before
+      // the async proxy's writes).
+      fence_proxy_async_smem();
+      release(q_empty);
+    } else {
+      __syncwarp();  // the warp's stores have read its staged rows before the next item's staging
+    }
     ring += n_tiles;
     ++n_items;
   }
