@@ -106,3 +106,50 @@ inline TwoRuns run_twice_poisoned(const flashcore::cuda::FlashFwdParams& p, cons
   r.deterministic = std::memcmp(r.o.data(), again.data(), n_o * 2) == 0;
   return r;
 }
+
+// Two graphs captured on one stream (the forward into d_o, and into a second output), replayed at once
+// on two other streams: both outputs bitwise equal to `eager` (the plan's work items are drawn from a
+// counter of each graph's own, not from the capture stream's).
+inline bool graphs_replayed_at_once_match(const flashcore::cuda::FlashFwdParams& p, const flashcore::cuda::FlashFwdPlan& plan,
+                                          uint16_t* d_o, size_t n_o, const std::vector<uint16_t>& eager) {
+  uint16_t* d_o2 = nullptr;
+  CK(cudaMalloc(&d_o2, n_o * 2));
+  flashcore::cuda::FlashFwdParams pa = p, pb = p;
+  pa.lse = pb.lse = nullptr;
+  pb.o = d_o2;
+  cudaStream_t s0, s1, s2;
+  CK(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  CK(flashcore::cuda::flash_fwd_run(pa, plan, s0));  // the stream's scratch exists before the captures
+  CK(cudaStreamSynchronize(s0));
+  cudaGraph_t g[2];
+  cudaGraphExec_t x[2];
+  for (int i = 0; i < 2; ++i) {
+    CK(cudaStreamBeginCapture(s0, cudaStreamCaptureModeRelaxed));
+    CK(flashcore::cuda::flash_fwd_run(i ? pb : pa, plan, s0));
+    CK(cudaStreamEndCapture(s0, &g[i]));
+    CK(cudaGraphInstantiate(&x[i], g[i], 0));
+  }
+  bool ok = true;
+  std::vector<uint16_t> got(n_o);
+  for (int rep = 0; rep < 3 && ok; ++rep) {
+    CK(cudaMemset(d_o, 0xff, n_o * 2));
+    CK(cudaMemset(d_o2, 0xff, n_o * 2));
+    CK(cudaDeviceSynchronize());
+    CK(cudaGraphLaunch(x[0], s1));
+    CK(cudaGraphLaunch(x[1], s2));
+    CK(cudaDeviceSynchronize());
+    for (uint16_t* d : {d_o, d_o2}) {
+      CK(cudaMemcpy(got.data(), d, n_o * 2, cudaMemcpyDeviceToHost));
+      ok = ok && std::memcmp(got.data(), eager.data(), n_o * 2) == 0;
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    CK(cudaGraphExecDestroy(x[i]));
+    CK(cudaGraphDestroy(g[i]));
+  }
+  for (cudaStream_t s : {s0, s1, s2}) CK(cudaStreamDestroy(s));
+  CK(cudaFree(d_o2));
+  return ok;
+}

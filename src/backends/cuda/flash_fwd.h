@@ -119,8 +119,9 @@ struct FlashFwdPlan {
   // work_blocks: the grid, an upper bound of the work items (blocks past the last return at once).
   // Hopper: the persistent grid (at most one block per SM), work_blocks blocks walking the work items
   // in pair_groups groups of (batch, head) pairs (common/work_list.h); item_tickets: with more items
-  // than blocks, the blocks draw them from a counter in the stream's scratch (the static order where
-  // there is none, e.g. while a graph is captured before the first run).
+  // than blocks, the blocks draw them from a counter (eager launches: the stream's scratch; a captured
+  // graph: a counter of its own, allocated and zeroed by the graph; the static order where neither can
+  // be had).
   int work_slots = 0, work_waves = 0, work_blocks = 0;
   int pair_groups = 1;
   bool item_tickets = false;
