@@ -628,9 +628,10 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
     // stream's scratch (one at a time on a stream). A captured graph gets a counter of its own,
     // allocated, zeroed and freed by the graph: two graphs captured on one stream may be replayed at once
     // (its three nodes cost 2.4-3.4 µs a replay on an H100, run 63m). Without one: the static order.
+    if (!plan.item_tickets) return detail::launch_sm90(plan, args, stream);
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (!plan.item_tickets || cudaStreamIsCapturing(stream, &cap) != cudaSuccess) {
-      cudaGetLastError();
+    if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess) {
+      cudaGetLastError();  // not sticky: the static order
       return detail::launch_sm90(plan, args, stream);
     }
     if (cap == cudaStreamCaptureStatusNone) {

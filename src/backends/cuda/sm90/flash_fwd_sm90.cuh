@@ -161,7 +161,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     int ring = 0, phases = 0;
     // The schedule (common/work_list.h): the block's first item is its index; the next ones come from
     // the plan's ticket counter (dynamic: a block takes the next item when it is free, so that blocks
-    // on faster SMs or with lighter items take more), or without one from the static snake. The tickets are drawn while the consumers still work on the current item.
+    // on faster SMs or with lighter items take more), or without one from the static snake.
     const WorkList work(a.n_mblocks, p.heads_q, p.batch, a.q_heads_per_kv, a.pair_groups, (int)gridDim.x, (int)blockIdx.x);
     for (int w = work.item(0), round = 1; w >= 0; ++round) {
       const WorkItem blk = work.coord(w);
