@@ -678,6 +678,138 @@ TEST(Gpu, TunedKernelsAreDeterministic) {
   }
 }
 
+// CUDA graphs. Launches that draw tickets or keep split-KV partials (the persistent Hopper kernel with
+// more work items than SMs; the decode kernel's splits and balanced schedule; the mma.sync split-KV)
+// captured twice on one stream, once before any eager call on it and once after, then replayed at
+// once on two other streams while the capture stream runs the same call eagerly, round after round:
+// every output bitwise equal to the eager one. Graphs that shared the stream's tickets or partials
+// would race (items skipped or done twice, partials overwritten). Outputs are poisoned on their own
+// stream before each launch, so an item a round skipped cannot pass on the previous round's values.
+// Captured in cudaStreamCaptureModeGlobal, the strictest mode (torch.cuda.graph's default), after one
+// eager call on another stream (kernel attributes are set once, outside the capture).
+TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
+  REQUIRE_DEVICE();
+  struct GraphCase {
+    Case c;
+    std::string backend;  // "" = automatic
+  };
+  const std::vector<GraphCase> cases = {
+      {make_case(16, 16, 16, 512, 512, 64, DType::F16, false), ""},    // Hopper: 1024 items, tickets
+      {make_case(4, 16, 16, 1024, 1024, 64, DType::BF16, true), ""},   // Hopper: causal groups, tickets
+      {make_case(8, 32, 8, 1, 8192, 128, DType::F16, false), ""},      // decode: split-KV
+      {fctest::sequence_case(32, 8, 128, DType::BF16, true, {}, {5000, 1, 8191, 2222, 0, 777}, Case::KvStore::Batched),
+       ""},                                                             // decode: balanced schedule
+      {make_case(1, 4, 2, 64, 8192, 64, DType::F16, false), "cuda-flash-allwarps"},  // mma.sync split-KV
+  };
+  const auto names = device_backends();
+  for (const GraphCase& g : cases) {
+    SCOPED_TRACE(g.c.name() + " " + g.backend);
+    if (!g.backend.empty() && std::find(names.begin(), names.end(), g.backend) == names.end()) continue;
+    fctest::HostData h = fctest::make_data(g.c, fctest::run_seed() + 600);
+    DeviceData d;
+    upload(h, d);
+    std::string why;
+    flashcore::Options opts;
+    opts.backend = g.backend;
+    opts.check_sequences = false;  // a capture cannot wait for the host (the arrays are valid)
+    const flashcore::Report plan = flashcore::explain(h.problem, d.tensors(), opts);
+    if (plan.chosen.empty() || is_kokkos_tier(plan.chosen)) continue;  // the Kokkos tiers are not captured here
+    std::printf("[gpu] graphs: %-40s %s: %s\n", g.c.name().c_str(), plan.chosen.c_str(), plan.plan.c_str());
+    // Three output buffers (eager, graph 1, graph 2), poisoned with 0xff bytes (NaN in fp16/bf16/fp32).
+    const size_t o_bytes = h.o.size(), lse_bytes = h.lse.size() * sizeof(float);
+    void* o[3] = {};
+    float* lse[3] = {};
+    for (int i = 0; i < 3; ++i) {
+      CUDA_OK(cudaMalloc(&o[i], o_bytes));
+      if (lse_bytes) CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&lse[i]), lse_bytes));
+    }
+    cudaStream_t s[4];  // s[0]: capture stream (and eager), s[1], s[2]: replays, s[3]: warm-up
+    for (auto& x : s) CUDA_OK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
+    auto tensors = [&](int i) {
+      flashcore::Tensors t = d.tensors();
+      t.o = o[i];
+      t.lse = lse[i];
+      return t;
+    };
+    auto poison = [&](int i, cudaStream_t st) {
+      CUDA_OK(cudaMemsetAsync(o[i], 0xff, o_bytes, st));
+      if (lse_bytes) CUDA_OK(cudaMemsetAsync(lse[i], 0xff, lse_bytes, st));
+    };
+    auto run_on = [&](int i, cudaStream_t st) {
+      flashcore::Options x = opts;
+      x.stream = st;
+      flashcore::run(h.problem, tensors(i), x);
+    };
+    run_on(0, s[3]);  // warm-up on another stream
+    CUDA_OK(cudaStreamSynchronize(s[3]));
+    cudaGraph_t graph[2] = {};
+    cudaGraphExec_t exec[2] = {};
+    for (int gi = 0; gi < 2; ++gi) {
+      if (gi == 1) run_on(0, s[0]);  // the second capture comes after an eager call on s[0]
+      CUDA_OK(cudaStreamBeginCapture(s[0], cudaStreamCaptureModeGlobal));
+      try {
+        if (gi == 0 && g.c.has_sequences()) {
+          // Checking device sequence arrays needs the host: an Error naming the array, nothing enqueued.
+          flashcore::Options checked = opts;
+          checked.stream = s[0];
+          checked.check_sequences = true;
+          try {
+            flashcore::run(h.problem, tensors(1), checked);
+            ADD_FAILURE() << "check_sequences under capture did not throw";
+          } catch (const flashcore::Error& e) {
+            EXPECT_NE(std::string(e.what()).find("captured"), std::string::npos) << e.what();
+          }
+        }
+        run_on(1 + gi, s[0]);
+      } catch (...) {
+        cudaGraph_t broken = nullptr;
+        cudaStreamEndCapture(s[0], &broken);
+        if (broken) cudaGraphDestroy(broken);
+        throw;
+      }
+      CUDA_OK(cudaStreamEndCapture(s[0], &graph[gi]));
+      CUDA_OK(cudaGraphInstantiate(&exec[gi], graph[gi], 0));
+    }
+    std::vector<unsigned char> ref(o_bytes), got(o_bytes);
+    std::vector<float> ref_lse(h.lse.size()), got_lse(h.lse.size());
+    poison(0, s[0]);
+    run_on(0, s[0]);
+    CUDA_OK(cudaStreamSynchronize(s[0]));
+    CUDA_OK(cudaMemcpy(ref.data(), o[0], o_bytes, cudaMemcpyDeviceToHost));
+    if (lse_bytes) CUDA_OK(cudaMemcpy(ref_lse.data(), lse[0], lse_bytes, cudaMemcpyDeviceToHost));
+    // The eager output is the one the other GPU tests check against the oracle; here: every row written.
+    h.o = ref;
+    const fctest::OracleOut& sampled = cached_oracle(h, g.c.name() + "/graphs", 97);
+    const double naive = fctest::naive_error(h, sampled, 97);
+    const auto bound = flashcore::tolerance::kernel_bound(h.problem.dtype, naive);
+    if (!h.lse.empty()) h.lse = ref_lse;
+    const fctest::Errors e = fctest::compare_o(h, sampled, bound.atol, bound.rtol, /*kernel_lse=*/true);
+    EXPECT_EQ(e.bad, 0) << "eager output: max abs " << e.max_abs << "; first: " << e.first_bad;
+    int mismatches = 0;
+    const int rounds = 12;
+    for (int r = 0; r < rounds; ++r) {
+      for (int i = 0; i < 3; ++i) poison(i, s[i]);
+      CUDA_OK(cudaGraphLaunch(exec[0], s[1]));
+      CUDA_OK(cudaGraphLaunch(exec[1], s[2]));
+      run_on(0, s[0]);
+      for (int i = 0; i < 3; ++i) CUDA_OK(cudaStreamSynchronize(s[i]));
+      for (int i = 0; i < 3; ++i) {
+        CUDA_OK(cudaMemcpy(got.data(), o[i], o_bytes, cudaMemcpyDeviceToHost));
+        if (lse_bytes) CUDA_OK(cudaMemcpy(got_lse.data(), lse[i], lse_bytes, cudaMemcpyDeviceToHost));
+        const bool same = std::memcmp(got.data(), ref.data(), o_bytes) == 0 &&
+                          (lse_bytes == 0 || std::memcmp(got_lse.data(), ref_lse.data(), lse_bytes) == 0);
+        if (!same && mismatches++ < 3)
+          ADD_FAILURE() << (i == 0 ? "eager call" : i == 1 ? "graph captured first" : "graph captured after an eager call")
+                        << " differs from the eager output in round " << r;
+      }
+    }
+    std::printf("[gpu] graphs: %d rounds of 2 graphs + 1 eager call at once, %d outputs differ\n", rounds, mismatches);
+    for (int i = 0; i < 2; ++i) cudaGraphExecDestroy(exec[i]), cudaGraphDestroy(graph[i]);
+    for (auto& x : s) cudaStreamDestroy(x);
+    for (int i = 0; i < 3; ++i) cudaFree(o[i]), cudaFree(lse[i]);
+  }
+}
+
 TEST(Gpu, AutomaticChoiceForDeviceData) {
   REQUIRE_DEVICE();
   const Case c = make_case(1, 8, 8, 512, 512, 64, DType::F16, false);

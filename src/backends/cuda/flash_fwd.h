@@ -119,9 +119,7 @@ struct FlashFwdPlan {
   // work_blocks: the grid, an upper bound of the work items (blocks past the last return at once).
   // Hopper: the persistent grid (at most one block per SM), work_blocks blocks walking the work items
   // in pair_groups groups of (batch, head) pairs (common/work_list.h); item_tickets: with more items
-  // than blocks, the blocks draw them from a counter (eager launches: the stream's scratch; a captured
-  // graph: a counter of its own, allocated and zeroed by the graph; the static order where neither can
-  // be had).
+  // than blocks, the blocks draw them from a counter (flash_fwd_run; the static order where there is none).
   int work_slots = 0, work_waves = 0, work_blocks = 0;
   int pair_groups = 1;
   bool item_tickets = false;
@@ -146,9 +144,10 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
 
 // Launches a plan on `stream` (asynchronous); returns the launch status.
 //
-// Split-KV needs a scratch buffer; it is allocated on first use per (device, stream) and cached for
-// the process lifetime. During CUDA graph capture no allocation is made: if the cached buffer is too
-// small, the launch runs without split (still correct, possibly slower). Warm up once before capturing.
+// Tickets and split-KV partials (launch_scratch.h): an eager launch uses a buffer cached per (device,
+// stream) for the process lifetime; a launch captured into a CUDA graph gets a buffer the graph
+// allocates, zeroes and frees, so graphs captured on one stream may be replayed at once on others.
+// Where neither can be had, the launch runs without (the static order; un-split): correct, maybe slower.
 cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cudaStream_t stream);
 
 // Plan for the current device, then run. cudaErrorInvalidValue when the problem is not supported.

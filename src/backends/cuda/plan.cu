@@ -16,6 +16,7 @@
 #include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/decode/config.cuh"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/launch_scratch.h"
 #include "backends/cuda/limits.h"
 #include "backends/cuda/sm80/config.cuh"
 #include "backends/cuda/sm90/config.h"
@@ -394,43 +395,6 @@ const DecodeLaunchRow& decode_row_any(const FlashFwdParams& p) {
   return kDecodeTable[0];
 }
 
-// ------------------------------------------------------------------------------------------------
-// Split-KV scratch, cached per (device, stream): calls on one stream are ordered, so they can share
-// it. Two buffers: the tickets (zeroed once; every launch leaves them zero) and the fp32 partials.
-// ------------------------------------------------------------------------------------------------
-struct Scratch { int* counters = nullptr; size_t counter_bytes = 0; char* partial = nullptr; size_t partial_bytes = 0; };
-std::mutex g_scratch_mutex;
-std::map<std::pair<int, cudaStream_t>, Scratch> g_scratch;
-
-// Returns false when the scratch cannot be had (e.g. while capturing a graph).
-bool get_scratch(int device, cudaStream_t stream, size_t counter_bytes, size_t partial_bytes, int** counters, char** partial) {
-  std::lock_guard<std::mutex> lock(g_scratch_mutex);
-  Scratch& s = g_scratch[{device, stream}];
-  if (s.counter_bytes < counter_bytes || s.partial_bytes < partial_bytes) {
-    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess || cap != cudaStreamCaptureStatusNone) return false;
-    if (cudaStreamSynchronize(stream) != cudaSuccess) return false;
-    if (s.counter_bytes < counter_bytes) {
-      if (s.counters) cudaFree(s.counters);
-      s.counters = nullptr; s.counter_bytes = 0;
-      void* ptr = nullptr;
-      if (cudaMalloc(&ptr, counter_bytes) != cudaSuccess) { cudaGetLastError(); return false; }
-      if (cudaMemset(ptr, 0, counter_bytes) != cudaSuccess) { cudaFree(ptr); return false; }
-      s.counters = static_cast<int*>(ptr); s.counter_bytes = counter_bytes;
-    }
-    if (s.partial_bytes < partial_bytes) {
-      if (s.partial) cudaFree(s.partial);
-      s.partial = nullptr; s.partial_bytes = 0;
-      void* ptr = nullptr;
-      if (cudaMalloc(&ptr, partial_bytes) != cudaSuccess) { cudaGetLastError(); return false; }
-      s.partial = static_cast<char*>(ptr); s.partial_bytes = partial_bytes;
-    }
-  }
-  *counters = s.counters;
-  *partial = s.partial;
-  return true;
-}
-
 }  // namespace
 
 std::string detail::pointer_limits(std::initializer_list<NamedPointer> pointers) {
@@ -623,56 +587,37 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   args.work_slots = plan.work_slots;
   args.work_waves = plan.work_waves;
   args.pair_groups = plan.pair_groups;
-  if (plan.kernel == FlashKernel::Hopper) {
-    // The ticket counter (2 ints, 0 at launch; the kernel sets it back to 0). Eager launches share their
-    // stream's scratch (one at a time on a stream). A captured graph gets a counter of its own,
-    // allocated, zeroed and freed by the graph: two graphs captured on one stream may be replayed at once
-    // (its three nodes cost 2.4-3.4 µs a replay on an H100, run 63m). Without one: the static order.
-    if (!plan.item_tickets) return detail::launch_sm90(plan, args, stream);
-    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess) {
-      cudaGetLastError();  // not sticky: the static order
-      return detail::launch_sm90(plan, args, stream);
-    }
-    if (cap == cudaStreamCaptureStatusNone) {
-      int* counters = nullptr;
-      char* unused = nullptr;
-      if (get_scratch(plan.device, stream, 2 * sizeof(int), 0, &counters, &unused)) args.counters = counters;
-      return detail::launch_sm90(plan, args, stream);
-    }
-    void* counters = nullptr;
-    if (cudaMallocAsync(&counters, 2 * sizeof(int), stream) != cudaSuccess) {
-      cudaGetLastError();  // not sticky: the static order
-      return detail::launch_sm90(plan, args, stream);
-    }
-    cudaError_t e = cudaMemsetAsync(counters, 0, 2 * sizeof(int), stream);
-    if (e == cudaSuccess) {
-      args.counters = static_cast<int*>(counters);
-      e = detail::launch_sm90(plan, args, stream);
-    }
-    const cudaError_t f = cudaFreeAsync(counters, stream);
-    return e != cudaSuccess ? e : f;
-  }
   auto launch = [&](const FlashFwdPlan& pl) {
-    return pl.kernel == FlashKernel::Decode ? detail::launch_decode(pl, args, stream)
-                                            : detail::launch_sm80(pl, args, stream);
-  };
-  if (plan.max_splits > 1) {
-    int* counters = nullptr;
-    char* partial = nullptr;
-    if (get_scratch(plan.device, stream, plan.split_counter_bytes, plan.split_partial_bytes, &counters, &partial)) {
-      args.counters = counters;
-      args.part_o = reinterpret_cast<float*>(partial);
-      args.part_lse = reinterpret_cast<float*>(partial + plan.split_lse_offset);
-    } else {  // no scratch (graph capture): run un-split
-      FlashFwdPlan unsplit = plan;
-      unsplit.max_splits = args.max_splits = 1;
-      unsplit.work_slots = args.work_slots = 0;
-      unsplit.tiles_per_split = args.tiles_per_split = 1 << 30;
-      return launch(unsplit);
+    switch (pl.kernel) {
+      case FlashKernel::Hopper: return detail::launch_sm90(pl, args, stream);
+      case FlashKernel::Decode: return detail::launch_decode(pl, args, stream);
+      default: return detail::launch_sm80(pl, args, stream);
     }
+  };
+  // Tickets and split-KV partials (launch_scratch.h): the stream's buffer for an eager launch, a buffer
+  // of its own for a captured one, so graphs captured on one stream may be replayed at once. The Hopper
+  // kernel's tickets are 2 ints (a captured graph's three extra nodes cost 2.4-3.4 µs a replay on an
+  // H100, run 63m).
+  const bool hopper = plan.kernel == FlashKernel::Hopper;
+  if (hopper ? !plan.item_tickets : plan.max_splits <= 1) return launch(plan);
+  detail::LaunchScratch scratch;
+  if (!detail::acquire_launch_scratch(plan.device, stream, hopper ? 2 * sizeof(int) : plan.split_counter_bytes,
+                                      hopper ? 0 : plan.split_partial_bytes, &scratch)) {
+    if (hopper) return launch(plan);  // no tickets: the static order
+    FlashFwdPlan unsplit = plan;      // no partials: un-split
+    unsplit.max_splits = args.max_splits = 1;
+    unsplit.work_slots = args.work_slots = 0;
+    unsplit.tiles_per_split = args.tiles_per_split = 1 << 30;
+    return launch(unsplit);
   }
-  return launch(plan);
+  args.counters = scratch.counters;
+  if (!hopper) {
+    args.part_o = reinterpret_cast<float*>(scratch.partial);
+    args.part_lse = reinterpret_cast<float*>(scratch.partial + plan.split_lse_offset);
+  }
+  const cudaError_t e = launch(plan);
+  const cudaError_t f = detail::release_launch_scratch(scratch, stream);
+  return e != cudaSuccess ? e : f;
 }
 
 cudaError_t flash_fwd(const FlashFwdParams& p, cudaStream_t stream, FlashVariant variant) {

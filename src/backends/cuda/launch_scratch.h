@@ -1,0 +1,33 @@
+// Where a launch keeps its tickets (ints that are 0 at launch; every kernel that draws from them sets
+// them back to 0 before it ends) and its split-KV partials (fp32, no initial value needed).
+//  - An eager launch uses a buffer cached per (device, stream) and grown outside any capture: launches
+//    on one stream are ordered, so they can share it.
+//  - A launch captured into a CUDA graph gets a buffer the graph owns (an allocation node, a memset of
+//    the tickets, the kernel, a free node), so that graphs captured on one stream may be replayed at
+//    once on other streams. A graph with allocation nodes can be instantiated once at a time (CUDA's
+//    rule for cudaGraphInstantiate), which is what makes a buffer per graph safe; a slot per captured
+//    launch in a shared array would not be (two instantiations of one graph could run at once).
+// Host code only.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace flashcore::cuda::detail {
+
+struct LaunchScratch {
+  int* counters = nullptr;
+  char* partial = nullptr;
+  void* graph_block = nullptr;  // the graph's allocation (captured launches), freed by release_launch_scratch
+};
+
+// true with the buffers; false when none can be had (the caller then runs without: the Hopper kernel's
+// static order, the split-KV kernels un-split). Leaves no CUDA error pending when it returns false.
+bool acquire_launch_scratch(int device, cudaStream_t stream, size_t counter_bytes, size_t partial_bytes,
+                            LaunchScratch* out);
+
+// After the launch: the free node of a captured launch's buffer; nothing for the stream's buffer.
+cudaError_t release_launch_scratch(const LaunchScratch& s, cudaStream_t stream);
+
+}  // namespace flashcore::cuda::detail
