@@ -16,7 +16,8 @@
 //                       HOPPER_DEV_GROUP=n|all: the persistent schedule's pair groups forced (n groups);
 //                       HOPPER_DEV_BLOCKS=items: a block per item; =static: no ticket counter.
 //   hopper_dev profile  two calls of (2,16,4096,64) and (1,16,16384,128) bf16 (for ncu); profile-short:
-//                       of (16,16,512,64), whose blocks see 4 key tiles each
+//                       of (16,16,512,64), whose blocks see 4 key tiles each; profile-shape: of
+//                       HOPPER_DEV_SHAPE="B,H,L,D" (non-causal; HOPPER_DEV_CAUSAL=1 causal)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -218,10 +219,19 @@ static void time_shapes(const DeviceLimits& dev) {
     }
 }
 
-static void profile_once(const DeviceLimits& dev, bool short_keys) {
-  const std::vector<Case> cases = short_keys ? std::vector<Case>{Case{16, 16, 16, 512, 512, 64, false, true}}
-                                             : std::vector<Case>{Case{2, 16, 16, 4096, 4096, 64, false, true},
-                                                                 Case{1, 16, 16, 16384, 16384, 128, false, true}};
+static void profile_once(const DeviceLimits& dev, const std::string& mode) {
+  std::vector<Case> cases = mode == "profile-short" ? std::vector<Case>{Case{16, 16, 16, 512, 512, 64, false, true}}
+                                                    : std::vector<Case>{Case{2, 16, 16, 4096, 4096, 64, false, true},
+                                                                        Case{1, 16, 16, 16384, 16384, 128, false, true}};
+  if (mode == "profile-shape") {
+    const char* shape = std::getenv("HOPPER_DEV_SHAPE");
+    int b = 0, h = 0, l = 0, d = 0;
+    if (shape == nullptr || std::sscanf(shape, "%d,%d,%d,%d", &b, &h, &l, &d) != 4) {
+      fprintf(stderr, "profile-shape: set HOPPER_DEV_SHAPE=B,H,L,D\n");
+      exit(2);
+    }
+    cases = {Case{b, h, h, l, l, d, std::getenv("HOPPER_DEV_CAUSAL") != nullptr, true}};
+  }
   for (const Case& c : cases) {
     const Timed t(c);
     const FlashFwdParams p = t.params();
@@ -231,7 +241,7 @@ static void profile_once(const DeviceLimits& dev, bool short_keys) {
     for (int r = 0; r < 2; ++r) CK(flash_fwd_run(p, plan, nullptr));
     CK(cudaDeviceSynchronize());
   }
-  printf("profiled %s bf16, two calls each\n", short_keys ? "(16,16,512,64)" : "(2,16,4096,64) and (1,16,16384,128)");
+  printf("profiled %zu shape(s), bf16, two calls each\n", cases.size());
 }
 
 int main(int argc, char** argv) {
@@ -261,10 +271,10 @@ int main(int argc, char** argv) {
     time_shapes(dev);
     return 0;
   }
-  if (mode == "profile" || mode == "profile-short") {
-    profile_once(dev, mode == "profile-short");
+  if (mode == "profile" || mode == "profile-short" || mode == "profile-shape") {
+    profile_once(dev, mode);
     return 0;
   }
-  fprintf(stderr, "usage: hopper_dev check|time|profile|profile-short\n");
+  fprintf(stderr, "usage: hopper_dev check|time|profile|profile-short|profile-shape\n");
   return 2;
 }
