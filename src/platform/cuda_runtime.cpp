@@ -79,12 +79,17 @@ void copy_to_host(void* dst, const void* src, std::size_t bytes, void* stream, c
   const auto s = static_cast<cudaStream_t>(stream);
   // A stream being captured into a CUDA graph cannot wait for the host: say so before enqueuing anything
   // (a copy and a synchronize would invalidate the capture).
+  // (The legacy default stream cannot even be asked while another stream is being captured: the same.)
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(s, &cap) != cudaSuccess) cudaGetLastError();
-  if (cap != cudaStreamCaptureStatusNone)
-    throw Error(what, std::string(what) + ": is in device memory and Options::stream is being captured into a CUDA "
-                          "graph, where it cannot be copied to the host to validate it (set Options::check_sequences = "
-                          "false, the C API's trust_sequences = 1, to capture)");
+  const cudaError_t asked = cudaStreamIsCapturing(s, &cap);
+  if (asked != cudaSuccess) cudaGetLastError();
+  if (asked != cudaSuccess || cap != cudaStreamCaptureStatusNone)
+    throw Error(what, std::string(what) + ": is in device memory and " +
+                          (asked != cudaSuccess ? std::string("Options::stream cannot wait for the host (") +
+                                                      cudaGetErrorString(asked) + ", e.g. a capture on another stream)"
+                                                : std::string("Options::stream is being captured into a CUDA graph")) +
+                          ", so it cannot be copied to the host to validate it (set Options::check_sequences = false, "
+                          "the C API's trust_sequences = 1, to capture)");
   cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s);
   if (err == cudaSuccess) err = cudaStreamSynchronize(s);
   if (err != cudaSuccess) {

@@ -680,11 +680,13 @@ TEST(Gpu, TunedKernelsAreDeterministic) {
 
 // CUDA graphs. Launches that draw tickets or keep split-KV partials (the persistent Hopper kernel with
 // more work items than SMs; the decode kernel's splits and balanced schedule; the mma.sync split-KV)
-// captured twice on one stream, once before any eager call on it and once after, then replayed at
-// once on two other streams while the capture stream runs the same call eagerly, round after round:
-// every output bitwise equal to the eager one. Graphs that shared the stream's tickets or partials
-// would race (items skipped or done twice, partials overwritten). Outputs are poisoned on their own
-// stream before each launch, so an item a round skipped cannot pass on the previous round's values.
+// captured twice on one stream, once before any eager call on it and once after: each graph allocates
+// its own scratch (a memory-allocation node; on compute capability 9.0 the plans are asserted to use
+// tickets or splits), and replayed at once on two other streams while the capture stream runs the same
+// call eagerly, round after round, every output is bitwise the eager one. (Graphs that shared the
+// stream's buffer could race; the launches fill the GPU, so replays mostly run one after another and a
+// race need not show here: the allocation nodes are the structural check.) Outputs are poisoned on
+// their own stream before each launch, so an item a round skipped cannot pass on earlier values.
 // Captured in cudaStreamCaptureModeGlobal, the strictest mode (torch.cuda.graph's default), after one
 // eager call on another stream (kernel attributes are set once, outside the capture).
 TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
@@ -692,14 +694,34 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
   struct GraphCase {
     Case c;
     std::string backend;  // "" = automatic
+    const char* uses;     // what its plan says on compute capability 9.0 (tickets or splits)
   };
   const std::vector<GraphCase> cases = {
-      {make_case(16, 16, 16, 512, 512, 64, DType::F16, false), ""},    // Hopper: 1024 items, tickets
-      {make_case(4, 16, 16, 1024, 1024, 64, DType::BF16, true), ""},   // Hopper: causal groups, tickets
-      {make_case(8, 32, 8, 1, 8192, 128, DType::F16, false), ""},      // decode: split-KV
+      {make_case(16, 16, 16, 512, 512, 64, DType::F16, false), "", " tickets"},   // Hopper: 1024 items
+      {make_case(4, 16, 16, 1024, 1024, 64, DType::BF16, true), "", " tickets"},  // Hopper: causal groups
+      {make_case(8, 32, 8, 1, 8192, 128, DType::F16, false), "", " splits="},     // decode: split-KV
       {fctest::sequence_case(32, 8, 128, DType::BF16, true, {}, {5000, 1, 8191, 2222, 0, 777}, Case::KvStore::Batched),
-       ""},                                                             // decode: balanced schedule
-      {make_case(1, 4, 2, 64, 8192, 64, DType::F16, false), "cuda-flash-allwarps"},  // mma.sync split-KV
+       "", " balanced"},                                                          // decode: balanced schedule
+      {make_case(1, 4, 2, 64, 8192, 64, DType::F16, false), "cuda-flash-allwarps", " splits="},  // mma.sync split-KV
+  };
+  // Every CUDA object of one case, released however the case ends (CUDA_OK throws).
+  struct Resources {
+    void* o[3] = {};
+    float* lse[3] = {};
+    cudaStream_t s[4] = {};  // s[0]: capture stream (and eager), s[1], s[2]: replays, s[3]: warm-up
+    cudaGraph_t graph[2] = {};
+    cudaGraphExec_t exec[2] = {};
+    ~Resources() {
+      for (auto& x : s)
+        if (x) cudaStreamSynchronize(x);
+      for (int i = 0; i < 2; ++i) {
+        if (exec[i]) cudaGraphExecDestroy(exec[i]);
+        if (graph[i]) cudaGraphDestroy(graph[i]);
+      }
+      for (auto& x : s)
+        if (x) cudaStreamDestroy(x);
+      for (int i = 0; i < 3; ++i) cudaFree(o[i]), cudaFree(lse[i]);
+    }
   };
   const auto names = device_backends();
   for (const GraphCase& g : cases) {
@@ -715,16 +737,21 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
     const flashcore::Report plan = flashcore::explain(h.problem, d.tensors(), opts);
     if (plan.chosen.empty() || is_kokkos_tier(plan.chosen)) continue;  // the Kokkos tiers are not captured here
     std::printf("[gpu] graphs: %-40s %s: %s\n", g.c.name().c_str(), plan.chosen.c_str(), plan.plan.c_str());
+    const bool uses_scratch = plan.plan.find(g.uses) != std::string::npos;
+    if (device_is_hopper()) EXPECT_TRUE(uses_scratch) << plan.plan << " (expected" << g.uses << ")";
     // Three output buffers (eager, graph 1, graph 2), poisoned with 0xff bytes (NaN in fp16/bf16/fp32).
     const size_t o_bytes = h.o.size(), lse_bytes = h.lse.size() * sizeof(float);
-    void* o[3] = {};
-    float* lse[3] = {};
+    Resources res;
+    void** o = res.o;
+    float** lse = res.lse;
+    cudaStream_t* s = res.s;
+    cudaGraph_t* graph = res.graph;
+    cudaGraphExec_t* exec = res.exec;
     for (int i = 0; i < 3; ++i) {
       CUDA_OK(cudaMalloc(&o[i], o_bytes));
       if (lse_bytes) CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&lse[i]), lse_bytes));
     }
-    cudaStream_t s[4];  // s[0]: capture stream (and eager), s[1], s[2]: replays, s[3]: warm-up
-    for (auto& x : s) CUDA_OK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
+    for (int i = 0; i < 4; ++i) CUDA_OK(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
     auto tensors = [&](int i) {
       flashcore::Tensors t = d.tensors();
       t.o = o[i];
@@ -742,8 +769,6 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
     };
     run_on(0, s[3]);  // warm-up on another stream
     CUDA_OK(cudaStreamSynchronize(s[3]));
-    cudaGraph_t graph[2] = {};
-    cudaGraphExec_t exec[2] = {};
     for (int gi = 0; gi < 2; ++gi) {
       if (gi == 1) run_on(0, s[0]);  // the second capture comes after an eager call on s[0]
       CUDA_OK(cudaStreamBeginCapture(s[0], cudaStreamCaptureModeGlobal));
@@ -768,6 +793,18 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
         throw;
       }
       CUDA_OK(cudaStreamEndCapture(s[0], &graph[gi]));
+      // Its own scratch: an allocation node in the graph.
+      size_t n_nodes = 0;
+      CUDA_OK(cudaGraphGetNodes(graph[gi], nullptr, &n_nodes));
+      std::vector<cudaGraphNode_t> nodes(n_nodes);
+      CUDA_OK(cudaGraphGetNodes(graph[gi], nodes.data(), &n_nodes));
+      int allocs = 0;
+      for (cudaGraphNode_t node : nodes) {
+        cudaGraphNodeType type;
+        CUDA_OK(cudaGraphNodeGetType(node, &type));
+        allocs += type == cudaGraphNodeTypeMemAlloc;
+      }
+      if (uses_scratch) EXPECT_GE(allocs, 1) << "graph " << gi << " has no allocation node of its own";
       CUDA_OK(cudaGraphInstantiate(&exec[gi], graph[gi], 0));
     }
     std::vector<unsigned char> ref(o_bytes), got(o_bytes);
@@ -804,9 +841,6 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
       }
     }
     std::printf("[gpu] graphs: %d rounds of 2 graphs + 1 eager call at once, %d outputs differ\n", rounds, mismatches);
-    for (int i = 0; i < 2; ++i) cudaGraphExecDestroy(exec[i]), cudaGraphDestroy(graph[i]);
-    for (auto& x : s) cudaStreamDestroy(x);
-    for (int i = 0; i < 3; ++i) cudaFree(o[i]), cudaFree(lse[i]);
   }
 }
 

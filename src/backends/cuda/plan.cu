@@ -601,8 +601,10 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   const bool hopper = plan.kernel == FlashKernel::Hopper;
   if (hopper ? !plan.item_tickets : plan.max_splits <= 1) return launch(plan);
   detail::LaunchScratch scratch;
-  if (!detail::acquire_launch_scratch(plan.device, stream, hopper ? 2 * sizeof(int) : plan.split_counter_bytes,
-                                      hopper ? 0 : plan.split_partial_bytes, &scratch)) {
+  const cudaError_t had = detail::acquire_launch_scratch(plan.device, stream, hopper ? 2 * sizeof(int) : plan.split_counter_bytes,
+                                                         hopper ? 0 : plan.split_partial_bytes, &scratch);
+  if (had != cudaSuccess) return had;  // the stream's earlier error: nothing launched
+  if (!scratch.have()) {
     if (hopper) return launch(plan);  // no tickets: the static order
     FlashFwdPlan unsplit = plan;      // no partials: un-split
     unsplit.max_splits = args.max_splits = 1;
