@@ -730,7 +730,6 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
     fctest::HostData h = fctest::make_data(g.c, fctest::run_seed() + 600);
     DeviceData d;
     upload(h, d);
-    std::string why;
     flashcore::Options opts;
     opts.backend = g.backend;
     opts.check_sequences = false;  // a capture cannot wait for the host (the arrays are valid)

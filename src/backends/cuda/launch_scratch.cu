@@ -10,9 +10,6 @@
 namespace flashcore::cuda::detail {
 namespace {
 
-constexpr size_t kAlign = 256;
-size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
-
 struct StreamScratch {
   std::mutex mutex;  // held from acquire to release
   int* counters = nullptr;
@@ -70,7 +67,7 @@ cudaError_t stream_scratch(int device, cudaStream_t stream, size_t counter_bytes
 
 // One allocation the graph owns: the tickets (zeroed by a memset node) and the partials after them.
 void graph_scratch(cudaStream_t stream, size_t counter_bytes, size_t partial_bytes, LaunchScratch* out) {
-  const size_t counters = align_up(counter_bytes);
+  const size_t counters = scratch_align_up(counter_bytes);
   void* block = nullptr;
   if (cudaMallocAsync(&block, counters + partial_bytes, stream) != cudaSuccess) { cudaGetLastError(); return; }
   if (counter_bytes > 0 && cudaMemsetAsync(block, 0, counter_bytes, stream) != cudaSuccess) {

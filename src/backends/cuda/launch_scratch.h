@@ -21,6 +21,9 @@
 
 namespace flashcore::cuda::detail {
 
+// Sizes and offsets inside the scratch (the plan's tickets, O and LSE partials): multiples of 256 bytes.
+inline size_t scratch_align_up(size_t x) { return (x + 255) & ~size_t(255); }
+
 struct LaunchScratch {
   int* counters = nullptr;
   char* partial = nullptr;

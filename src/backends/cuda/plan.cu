@@ -95,8 +95,6 @@ size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {
   });
 }
 
-size_t align_up(size_t x) { return (x + 255) & ~size_t(255); }
-
 
 // The Hopper kernel's own conditions; on success its TMA descriptors are in plan->tensor_maps.
 std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan) {
@@ -243,9 +241,9 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
                        : 32 * ((plan->block_m / detail::kWarpRows) * plan->key_split_warps + (ws ? 1 : 0));
   if (plan->max_splits > 1) {
     const size_t rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
-    plan->split_lse_offset = align_up(rows * plan->max_splits * native_d * sizeof(float));  // D-float rows
-    plan->split_partial_bytes = plan->split_lse_offset + align_up(rows * plan->max_splits * sizeof(float));
-    plan->split_counter_bytes = align_up((size_t)p.batch * p.heads_q * plan->n_mblocks * sizeof(int));
+    plan->split_lse_offset = detail::scratch_align_up(rows * plan->max_splits * native_d * sizeof(float));  // D-float rows
+    plan->split_partial_bytes = plan->split_lse_offset + detail::scratch_align_up(rows * plan->max_splits * sizeof(float));
+    plan->split_counter_bytes = detail::scratch_align_up((size_t)p.batch * p.heads_q * plan->n_mblocks * sizeof(int));
   }
 }
 
@@ -371,9 +369,9 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   }
   if (plan->max_splits > 1) {
     const int d = detail::decode_head_dim(p.head_dim);
-    plan->split_lse_offset = align_up(ws_rows * d * sizeof(float));
-    plan->split_partial_bytes = plan->split_lse_offset + align_up(ws_rows * sizeof(float));
-    plan->split_counter_bytes = align_up((size_t)base * sizeof(int));
+    plan->split_lse_offset = detail::scratch_align_up(ws_rows * d * sizeof(float));
+    plan->split_partial_bytes = plan->split_lse_offset + detail::scratch_align_up(ws_rows * sizeof(float));
+    plan->split_counter_bytes = detail::scratch_align_up((size_t)base * sizeof(int));
   }
 }
 
