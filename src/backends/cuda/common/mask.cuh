@@ -5,7 +5,10 @@
 //   unmasked_tiles        (no mask work there),
 //   transform           the logits of one accumulator fragment (soft-capping, ALiBi), every tile,
 //   apply               -inf for the scores of one accumulator fragment its rows do not see,
-//   sink_log2           an attention sink joining the softmax denominator (softmax_finish).
+//   sink_log2           an attention sink joining the softmax denominator (softmax_finish),
+//   row_begin, row_end  the backward's dK/dV blocks: which rows see a range of keys,
+//   visible, sees       what one row sees (keys of a query row, or rows of a key), whether a row
+//                       sees a key: the definition the others implement.
 // Flags say at compile time which of them can do anything (kTransformsScores, kHasLeftBound,
 // kHasSinks), so a kernel instantiated with CausalMask carries none of the variants' work.
 // Policies: CausalMask (below; causal or none, the key tail) and VariantMask (common/variant_mask.cuh:
@@ -19,6 +22,7 @@
 // s[i][0..1] belong to row0, s[i][2..3] to row0 + 8.
 #pragma once
 
+#include <climits>
 #include <cmath>
 
 #include "backends/cuda/common/sequences.cuh"
@@ -70,10 +74,12 @@ struct HeldLengths {  // ReadLengths' answers, read once
 
 // Causal (bottom-right aligned, when p.causal) and the key tail: query row i sees key j iff
 // j < len_k and (not causal or j <= i + len_k - len_q), with the lengths of the block's sequence.
-template <class Lengths = HeldLengths>
+// kCausal: -1 reads p.causal (the forward kernels); 0 or 1 fixes it at compile time for a kernel
+// instantiated per value, whose launcher picks the one p.causal names (the backward's).
+template <class Lengths = HeldLengths, int kCausal = -1>
 struct CausalMaskOf {
   template <class L>
-  using WithLengths = CausalMaskOf<L>;  // the same policy with the other kind of lengths
+  using WithLengths = CausalMaskOf<L, kCausal>;  // the same policy with the other kind of lengths
   static constexpr bool kTransformsScores = false;
   static constexpr bool kHasLeftBound = false;
   static constexpr bool kHasSinks = false;
@@ -84,11 +90,12 @@ struct CausalMaskOf {
 
   // The fixed-length problem (every sequence seqlen_q x seqlen_k: the plan), or sequence b's.
   __host__ __device__ explicit CausalMaskOf(const FlashFwdParams& params, int b = -1) : p(params), seq(params, b) {}
+  __host__ __device__ bool causal() const { return kCausal < 0 ? p.causal : kCausal != 0; }
 
   // Keys [0, key_end) hold every key that some row before row_end sees.
   __host__ __device__ int key_end(int row_end) const {
     int n = seq.len_k();
-    if (p.causal) n = imin(n, row_end + seq.diag());
+    if (causal()) n = imin(n, row_end + seq.diag());
     return n;
   }
   // No row skips the first keys.
@@ -102,16 +109,41 @@ struct CausalMaskOf {
   // Tiles [0, unmasked_tiles) are visible to every row from row_begin on in full: they need no mask.
   __host__ __device__ int unmasked_tiles(int row_begin, int tile_n) const {
     int t = seq.len_k() / tile_n;
-    if (p.causal) t = imin(t, imax(0, row_begin + seq.diag() + 1) / tile_n);
+    if (causal()) t = imin(t, imax(0, row_begin + seq.diag() + 1) / tile_n);
     return t;
   }
+  // ---- the backward's questions (a dK/dV block walks the rows that see its keys)
+  // Rows [row_begin(k0), row_end(k1)) hold every row that sees a key of [k0, k1) (an empty range when
+  // row_begin >= row_end).
+  __host__ __device__ int row_begin(int key_begin) const {
+    return causal() ? imin(imax(0, key_begin - seq.diag()), seq.len_q()) : 0;
+  }
+  __host__ __device__ int row_end(int) const { return seq.len_q(); }
+  // What one row sees, as a closed range of the other index [x, y] (empty when x > y): the keys of
+  // query row r, or (kKeysOnRows) the query rows that see key r (unbounded: INT_MIN, INT_MAX). The
+  // definition the tile ranges and apply implement; the backward masks its fragments with it.
+  template <bool kKeysOnRows>
+  __host__ __device__ int2 visible(int r) const {
+    const int len_k = seq.len_k(), diag = seq.diag();
+    if constexpr (kKeysOnRows) {
+      if (r >= len_k) return make_int2(1, 0);
+      return make_int2(causal() ? r - diag : INT_MIN, INT_MAX);
+    } else {
+      return make_int2(0, causal() ? imin(len_k - 1, r + diag) : len_k - 1);
+    }
+  }
+  __host__ __device__ bool sees(int q, int k) const {
+    const int2 v = visible<false>(q);
+    return k >= v.x && k <= v.y;
+  }
+
   // Masks one fragment: rows row0, row0 + 8; n8 column tile i starts at key key0 + 8i.
   template <int N>
   __device__ __forceinline__ void apply(float (&s)[N][4], int row0, int key0, int lane) const {
     const int t = lane & 3;
     const int last = seq.len_k() - 1, diag = seq.diag();
-    const int lim0 = p.causal ? min(last, row0 + diag) : last;
-    const int lim1 = p.causal ? min(last, row0 + 8 + diag) : last;
+    const int lim0 = causal() ? min(last, row0 + diag) : last;
+    const int lim1 = causal() ? min(last, row0 + 8 + diag) : last;
 #pragma unroll
     for (int i = 0; i < N; ++i) {
 #pragma unroll

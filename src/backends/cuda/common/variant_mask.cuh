@@ -16,6 +16,7 @@
 // and a tile is mask-free for all of them when it lies inside [r1 − 1 + diag − left, r0 + diag + right].
 #pragma once
 
+#include <climits>
 #include <cmath>
 
 #include "backends/cuda/common/mask.cuh"
@@ -95,6 +96,42 @@ struct VariantMaskOf {
     return t;
   }
 
+  // ---- the backward's questions (common/mask.cuh): rows q see keys [q + diag − left, q + diag + right]
+  __host__ __device__ int row_begin(int key_begin) const {
+    if (right < 0) return 0;
+    const long long r = (long long)key_begin - seq.diag() - right;  // the first row whose last key is key_begin
+    return r < 0 ? 0 : (r > seq.len_q() ? seq.len_q() : (int)r);
+  }
+  __host__ __device__ int row_end(int key_end) const {
+    const int len_q = seq.len_q();
+    if (left < 0) return len_q;
+    const long long r = (long long)key_end - 1 - seq.diag() + left + 1;  // past the last row whose first key is key_end − 1
+    return r < 0 ? 0 : (r > len_q ? len_q : (int)r);
+  }
+  // common/mask.cuh: the keys of query row r, or (kKeysOnRows) the rows that see key r, as [x, y].
+  template <bool kKeysOnRows>
+  __host__ __device__ int2 visible(int r) const {
+    const long long len_k = seq.len_k(), diag = seq.diag();
+    long long x, y;
+    if constexpr (kKeysOnRows) {  // q + diag − left <= r <= q + diag + right
+      if (r >= len_k) return make_int2(1, 0);
+      x = right >= 0 ? r - diag - right : INT_MIN;
+      y = left >= 0 ? r - diag + left : INT_MAX;
+    } else {
+      x = left >= 0 ? r + diag - left : 0;
+      y = right >= 0 ? r + diag + right : len_k - 1;
+      if (x < 0) x = 0;
+      if (y > len_k - 1) y = len_k - 1;
+    }
+    x = x < INT_MIN ? INT_MIN : (x > INT_MAX ? INT_MAX : x);
+    y = y < INT_MIN ? INT_MIN : (y > INT_MAX ? INT_MAX : y);
+    return make_int2((int)x, (int)y);
+  }
+  __host__ __device__ bool sees(int q, int k) const {
+    const int2 v = visible<false>(q);
+    return k >= v.x && k <= v.y;
+  }
+
   // ---- per element
   // Soft-capping and ALiBi of one fragment (every visited tile, before apply). Rows row0, row0 + 8 of
   // query head h; n8 column tile i starts at key key0 + 8i.
@@ -114,6 +151,25 @@ struct VariantMaskOf {
           s[i][2 + e] = fmaf(neg_slope, (float)abs(d - 8), s[i][2 + e]);  // row0 + 8
         }
     }
+  }
+
+  // One logit in any fragment layout (the backward: keys on rows or on columns): the raw score x of a
+  // row and a key at distance `dist` = |key − (row + len_k − len_q)| (a float: the caller steps it along
+  // the fragment with additions, sparing a conversion per element) transformed as `transform` does it
+  // (soft-capping, then ALiBi; neg_slope = alibi_neg_slope(h)), and in dx its derivative d(logit)/dx:
+  // soft-capping's 1 − tanh², else 1.
+  __device__ __forceinline__ float alibi_neg_slope(int h) const {
+    return p.alibi_slopes != nullptr ? -__ldg(p.alibi_slopes + h) / p.scale : 0.f;
+  }
+  __device__ __forceinline__ float transform_one(float x, float dist, float neg_slope, float& dx) const {
+    dx = 1.f;
+    if (p.softcap > 0.f) {
+      const float t = tanh_accurate(x * (p.scale / p.softcap));
+      x = (p.softcap / p.scale) * t;
+      dx = fmaf(-t, t, 1.f);
+    }
+    if (p.alibi_slopes != nullptr) x = fmaf(neg_slope, dist, x);
+    return x;
   }
 
   // −inf for the keys rows row0, row0 + 8 do not see (key tail and window).
