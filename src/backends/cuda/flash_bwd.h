@@ -33,7 +33,7 @@ namespace flashcore::cuda {
 
 struct FlashBwdParams {
   // The forward call's problem and tensors (Q, K, V, its output O and its LSE, sizes, strides, scale,
-  // causal, dtype; variants and sequence arrays, which flash_bwd_plan declines, naming the field).
+  // causal, dtype, the attention variants; sequence arrays, which flash_bwd_plan declines, naming the field).
   // LSE is required: fp32, contiguous [batch][heads_q][seqlen_q], natural log, -inf for rows that see no key.
   FlashFwdParams fwd;
   // dO (in), dQ, dK, dV (out): the problem's dtype, device memory, head dim contiguous; element strides
@@ -44,7 +44,7 @@ struct FlashBwdParams {
   long long dq_batch_stride, dq_seq_stride, dq_head_stride;
   long long dk_batch_stride, dk_seq_stride, dk_head_stride;
   long long dv_batch_stride, dv_seq_stride, dv_head_stride;
-  float* dsinks = nullptr;  // the sinks' gradient: declined (no sinks in the tuned backward)
+  float* dsinks = nullptr;  // the sinks' gradient (fwd.sinks set): heads_q fp32, summed over the batch; or null
   bool deterministic = false;  // true: the deterministic path (Options::deterministic)
 };
 
@@ -64,6 +64,8 @@ struct FlashBwdPlan {
   // The dK/dV kernel: the Hopper one (backward/sm90/: TMA + wgmma, 128 keys a block, 384 threads;
   // compute capability 9.0, head dims 64 and 128, atomic path only) or the mma.sync one.
   bool hopper = false;
+  bool variants = false;        // windows, soft-capping or ALiBi: the VariantMask kernels (common/variant_mask.cuh)
+  bool dsinks = false;          // the sinks' gradient after the delta kernel (bwd_delta.cuh)
   alignas(128) unsigned char tensor_maps[4 * 128] = {};  // hopper: CUtensorMap of Q, K, V, dO
   int heavy_group = 1;          // hopper, causal: (KV head, batch) pairs scheduled heavy-first together
   int acc_dim = 0;              // atomic path: the dQ accumulator's columns (head_dim; 128 for 96 on hopper)

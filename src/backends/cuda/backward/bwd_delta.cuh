@@ -4,6 +4,8 @@
 // that every P of theirs is exp2(S·c − inf) = 0: they add nothing to dK, dV and their dQ is 0, with no
 // mask for them in the main kernels. On the atomic path (a.dq_accum set) the same threads zero the
 // rows' fp32 dQ accumulator, padding rows included, before the dK/dV kernel adds to it.
+// With sinks and dsinks asked for, a second kernel then sums the sinks' gradient from the same rows
+// (flash_bwd_dsinks_kernel).
 #pragma once
 
 #include <cmath>
@@ -67,6 +69,37 @@ __global__ void __launch_bounds__(kBwdDeltaThreads) flash_bwd_delta_kernel(const
     }
     a.delta[w] = in ? acc : 0.f;
     a.lse2[w] = lse2;
+  }
+}
+
+// dsinks_h = −Σ_{b,i} exp(sink_h − LSE_bi)·delta_bi: the sink's share of row i's softmax denominator
+// (P_sink,i, the LSE includes the sink) times the row's delta, d(loss)/d(sink) since the sink has no
+// value (src/backends/reference/backward.hpp, the same sum). One block per query head, over the delta
+// kernel's rows (padding rows: lse2 = +inf, delta = 0, add 0), each thread a fixed stride, then a tree
+// in a fixed order: the same bits every run.
+// (A template, so that only instances/bwd_delta.cu, which launches it, compiles it.)
+constexpr int kBwdDsinksThreads = 256;
+template <int kThreads = kBwdDsinksThreads>
+__global__ void __launch_bounds__(kThreads) flash_bwd_dsinks_kernel(const __grid_constant__ BwdArgs a) {
+  const FlashFwdParams& p = a.p.fwd;
+  const int h = blockIdx.x;
+  const float sink2 = p.sinks[h] * 1.4426950408889634f;
+  const long long rows = a.seqlen_q_rounded;
+  float acc = 0.f;
+  for (int b = 0; b < p.batch; ++b) {
+    const long long w0 = ((long long)b * p.heads_q + h) * rows;
+    for (long long i = threadIdx.x; i < rows; i += kThreads)
+      acc = fmaf(exp2f(sink2 - a.lse2[w0 + i]), a.delta[w0 + i], acc);
+  }
+  __shared__ float warp_sums[kThreads / 32];
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x / 32] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0.f;
+    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
+    a.p.dsinks[h] = -total;
   }
 }
 

@@ -1,12 +1,15 @@
 // The dK/dV kernel: one block per (batch, KV head, 64-key block), 4 warps, each owning 16 keys.
 // For every query head of the KV head's group (in order) and every 64-query tile that sees the key
-// block (causal: from the first query whose diagonal reaches it), with the keys on the MMA rows:
+// block (the mask policy's rows: causal from the first query whose diagonal reaches it, a window
+// between its two edges), with the keys on the MMA rows:
 //   Sᵀ  = K·Qᵀ                    (K the A operand, the Q tile the B operand)
 //   Pᵀ  = exp2(Sᵀ·scale·log2e − lse2)   (lse2 per column = query; +inf rows give 0)
 //   dV += Pᵀ·dO
 //   dPᵀ = V·dOᵀ
 //   dSᵀ = Pᵀ ∘ (dPᵀ − delta)
 //   dK += dSᵀ·Q                    (scale applied once at the end)
+// With soft-capping or ALiBi (Mask::kTransformsScores) Sᵀ is transformed first and dSᵀ carries the
+// soft-capping's derivative; dPᵀ is then computed before P (bwd_p_ds_transformed).
 // dK and dV stay in registers (fp32) and are written once: no atomics, a fixed summation order.
 // Q, dO and their 64 lse2/delta values stream through a two-slot cp.async ring (the next tile loads
 // while this one computes); K and V are loaded once.
@@ -23,7 +26,7 @@
 
 namespace flashcore::cuda::detail {
 
-template <int D, typename Elem, bool kCausal, bool kAtomicDq>
+template <int D, typename Elem, class Mask, bool kAtomicDq>
 __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __grid_constant__ BwdArgs a) {
   using Cfg = BwdConfig<D>;
   constexpr int kTile = 64 * Cfg::kRow;  // elements of one [64 x D] tile
@@ -39,13 +42,14 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __gri
   const FlashBwdParams& g = a.p;      // dO and the gradients
   const int kb = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int len_q = p.seqlen_q, len_k = p.seqlen_k, diag = len_k - len_q;
+  const int len_q = p.seqlen_q, len_k = p.seqlen_k;
   const int k0 = kb * kBwdBlockN;
+  const Mask mask(p);
 
-  // Query tiles [m_first, n_m) see the key block: causal, query q sees key k0 iff q >= k0 - diag.
-  const int n_m = (len_q + kBwdBlockM - 1) / kBwdBlockM;
-  const int m_first = kCausal ? max(0, k0 - diag) / kBwdBlockM : 0;
-  const int m_count = max(0, n_m - m_first);
+  // Query tiles [m_first, m_first + m_count) hold every row that sees a key of the block.
+  const int r0 = mask.row_begin(k0), r1 = mask.row_end(k0 + kBwdBlockN);
+  const int m_first = r0 / kBwdBlockM;
+  const int m_count = r0 < r1 ? (r1 + kBwdBlockM - 1) / kBwdBlockM - m_first : 0;
   const int n_iters = a.group * m_count;
 
   const Elem* gK = static_cast<const Elem*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
@@ -70,10 +74,13 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __gri
   cp_async_commit();
 
   const LaneOffsets lo = lane_offsets<D>(lane);
-  AOperand<D, Cfg::kDkdvARegs> aK, aV;
+  // K and V as A operands in registers where they fit (bwd_config.cuh); not beside a transforming
+  // mask's per-element work (D = 64 with the dQ atomics spilled 16 bytes, sm_90).
+  constexpr bool kARegs = Cfg::kDkdvARegs && !Mask::kTransformsScores;
+  AOperand<D, kARegs> aK, aV;
   aK.init(smem_u32(sK), 16 * warp, lane);
   aV.init(smem_u32(sV), 16 * warp, lane);
-  if constexpr (Cfg::kDkdvARegs) {
+  if constexpr (kARegs) {
     cp_async_wait<0>();
     __syncthreads();
     aK.load();
@@ -99,23 +106,34 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __gri
     const int q0 = (m_first + it % m_count) * kBwdBlockM;
     const uint32_t tQ = smem_u32(sQ + slot * kTile), tdO = smem_u32(sdO + slot * kTile);
 
-    float s[kBlockN / 8][4];
+    // The iteration's query head (ALiBi's slope; the dQ accumulator's tile), computed where used.
+    auto head = [&] { return hk * a.group + it / m_count; };
+    float s[kBlockN / 8][4], dp[kBlockN / 8][4];
     nt_tile<D, Elem>(s, aK, tQ, lo);  // Sᵀ: keys x queries
-    if (bwd_tile_needs_mask<kCausal>(q0, k0, len_k, diag))
-      bwd_mask<kCausal, true>(s, key_row0, q0, lane, len_k, diag);
-    p_from_scores_cols(s, a.scale_log2, s_lse2 + slot * 64, lane);
-    pv_tile<D, Elem>(dv, s, tdO, lo);  // dV += Pᵀ·dO
-    float dp[kBlockN / 8][4];
-    nt_tile<D, Elem>(dp, aV, tdO, lo);  // dPᵀ = V·dOᵀ
-    ds_cols(dp, s, s_delta + slot * 64, lane);
+    const bool masked = bwd_tile_needs_mask(mask, q0, k0);
+    if constexpr (Mask::kTransformsScores) {
+      nt_tile<D, Elem>(dp, aV, tdO, lo);  // dPᵀ = V·dOᵀ
+      const float* lse2 = s_lse2 + slot * 64;
+      const float* delta = s_delta + slot * 64;
+      bwd_p_ds_transformed<true>(mask, masked, s, dp, key_row0, q0, lane, head(), a.scale_log2, [&](int i, int e) {
+        const int c = 8 * i + 2 * (lane & 3) + (e & 1);
+        return make_float2(lse2[c], delta[c]);
+      });
+      pv_tile<D, Elem>(dv, s, tdO, lo);  // dV += Pᵀ·dO
+    } else {
+      if (masked) bwd_mask<true>(mask, s, key_row0, q0, lane);
+      p_from_scores_cols(s, a.scale_log2, s_lse2 + slot * 64, lane);
+      pv_tile<D, Elem>(dv, s, tdO, lo);  // dV += Pᵀ·dO
+      nt_tile<D, Elem>(dp, aV, tdO, lo);  // dPᵀ = V·dOᵀ
+      ds_cols(dp, s, s_delta + slot * 64, lane);
+    }
     pv_tile<D, Elem>(dk, dp, tQ, lo);  // dK += dSᵀ·Q
     if constexpr (kAtomicDq) {
       __syncthreads();  // every warp is done with the dO tile: it takes dSᵀ
       Elem* sdS = sdO + slot * kTile;  // [64 keys x 64 queries], 64-element swizzled rows
       stage_acc_rows<64, Elem>(sdS, 16 * warp + (lane >> 2), lane, dp, 1.f);
       __syncthreads();
-      const int h = hk * a.group + it / m_count;
-      float* acc_tile = a.dq_accum + (((long long)b * p.heads_q + h) * a.seqlen_q_rounded + q0) * D;
+      float* acc_tile = a.dq_accum + (((long long)b * p.heads_q + head()) * a.seqlen_q_rounded + q0) * D;
       // dQ columns per pass: at most 64 (32 accumulators live), dividing D.
       constexpr int kCols = D % 64 == 0 ? 64 : 32;
 #pragma unroll

@@ -1,6 +1,8 @@
 // The dQ kernel: one block per (batch, query head, 64-query block), 4 warps, each owning 16 queries.
-// For every 64-key tile the block sees (causal: up to the last row's diagonal), queries on the rows:
+// For every 64-key tile the block sees (the mask policy's tiles: causal up to the last row's diagonal,
+// a window between its edges), queries on the rows:
 //   S  = Q·Kᵀ,  P = exp2(S·scale·log2e − lse2),  dP = dO·Vᵀ,  dS = P ∘ (dP − delta),  dQ += dS·K
+// (soft-capping and ALiBi: S transformed, dS times the soft-capping's derivative, bwd_p_ds_transformed)
 // (scale applied once at the end). dQ stays in registers (fp32) and is written once. K and V stream
 // through a two-slot cp.async ring; Q and dO are loaded once. Blocks are launched heaviest first
 // (causal: the last query blocks see the most keys).
@@ -10,7 +12,7 @@
 
 namespace flashcore::cuda::detail {
 
-template <int D, typename Elem, bool kCausal>
+template <int D, typename Elem, class Mask>
 __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dq_kernel(const __grid_constant__ BwdArgs a) {
   using Cfg = BwdConfig<D>;
   constexpr int kTile = 64 * Cfg::kRow;
@@ -25,12 +27,13 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dq_kernel(const __grid_
   const int qb = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / a.group;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int len_q = p.seqlen_q, len_k = p.seqlen_k, diag = len_k - len_q;
+  const int len_q = p.seqlen_q, len_k = p.seqlen_k;
   const int q0 = qb * kBwdBlockM;
+  const Mask mask(p);
 
-  // Keys [0, key_end) hold every key a row of the block sees.
-  const int key_end = kCausal ? min(len_k, q0 + kBwdBlockM + diag) : len_k;
-  const int n_tiles = key_end > 0 ? (key_end + kBwdBlockN - 1) / kBwdBlockN : 0;
+  // Key tiles [n_first, n_tiles) hold every key a row of the block sees.
+  const int n_first = mask.first_tile(q0, kBwdBlockN);
+  const int n_tiles = mask.tiles(q0 + kBwdBlockM, kBwdBlockN);
 
   const Elem* gQ = static_cast<const Elem*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
   const Elem* gdO = static_cast<const Elem*>(g.d_o) + b * g.do_batch_stride + h * g.do_head_stride;
@@ -44,7 +47,7 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dq_kernel(const __grid_
     load_tile_async<D, Elem>(sV + slot * kTile, gV, p.v_seq_stride, n * kBwdBlockN, kBwdBlockN, len_k, D, tid,
                              kBwdThreads);
   };
-  if (n_tiles > 0) load_kv_tile(0, 0);
+  if (n_first < n_tiles) load_kv_tile(n_first, 0);
   cp_async_commit();
 
   // This thread's two query rows: lse2 and delta from the workspace (rows padded to 64: in bounds).
@@ -69,22 +72,29 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dq_kernel(const __grid_
   for (int j = 0; j < D / 8; ++j) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.f;
 
 #pragma unroll 1
-  for (int n = 0; n < n_tiles; ++n) {
-    const int slot = n & 1;
+  for (int n = n_first; n < n_tiles; ++n) {
+    const int slot = (n - n_first) & 1;
     if (n + 1 < n_tiles) load_kv_tile(n + 1, slot ^ 1);
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();
     const uint32_t tK = smem_u32(sK + slot * kTile), tV = smem_u32(sV + slot * kTile);
 
-    float s[kBlockN / 8][4];
+    float s[kBlockN / 8][4], dp[kBlockN / 8][4];
     nt_tile<D, Elem>(s, aQ, tK, lo);  // S = Q·Kᵀ
-    if (bwd_tile_needs_mask<kCausal>(q0, n * kBwdBlockN, len_k, diag))
-      bwd_mask<kCausal, false>(s, q0 + lrow0, n * kBwdBlockN, lane, len_k, diag);
-    p_from_scores_rows(s, a.scale_log2, lse2_r0, lse2_r1);
-    float dp[kBlockN / 8][4];
-    nt_tile<D, Elem>(dp, adO, tV, lo);  // dP = dO·Vᵀ
-    ds_rows(dp, s, delta_r0, delta_r1);
+    const bool masked = bwd_tile_needs_mask(mask, q0, n * kBwdBlockN);
+    if constexpr (Mask::kTransformsScores) {
+      nt_tile<D, Elem>(dp, adO, tV, lo);  // dP = dO·Vᵀ
+      bwd_p_ds_transformed<false>(mask, masked, s, dp, q0 + lrow0, n * kBwdBlockN, lane, h, a.scale_log2,
+                                  [&](int, int e) {
+                                    return e < 2 ? make_float2(lse2_r0, delta_r0) : make_float2(lse2_r1, delta_r1);
+                                  });
+    } else {
+      if (masked) bwd_mask<false>(mask, s, q0 + lrow0, n * kBwdBlockN, lane);
+      p_from_scores_rows(s, a.scale_log2, lse2_r0, lse2_r1);
+      nt_tile<D, Elem>(dp, adO, tV, lo);  // dP = dO·Vᵀ
+      ds_rows(dp, s, delta_r0, delta_r1);
+    }
     pv_tile<D, Elem>(dq, dp, tK, lo);  // dQ += dS·K
     __syncthreads();
   }

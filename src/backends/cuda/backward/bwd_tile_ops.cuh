@@ -2,7 +2,8 @@
 // (sm80/tile_ops.cuh: tile loads, ldmatrix lane offsets, pv_tile; common/: mma.sync, swizzle, staging):
 //   AOperand          a warp's 16 rows of a swizzled tile as the MMA A operand (registers or re-read),
 //   nt_tile           C[16 x 64] = A[16 x D] · B[64 x D]ᵀ (S, Sᵀ, dP, dPᵀ); pv_tile does C += A[16 x 64] · B[64 x D],
-//   bwd_mask          causal + key tail, written once for both kernels (keys on rows or on columns),
+//   bwd_mask          the mask policy's -inf (common/mask.cuh), keys on rows or on columns,
+//   bwd_p_ds_transformed  P and dS in one pass where the policy transforms scores (soft-capping, ALiBi),
 //   p_from_scores_*   P = exp2(S·scale·log2e − lse2) and dS = P ∘ (dP − delta), rows or columns,
 //   ds_k_tile         the atomic path's dQ_tile = dS·K from the staged dSᵀ (ds_lane_offset: its A operand),
 //   red_add_frags     ... added to the fp32 accumulator in fragment order (dq_frag_index, dq_frag_offset),
@@ -11,12 +12,16 @@
 // of the warp's 16 rows and, in n8 column tile i, columns 8i + 2(lane%4) + {0,1}: s[i][0..1] row0, s[i][2..3] row0 + 8.
 #pragma once
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/backward/bwd_config.cuh"
 #include "backends/cuda/common/elem_ops.cuh"
 #include "backends/cuda/common/epilogue.cuh"
+#include "backends/cuda/common/mask.cuh"
+#include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/common/ptx.cuh"
 #include "backends/cuda/common/swizzle.cuh"
 #include "backends/cuda/sm80/tile_ops.cuh"
@@ -79,30 +84,80 @@ __device__ __forceinline__ void nt_tile(float (&c)[kBlockN / 8][4], const AOpera
   }
 }
 
-// ---- Mask (both kernels) ----------------------------------------------------------------------------
-// Query q sees key k iff k < seqlen_k and (not causal or k <= q + diag), diag = seqlen_k − seqlen_q.
-// Query rows past seqlen_q and rows that see no key need no mask: their lse2 is +inf (bwd_delta.cuh),
-// so P = exp2(S·c − inf) = 0 whatever S is.
+// The backward kernels' mask policy: CausalMask (causal or not, the key tail) or, with windows,
+// soft-capping or ALiBi, VariantMask (sinks need neither: they are in the forward's LSE, and their
+// gradient is the delta pass's, bwd_delta.cuh). Fixed-length batches: the lengths are the problem's.
+// Without variants causal is a template argument (CausalMaskOf's kCausal), as the kernels had it before
+// the policies: a run-time flag cost the D = 128 dK/dV kernel with the dQ atomics 12 bytes more spill.
+template <bool kVariants, bool kCausal>
+using BwdMask = std::conditional_t<kVariants, VariantMaskOf<ReadLengths>, CausalMaskOf<ReadLengths, kCausal>>;
+
+// ---- Mask (every backward kernel) --------------------------------------------------------------------
+// The forward's mask policies (common/mask.cuh: CausalMask; common/variant_mask.cuh: VariantMask for
+// windows, soft-capping and ALiBi), asked the same questions from the other side: a dK/dV block the
+// rows that see its keys (row_begin, row_end), a dQ block its key tiles (first_tile, tiles), every
+// fragment row what it sees (visible: keys of a query row, or query rows of a key). Query rows past seqlen_q and rows that see no key need
+// no mask: their lse2 is +inf (bwd_delta.cuh), so P = exp2(S·c − inf) = 0 whatever S is.
 //
-// Whether the 64 x 64 tile (queries q0.., keys k0..) has a pair some row does not see (block-uniform).
-template <bool kCausal>
-__device__ __forceinline__ bool bwd_tile_needs_mask(int q0, int k0, int len_k, int diag) {
-  return k0 + kBwdBlockN > len_k || (kCausal && k0 + kBwdBlockN - 1 > q0 + diag);
+// Whether the 64 x 64 tile (queries q0.., keys k0.., k0 a multiple of 64) has a pair some row does not
+// see (block-uniform): the policy's mask-free tiles for those rows, as the forward asks.
+template <class Mask>
+__device__ __forceinline__ bool bwd_tile_needs_mask(const Mask& m, int q0, int k0) {
+  const int tile = k0 / kBwdBlockN;
+  return tile < m.unmasked_first(q0 + kBwdBlockM, kBwdBlockN) || tile >= m.unmasked_tiles(q0, kBwdBlockN);
 }
 // -inf for the pairs not seen, in one warp fragment: rows row0, row0 + 8 (row0 = the warp's first row
 // + lane/4), column tile i from col0 + 8i. kKeysOnRows: rows are keys, columns queries (Sᵀ in dK/dV);
 // else rows are queries (S in dQ).
-template <bool kCausal, bool kKeysOnRows>
-__device__ __forceinline__ void bwd_mask(float (&s)[kBlockN / 8][4], int row0, int col0, int lane, int len_k,
-                                         int diag) {
+template <bool kKeysOnRows, class Mask>
+__device__ __forceinline__ void bwd_mask(const Mask& m, float (&s)[kBlockN / 8][4], int row0, int col0, int lane) {
   const int t = lane & 3;
+  const int2 vis[2] = {m.template visible<kKeysOnRows>(row0), m.template visible<kKeysOnRows>(row0 + 8)};
 #pragma unroll
   for (int i = 0; i < kBlockN / 8; ++i) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int row = row0 + (e >> 1) * 8, col = col0 + 8 * i + 2 * t + (e & 1);
-      const int q = kKeysOnRows ? col : row, k = kKeysOnRows ? row : col;
-      if (k >= len_k || (kCausal && k > q + diag)) s[i][e] = -INFINITY;
+      const int col = col0 + 8 * i + 2 * t + (e & 1);
+      const int2 v = vis[e >> 1];
+      if (col < v.x || col > v.y) s[i][e] = -INFINITY;
+    }
+  }
+}
+
+// Masks that transform the scores (Mask::kTransformsScores: soft-capping, ALiBi; common/variant_mask.cuh):
+// P and dS of one fragment in one pass, layout as bwd_mask. In: s the raw scores (q·k), dp = dO·vᵀ;
+// out: s = P = exp2(logit·scale_log2 − lse2), dp = dS = P ∘ (dP − delta) ∘ d(logit)/d(score) (the
+// soft-capping's 1 − tanh²; the scale is applied at the end as for plain scores). `masked`: the tile
+// needs the mask (bwd_tile_needs_mask). vals(i, e) gives the element's {lse2, delta} (its query's).
+// dS needs dP before P's registers are reused: the kernels compute S and dP first, then call this.
+template <bool kKeysOnRows, class Mask, class Vals>
+__device__ __forceinline__ void bwd_p_ds_transformed(const Mask& m, bool masked, float (&s)[kBlockN / 8][4],
+                                                     float (&dp)[kBlockN / 8][4], int row0, int col0, int lane, int h,
+                                                     float scale_log2, Vals vals) {
+  const int t = lane & 3;
+  const float neg_slope = m.alibi_neg_slope(h);
+  int2 vis[2] = {make_int2(INT_MIN, INT_MAX), make_int2(INT_MIN, INT_MAX)};
+  if (masked) vis[0] = m.template visible<kKeysOnRows>(row0), vis[1] = m.template visible<kKeysOnRows>(row0 + 8);
+  // key − (query + diag) at column 8i + e of each row: base ∓ (8i + e), exact in float below 2^24.
+  const int diag = m.seq.diag();
+  float base[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    base[r] = kKeysOnRows ? (float)(row0 + 8 * r - diag - col0 - 2 * t) : (float)(col0 + 2 * t - row0 - 8 * r - diag);
+#pragma unroll
+  for (int i = 0; i < kBlockN / 8; ++i) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int col = col0 + 8 * i + 2 * t + (e & 1);
+      const float step = (float)(8 * i + (e & 1));
+      const float dist = fabsf(kKeysOnRows ? base[e >> 1] - step : base[e >> 1] + step);
+      float dx;
+      float x = m.transform_one(s[i][e], dist, neg_slope, dx);
+      if (col < vis[e >> 1].x || col > vis[e >> 1].y) x = -INFINITY;
+      const float2 v = vals(i, e);
+      const float pr = fast_exp2(fmaf(x, scale_log2, -v.x));
+      s[i][e] = pr;
+      dp[i][e] = pr * (dp[i][e] - v.y) * dx;
     }
   }
 }

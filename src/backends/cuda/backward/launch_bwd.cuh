@@ -1,6 +1,6 @@
 // Launching the backward kernels: declared for the plan (plan_bwd.cu), defined where
-// FLASHCORE_BWD_INSTANCE is set: instances/bwd_hdim*.cu (one translation unit per head dim, both
-// dtypes, causal and not: they compile in parallel) and instances/bwd_delta.cu.
+// FLASHCORE_BWD_INSTANCE is set: instances/bwd_hdim*.cu (one translation unit per head dim and mask
+// policy, both dtypes, causal and not: they compile in parallel) and instances/bwd_delta.cu.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,15 +11,17 @@
 
 namespace flashcore::cuda::detail {
 
-// delta and lse2 into the workspace (bwd_delta.cuh); on the atomic path also zeroes dq_accum.
+// delta and lse2 into the workspace (bwd_delta.cuh); on the atomic path also zeroes dq_accum; with
+// args.p.dsinks set, then the sinks' gradient from them.
 cudaError_t launch_bwd_delta(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream);
-// Head dim D: the dK/dV kernel, then the dQ kernel (deterministic path) or, when args.dq_accum is set,
-// the dK/dV kernel with dQ atomics and the conversion of the accumulator to dQ (bwd_convert.cuh).
-template <int D>
+// Head dim D, mask policy BwdMask<kVariants> (bwd_tile_ops.cuh): the dK/dV kernel, then the dQ kernel
+// (deterministic path) or, when args.dq_accum is set, the dK/dV kernel with dQ atomics and the
+// conversion of the accumulator to dQ (bwd_convert.cuh).
+template <int D, bool kVariants>
 cudaError_t launch_bwd_head_dim(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream);
 // The Hopper dK/dV kernel of head dim D (64, 128: bwd_hopper_head_dim), when plan.hopper: defined in
 // backward/sm90/instances/ (sm_90a; in the build when FLASHCORE_HAVE_HOPPER_KERNELS is).
-template <int D>
+template <int D, bool kVariants>
 cudaError_t launch_bwd_sm90_head_dim(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream);
 
 }  // namespace flashcore::cuda::detail
@@ -35,15 +37,16 @@ cudaError_t launch_bwd_sm90_head_dim(const FlashBwdPlan& plan, const BwdArgs& ar
 
 namespace flashcore::cuda::detail {
 
-template <int D, typename Elem, bool kCausal>
+template <int D, typename Elem, bool kVariants, bool kCausal>
 cudaError_t launch_bwd_typed(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
+  using Mask = BwdMask<kVariants, kCausal>;
   // The forward's once-per-(kernel, device) raise of the dynamic shared memory limit (plan.cu).
   if (plan.hopper) {  // the Hopper dK/dV kernel (its head dim: D, or 128 for 96), then the conversion
     cudaError_t e = cudaErrorInvalidValue;  // a build without the Hopper kernel never plans it
 #ifdef FLASHCORE_HAVE_HOPPER_KERNELS
     constexpr int kD = bwd_hopper_head_dim(D);
     if constexpr (kD != 0) {
-      e = launch_bwd_sm90_head_dim<kD>(plan, args, stream);
+      e = launch_bwd_sm90_head_dim<kD, kVariants>(plan, args, stream);  // dispatches dtype and causal itself
       if (e != cudaSuccess) return e;
       flash_bwd_convert_dq_kernel<kD, Elem><<<plan.grid_dq, kBwdConvertThreads, 0, stream>>>(args);
       e = cudaGetLastError();
@@ -53,7 +56,7 @@ cudaError_t launch_bwd_typed(const FlashBwdPlan& plan, const BwdArgs& args, cuda
   }
   if constexpr (bwd_atomic_dq_built(D)) {
     if (plan.atomic_dq) {
-      void (*dkdv)(BwdArgs) = flash_bwd_dkdv_kernel<D, Elem, kCausal, true>;
+      void (*dkdv)(BwdArgs) = flash_bwd_dkdv_kernel<D, Elem, Mask, true>;
       cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(dkdv), plan.device, plan.smem_dkdv);
       if (e != cudaSuccess) return e;
       dkdv<<<plan.grid_dkdv, plan.threads, plan.smem_dkdv, stream>>>(args);
@@ -64,8 +67,8 @@ cudaError_t launch_bwd_typed(const FlashBwdPlan& plan, const BwdArgs& args, cuda
     }
   }
   if (plan.atomic_dq) return cudaErrorInvalidValue;  // the plan never gets here (bwd_atomic_dq_built)
-  void (*dkdv)(BwdArgs) = flash_bwd_dkdv_kernel<D, Elem, kCausal, false>;
-  void (*dq)(BwdArgs) = flash_bwd_dq_kernel<D, Elem, kCausal>;
+  void (*dkdv)(BwdArgs) = flash_bwd_dkdv_kernel<D, Elem, Mask, false>;
+  void (*dq)(BwdArgs) = flash_bwd_dq_kernel<D, Elem, Mask>;
   cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(dkdv), plan.device, plan.smem_dkdv);
   if (e != cudaSuccess) return e;
   e = raise_smem_limit(reinterpret_cast<const void*>(dq), plan.device, plan.smem_dq);
@@ -77,18 +80,26 @@ cudaError_t launch_bwd_typed(const FlashBwdPlan& plan, const BwdArgs& args, cuda
   return cudaGetLastError();
 }
 
-template <int D>
+// The VariantMask kernels take causal at run time (a window's right edge of 0), the CausalMask ones
+// as a template argument (BwdMask).
+template <int D, typename Elem, bool kVariants>
+cudaError_t launch_bwd_causal(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
+  if constexpr (kVariants)
+    return launch_bwd_typed<D, Elem, true, false>(plan, args, stream);
+  else
+    return args.p.fwd.causal ? launch_bwd_typed<D, Elem, false, true>(plan, args, stream)
+                             : launch_bwd_typed<D, Elem, false, false>(plan, args, stream);
+}
+
+template <int D, bool kVariants>
 cudaError_t launch_bwd_head_dim(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
-  if (args.p.fwd.bf16)
-    return args.p.fwd.causal ? launch_bwd_typed<D, __nv_bfloat16, true>(plan, args, stream)
-                         : launch_bwd_typed<D, __nv_bfloat16, false>(plan, args, stream);
-  return args.p.fwd.causal ? launch_bwd_typed<D, __half, true>(plan, args, stream)
-                       : launch_bwd_typed<D, __half, false>(plan, args, stream);
+  return args.p.fwd.bf16 ? launch_bwd_causal<D, __nv_bfloat16, kVariants>(plan, args, stream)
+                         : launch_bwd_causal<D, __half, kVariants>(plan, args, stream);
 }
 
 }  // namespace flashcore::cuda::detail
 
-#define FLASHCORE_BWD_INSTANTIATE(D)                                                              \
-  template cudaError_t flashcore::cuda::detail::launch_bwd_head_dim<D>(                           \
+#define FLASHCORE_BWD_INSTANTIATE(D, VARIANTS)                                                    \
+  template cudaError_t flashcore::cuda::detail::launch_bwd_head_dim<D, VARIANTS>(                 \
       const flashcore::cuda::FlashBwdPlan&, const flashcore::cuda::detail::BwdArgs&, cudaStream_t);
 #endif

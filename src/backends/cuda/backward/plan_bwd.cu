@@ -13,6 +13,7 @@
 #include "backends/cuda/backward/bwd_config.cuh"
 #include "backends/cuda/backward/launch_bwd.cuh"
 #include "backends/cuda/backward/sm90/config.h"
+#include "backends/cuda/common/variant_mask.cuh"  // has_variants
 #include "backends/cuda/kernels.h"  // sm90_bwd_tensor_maps
 #include "backends/cuda/limits.h"
 
@@ -44,16 +45,11 @@ size_t workspace_bytes(const FlashFwdParams& p, int seqlen_q_rounded, int acc_di
   return sizeof(float) * workspace_rows(p, seqlen_q_rounded) * (2 + (size_t)acc_dim);
 }
 
-// The variants and sequence layouts the backward kernels do not have: "" or the field that is set.
+// The sequence layouts the backward kernels do not have: "" or the field that is set. (The attention
+// variants they run: windows, soft-capping and ALiBi through the VariantMask kernels, sinks through the
+// forward's LSE and the dsinks kernel.)
 std::string unsupported_features(const FlashBwdParams& b) {
   const FlashFwdParams& p = b.fwd;
-  const std::string tail = " (the tuned backward has no attention variants; the reference backward runs them)";
-  if (p.window_left != -1) return "window_left " + std::to_string(p.window_left) + " is set" + tail;
-  if (p.window_right != -1) return "window_right " + std::to_string(p.window_right) + " is set" + tail;
-  if (p.softcap != 0.f) return "softcap " + std::to_string(p.softcap) + " is set" + tail;
-  if (p.alibi_slopes != nullptr) return "alibi_slopes is set" + tail;
-  if (p.sinks != nullptr) return "sinks is set" + tail;
-  if (b.dsinks != nullptr) return "dsinks is set" + tail;
   const std::string seq = " (the tuned backward takes fixed-length batches only; the reference backward runs "
                           "sequence layouts)";
   if (p.cu_seqlens_q != nullptr || p.total_q != 0) return "cu_seqlens_q (varlen Q) is set" + seq;
@@ -113,11 +109,22 @@ std::string hopper_bwd(const FlashBwdParams& b, const DeviceLimits& dev, FlashBw
 
 std::string FlashBwdPlan::describe() const {
   return std::string(hopper ? "sm90-bwd" : "sm80-bwd") + " D=" + std::to_string(head_dim) +
-         (atomic_dq ? " dq_path=atomic" : " dq_path=deterministic") + " block=" + std::to_string(block_m) + "x" +
+         (atomic_dq ? " dq_path=atomic" : " dq_path=deterministic") + (variants ? " mask=variants" : "") +
+         (dsinks ? " dsinks" : "") + " block=" + std::to_string(block_m) + "x" +
          std::to_string(block_n) + " threads=" + std::to_string(threads) + " smem dkdv=" + std::to_string(smem_dkdv) +
          " dq=" + std::to_string(smem_dq) + " workspace=" + std::to_string(workspace_bytes) +
          (hopper ? " heavy_group=" + std::to_string(heavy_group) : std::string());
 }
+
+namespace {
+
+// The kernels of the VariantMask policy: windows, soft-capping, ALiBi (sinks alone change no score).
+bool bwd_variant_mask(const FlashFwdParams& p) {
+  return detail::has_variants(p) && (p.window_left >= 0 || p.window_right >= 0 || p.softcap > 0.f ||
+                                     p.alibi_slopes != nullptr);
+}
+
+}  // namespace
 
 std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, FlashBwdPlan* plan, FlashVariant variant) {
   const FlashFwdParams& p = b.fwd;
@@ -155,6 +162,8 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
   out.delta_threads = detail::kBwdDeltaThreads;
   out.seqlen_q_rounded = (int)q_rounded;
   out.atomic_dq = !b.deterministic && detail::bwd_atomic_dq_built(p.head_dim);
+  out.variants = bwd_variant_mask(p);
+  out.dsinks = b.dsinks != nullptr;
   out.acc_dim = p.head_dim;
   bwd_smem(p.head_dim, &out.smem_dkdv, &out.smem_dq);
   const size_t need = out.smem_dkdv > out.smem_dq ? out.smem_dkdv : out.smem_dq;
@@ -176,6 +185,22 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
   if (plan != nullptr) *plan = out;
   return {};
 }
+
+namespace {
+
+// The kernels of the plan's head dim and mask policy (instances/).
+template <bool kVariants>
+cudaError_t launch_head_dim(const FlashBwdPlan& plan, const detail::BwdArgs& args, cudaStream_t stream) {
+  switch (plan.head_dim) {
+    case 32: return detail::launch_bwd_head_dim<32, kVariants>(plan, args, stream);
+    case 64: return detail::launch_bwd_head_dim<64, kVariants>(plan, args, stream);
+    case 96: return detail::launch_bwd_head_dim<96, kVariants>(plan, args, stream);
+    case 128: return detail::launch_bwd_head_dim<128, kVariants>(plan, args, stream);
+    default: return cudaErrorInvalidValue;  // the plan never gets here
+  }
+}
+
+}  // namespace
 
 cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cudaStream_t stream) {
   const FlashFwdParams& p = b.fwd;
@@ -210,13 +235,7 @@ cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cud
   args.dq_accum = plan.atomic_dq ? args.lse2 + rows : nullptr;
   e = detail::launch_bwd_delta(plan, args, stream);
   if (e == cudaSuccess) {
-    switch (plan.head_dim) {
-      case 32: e = detail::launch_bwd_head_dim<32>(plan, args, stream); break;
-      case 64: e = detail::launch_bwd_head_dim<64>(plan, args, stream); break;
-      case 96: e = detail::launch_bwd_head_dim<96>(plan, args, stream); break;
-      case 128: e = detail::launch_bwd_head_dim<128>(plan, args, stream); break;
-      default: e = cudaErrorInvalidValue; break;  // the plan never gets here
-    }
+    e = plan.variants ? launch_head_dim<true>(plan, args, stream) : launch_head_dim<false>(plan, args, stream);
   }
   const cudaError_t f = cudaFreeAsync(ws, stream);  // after the kernels, in stream order
   return e != cudaSuccess ? e : f;

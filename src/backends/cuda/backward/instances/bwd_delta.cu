@@ -1,4 +1,4 @@
-// The backward's delta kernel (bwd_delta.cuh), both dtypes, every head dim.
+// The backward's delta kernel (bwd_delta.cuh), both dtypes, every head dim; the sinks' gradient.
 #define FLASHCORE_BWD_INSTANCE
 #include "backends/cuda/backward/launch_bwd.cuh"
 
@@ -9,7 +9,12 @@ cudaError_t launch_bwd_delta(const FlashBwdPlan& plan, const BwdArgs& args, cuda
     flash_bwd_delta_kernel<__nv_bfloat16><<<plan.grid_delta, plan.delta_threads, 0, stream>>>(args);
   else
     flash_bwd_delta_kernel<__half><<<plan.grid_delta, plan.delta_threads, 0, stream>>>(args);
-  return cudaGetLastError();
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess && args.p.dsinks != nullptr) {
+    flash_bwd_dsinks_kernel<><<<args.p.fwd.heads_q, kBwdDsinksThreads, 0, stream>>>(args);
+    e = cudaGetLastError();
+  }
+  return e;
 }
 
 }  // namespace flashcore::cuda::detail

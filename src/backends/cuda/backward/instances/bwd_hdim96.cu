@@ -1,5 +1,6 @@
-// Backward kernels (dK/dV, dQ) of head dim 96: fp16 and bf16, causal and not.
+// Backward kernels (dK/dV, dQ) of head dim 96 without soft-capping, ALiBi or windows (CausalMask):
+// fp16 and bf16, causal and not.
 #define FLASHCORE_BWD_INSTANCE
 #include "backends/cuda/backward/launch_bwd.cuh"
 
-FLASHCORE_BWD_INSTANTIATE(96)
+FLASHCORE_BWD_INSTANTIATE(96, false)

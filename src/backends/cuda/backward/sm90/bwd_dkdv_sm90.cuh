@@ -12,7 +12,8 @@
 //   warpgroups 1, 2 (consumers): 64 keys each, keys on the wgmma rows (M), for each tile:
 //     Sᵀ  = K·Qᵀ                  wgmma m64n64k16, K and Q from shared memory (K-major)
 //     dPᵀ = V·dOᵀ                 the same with V and dO
-//     Pᵀ  = exp2(Sᵀ·scale·log2e − lse2), dSᵀ = Pᵀ ∘ (dPᵀ − delta)   (bwd_tile_ops.cuh, with the mask)
+//     Pᵀ  = exp2(Sᵀ·scale·log2e − lse2), dSᵀ = Pᵀ ∘ (dPᵀ − delta)   (bwd_tile_ops.cuh, with the mask
+//                                 policy: kVariants, windows, soft-capping and ALiBi, bwd_p_ds_transformed)
 //     dV += Pᵀ·dO                 wgmma m64nDk16, Pᵀ from registers, dO from shared memory (MN-major)
 //     dK += dSᵀ·Q                 the same with dSᵀ and Q
 //     dSᵀ -> shared memory (the dtype), then
@@ -52,7 +53,7 @@
 
 namespace flashcore::cuda::detail {
 
-template <int D, typename Elem, bool kCausal>
+template <int D, typename Elem, bool kVariants, bool kCausal>
 __global__ void __launch_bounds__(BwdHopperConfig<D>::kThreads, 1)
 flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_constant__ BwdHopperMaps maps) {
   using Cfg = BwdHopperConfig<D>;
@@ -68,15 +69,18 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
 
   const FlashFwdParams& p = a.p.fwd;  // the forward call
   const FlashBwdParams& g = a.p;      // dO and the gradients
-  const KeyBlockCoord blk = key_block_order<kCausal>(a.heavy_group);  // causal: heavy blocks first
+  using Mask = BwdMask<kVariants, kCausal>;  // the variants' causal is p.causal (bwd_tile_ops.cuh)
+  const bool heavy_first = kVariants ? p.causal : kCausal;  // causal: heavy blocks first
+  const KeyBlockCoord blk = heavy_first ? key_block_order<true>(a.heavy_group) : key_block_order<false>(a.heavy_group);
   const int kb = blk.kb, hk = blk.hk, b = blk.b;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
-  const int len_q = p.seqlen_q, len_k = p.seqlen_k, diag = len_k - len_q;
+  const int len_k = p.seqlen_k;
   const int k0 = kb * Cfg::kBlockN;
-  // Query tiles [m_first, n_m) see the block's keys (causal: query q sees key k iff q >= k − diag).
-  const int n_m = (len_q + Cfg::kBlockM - 1) / Cfg::kBlockM;
-  const int m_first = kCausal ? max(0, k0 - diag) / Cfg::kBlockM : 0;
-  const int m_count = max(0, n_m - m_first);
+  const Mask mask(p);
+  // Query tiles [m_first, m_first + m_count) hold every row that sees a key of the block (bwd_tile_ops.cuh).
+  const int r0 = mask.row_begin(k0), r1 = mask.row_end(k0 + Cfg::kBlockN);
+  const int m_first = r0 / Cfg::kBlockM;
+  const int m_count = r0 < r1 ? (r1 + Cfg::kBlockM - 1) / Cfg::kBlockM - m_first : 0;
   const int n_iters = a.group * m_count;
   // Iteration it: query head hk·group + it / m_count, query tile m_first + it % m_count (first row q0).
   struct Tile {
@@ -207,10 +211,18 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
     fence_regs(st_flat);
     fence_regs(dpt_flat);
 
-    if (bwd_tile_needs_mask<kCausal>(t.q0, kw0, len_k, diag))
-      bwd_mask<kCausal, true>(st, key_row0, t.q0, lane, len_k, diag);
-    p_from_scores_cols(st, a.scale_log2, rows(it), lane);
-    ds_cols(dpt, st, rows(it) + Cfg::kBlockM, lane);
+    const bool masked = bwd_tile_needs_mask(mask, t.q0, kw0);
+    if constexpr (Mask::kTransformsScores) {
+      const float* lse2 = rows(it);
+      bwd_p_ds_transformed<true>(mask, masked, st, dpt, key_row0, t.q0, lane, t.h, a.scale_log2, [&](int i, int e) {
+        const int c = 8 * i + 2 * (lane & 3) + (e & 1);
+        return make_float2(lse2[c], lse2[Cfg::kBlockM + c]);
+      });
+    } else {
+      if (masked) bwd_mask<true>(mask, st, key_row0, t.q0, lane);
+      p_from_scores_cols(st, a.scale_log2, rows(it), lane);
+      ds_cols(dpt, st, rows(it) + Cfg::kBlockM, lane);
+    }
     uint32_t pf[4][4], dsf[4][4];  // Pᵀ and dSᵀ as A operands, one k16 step (16 queries) per [k]
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -275,29 +287,32 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   store_tile_rows<D, Elem>(gdV, g.dv_seq_stride, s_dv, kw0, len_k, tid - 128 * wg, 128, p.head_dim / 8);
 }
 
-template <int D, typename Elem, bool kCausal>
+template <int D, typename Elem, bool kVariants, bool kCausal>
 cudaError_t launch_bwd_sm90_typed(const FlashBwdPlan& plan, const BwdArgs& args, const BwdHopperMaps& maps,
                                   cudaStream_t stream) {
-  void (*kernel)(BwdArgs, BwdHopperMaps) = flash_bwd_dkdv_sm90_kernel<D, Elem, kCausal>;
+  void (*kernel)(BwdArgs, BwdHopperMaps) = flash_bwd_dkdv_sm90_kernel<D, Elem, kVariants, kCausal>;
   const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), plan.device, plan.smem_dkdv);
   if (e != cudaSuccess) return e;
   kernel<<<plan.grid_dkdv, plan.threads, plan.smem_dkdv, stream>>>(args, maps);
   return cudaGetLastError();
 }
 
-template <int D>
+template <int D, bool kVariants>
 cudaError_t launch_bwd_sm90_head_dim(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
   BwdHopperMaps maps;
   std::memcpy(static_cast<void*>(&maps), plan.tensor_maps, sizeof maps);
-  if (args.p.fwd.bf16)
-    return args.p.fwd.causal ? launch_bwd_sm90_typed<D, __nv_bfloat16, true>(plan, args, maps, stream)
-                             : launch_bwd_sm90_typed<D, __nv_bfloat16, false>(plan, args, maps, stream);
-  return args.p.fwd.causal ? launch_bwd_sm90_typed<D, __half, true>(plan, args, maps, stream)
-                           : launch_bwd_sm90_typed<D, __half, false>(plan, args, maps, stream);
+  if constexpr (kVariants) {  // the VariantMask kernel takes causal at run time
+    return args.p.fwd.bf16 ? launch_bwd_sm90_typed<D, __nv_bfloat16, true, false>(plan, args, maps, stream)
+                           : launch_bwd_sm90_typed<D, __half, true, false>(plan, args, maps, stream);
+  } else if (args.p.fwd.bf16)
+    return args.p.fwd.causal ? launch_bwd_sm90_typed<D, __nv_bfloat16, false, true>(plan, args, maps, stream)
+                             : launch_bwd_sm90_typed<D, __nv_bfloat16, false, false>(plan, args, maps, stream);
+  return args.p.fwd.causal ? launch_bwd_sm90_typed<D, __half, false, true>(plan, args, maps, stream)
+                           : launch_bwd_sm90_typed<D, __half, false, false>(plan, args, maps, stream);
 }
 
 }  // namespace flashcore::cuda::detail
 
-#define FLASHCORE_BWD_SM90_INSTANTIATE(D)                                                         \
-  template cudaError_t flashcore::cuda::detail::launch_bwd_sm90_head_dim<D>(                      \
+#define FLASHCORE_BWD_SM90_INSTANTIATE(D, VARIANTS)                                               \
+  template cudaError_t flashcore::cuda::detail::launch_bwd_sm90_head_dim<D, VARIANTS>(            \
       const flashcore::cuda::FlashBwdPlan&, const flashcore::cuda::detail::BwdArgs&, cudaStream_t);
