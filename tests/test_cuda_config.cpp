@@ -600,6 +600,59 @@ TEST(CudaConfig, BackwardPlansChooseTheirDkdvKernel) {
   EXPECT_FALSE(plan.hopper);
 }
 
+// The attention variants in the tuned backward: windows, soft-capping and ALiBi take the VariantMask
+// kernels (the plan says mask=variants), sinks alone the plain ones plus the dsinks kernel, on both dK/dV
+// kernels and both paths; sequence layouts are still declined by name.
+TEST(CudaConfig, BackwardPlansRunTheAttentionVariants) {
+  using flashcore::cuda::FlashVariant;
+  flashcore::cuda::DeviceLimits h100 = h100_limits();
+  h100.hopper_kernel_loads = true;
+  const auto has = [](const std::string& s, const char* what) { return s.find(what) != std::string::npos; };
+  static float slopes[8] = {}, sinks[8] = {}, dsinks[8] = {};
+  flashcore::cuda::FlashBwdPlan plan;
+  flashcore::cuda::FlashBwdParams win = bwd_params(params(2, 8, 2, 300, 333, 128, true, true));
+  win.fwd.window_left = 64;
+  for (FlashVariant v : {FlashVariant::Auto, FlashVariant::AllWarps}) {
+    ASSERT_EQ(flashcore::cuda::flash_bwd_plan(win, h100, &plan, v), "");
+    EXPECT_TRUE(plan.variants);
+    EXPECT_FALSE(plan.dsinks);
+    EXPECT_TRUE(has(plan.describe(), "mask=variants")) << plan.describe();
+  }
+  const std::string forced = flashcore::cuda::flash_bwd_plan(win, h100, &plan, FlashVariant::Hopper);
+  EXPECT_TRUE(forced.empty() || has(forced, "cuTensorMapEncodeTiled") || has(forced, "was not built")) << forced;
+  win.deterministic = true;
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(win, h100, &plan), "");
+  EXPECT_TRUE(plan.variants && !plan.hopper && !plan.atomic_dq) << plan.describe();
+
+  flashcore::cuda::FlashBwdParams each = bwd_params(params(1, 8, 8, 100, 100, 64, false, false));
+  each.fwd.softcap = 30.f;
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(each, h100, &plan, FlashVariant::AllWarps), "");
+  EXPECT_TRUE(plan.variants);
+  each.fwd.softcap = 0.f;
+  each.fwd.alibi_slopes = slopes;
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(each, h100, &plan, FlashVariant::AllWarps), "");
+  EXPECT_TRUE(plan.variants);
+  each.fwd.alibi_slopes = nullptr;
+  each.fwd.window_right = 0;
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(each, h100, &plan, FlashVariant::AllWarps), "");
+  EXPECT_TRUE(plan.variants);
+  each.fwd.window_right = -1;
+  each.fwd.sinks = sinks;  // sinks alone change no score: the plain kernels, and their gradient if asked
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(each, h100, &plan, FlashVariant::AllWarps), "");
+  EXPECT_FALSE(plan.variants);
+  EXPECT_FALSE(plan.dsinks);
+  each.dsinks = dsinks;
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(each, h100, &plan, FlashVariant::AllWarps), "");
+  EXPECT_FALSE(plan.variants);
+  EXPECT_TRUE(plan.dsinks);
+  EXPECT_TRUE(has(plan.describe(), " dsinks")) << plan.describe();
+
+  flashcore::cuda::FlashBwdParams cache = bwd_params(params(2, 8, 8, 100, 100, 64, false, false));
+  static const int lens[2] = {50, 100};
+  cache.fwd.seqlens_k = lens;
+  EXPECT_TRUE(has(flashcore::cuda::flash_bwd_plan(cache, h100, &plan), "seqlens_k (cache lengths) is set"));
+}
+
 // FP8 (e4m3) inputs: only the Hopper kernel's FP8 instance runs them, and every other case is declined
 // by name (the reference runs it); the plan sizes the transposed V's workspace (keys padded to 32).
 TEST(CudaConfig, Fp8PlansRunTheHopperKernelOrSayWhyNot) {

@@ -16,6 +16,7 @@
 #include "flashcore/flashcore.h"
 #include "gpu/gpu_support.hpp"
 #include "support/backward.hpp"
+#include "support/cases.hpp"
 #include "verify/elements.hpp"
 #include "verify/tolerance.hpp"
 
@@ -98,15 +99,16 @@ bool is_reference(const std::string& name) {
 }
 
 // What a backend promises to run: the reference every case; the tuned backward (cuda-flash,
-// src/backends/cuda/flash_bwd.h) fp16/bf16 problems without variants or sequence layouts, head dims
-// exactly 32, 64, 96 and 128 (any causal, GQA and stride layout of the cases below). Its gradients are
+// src/backends/cuda/flash_bwd.h) fp16/bf16 problems without sequence layouts, head dims exactly 32, 64,
+// 96 and 128 (any causal, GQA, stride layout and attention variant of the cases below: windows,
+// soft-capping and ALiBi through the VariantMask kernels, sinks and their gradient). Its gradients are
 // held to a tuned kernel's bound (kernel_gradient_bound: twice the naive same-precision error).
 // cuda-flash-allwarps promises the same; cuda-flash-hopper head dims 64, 96 (on its D = 128 kernel) and
 // 128 on a compute capability 9.0 device (default path only), where cuda-flash then runs it too (the plan
 // says sm90-bwd).
 bool promised(const std::string& backend, const Case& c) {
   if (is_reference(backend)) return true;
-  const bool tuned = c.dtype != DType::F32 && !c.has_variant() && !c.has_sequences();
+  const bool tuned = c.dtype != DType::F32 && !c.has_sequences();
   if (backend == "cuda-flash-hopper")
     return tuned && hopper_head_dim(c) && hopper_device() && hopper_built();
   if (backend != "cuda-flash" && backend != "cuda-flash-allwarps") return false;
@@ -135,6 +137,17 @@ std::vector<Case> cases() {
     Case v = make_case(1, 4, 2, 90, 120, 64, DType::F16, causal);
     v.window_left = 20, v.window_right = causal ? -1 : 5, v.softcap = 20, v.alibi = true, v.sinks = true;
     out.push_back(v);
+    // Each variant alone, on every head dim of the tuned backward, GQA and odd lengths.
+    out.push_back(fctest::with_variants(make_case(2, 4, 2, 200, 333, 128, DType::BF16, causal), 70,
+                                        causal ? -1 : 30));
+    out.push_back(fctest::with_variants(make_case(1, 6, 2, 257, 190, 96, DType::F16, causal), -1, -1, 15.0));
+    out.push_back(fctest::with_variants(make_case(2, 4, 4, 130, 130, 32, DType::BF16, causal), -1, -1, 0, true));
+    out.push_back(fctest::with_variants(make_case(1, 4, 1, 100, 300, 64, DType::F16, causal), -1, -1, 0, false, true));
+    // A narrow window with Lq > Lk: the first rows see no key at all (LSE -inf), whole key blocks and
+    // query tiles fall outside every window.
+    out.push_back(fctest::with_variants(make_case(1, 2, 1, 150, 40, 64, DType::F16, causal), 3, causal ? -1 : 2));
+    if (!causal)  // a right bound only: rows see every key up to 5 past their diagonal
+      out.push_back(fctest::with_variants(make_case(2, 2, 1, 77, 77, 64, DType::F16, false), -1, 5));
     out.push_back(fctest::sequence_case(4, 2, 64, DType::BF16, causal, {37, 1, 150}, {50, 3, 160},
                                         Case::KvStore::Packed));
     out.push_back(fctest::sequence_case(2, 1, 128, DType::F16, causal, {}, {20, 171, 0}, Case::KvStore::Batched, 0,
@@ -147,6 +160,10 @@ std::vector<Case> cases() {
   for (int n = 0; n < 14; ++n) out.push_back(fctest::random_case(rng, 400, {32, 64, 96, 128}, DType::F16));
   out.push_back(make_case(2, 8, 2, 1024, 1024, 128, DType::BF16, true));
   out.push_back(make_case(1, 4, 4, 1000, 777, 64, DType::F16, false));
+  // Many tiles under a window: tile ranges that start past the first key, mask-free tiles in between.
+  out.push_back(fctest::with_variants(make_case(2, 8, 2, 1024, 1024, 128, DType::BF16, true), 256, -1, 0, true));
+  out.push_back(fctest::with_variants(make_case(1, 4, 2, 700, 900, 64, DType::F16, false), 100, 60, 30.0, false,
+                                      true));
   return out;
 }
 
@@ -189,6 +206,7 @@ TEST_P(BackwardCases, MatchesFp64Oracle) {
     CUDA_OK(cudaMemset(d.g.dq, 0xff, h.dq.size()));  // NaN in every dtype
     CUDA_OK(cudaMemset(d.g.dk, 0xff, h.dk.size()));
     CUDA_OK(cudaMemset(d.g.dv, 0xff, h.dv.size()));
+    if (d.g.dsinks != nullptr) CUDA_OK(cudaMemset(d.g.dsinks, 0xff, h.dsinks.size() * sizeof(float)));
     opts.deterministic = deterministic;
     const flashcore::Report ran = flashcore::run_backward(h.fwd.problem, d.t, d.g, opts);
     const std::string kernel = expected_kernel(prm.backend, c, deterministic);
@@ -217,12 +235,17 @@ INSTANTIATE_TEST_SUITE_P(Gpu, BackwardCases,
 
 // Options::deterministic: bitwise the same gradients every run, on every backend. Without it the tuned
 // backward's dK and dV are still bitwise the same (no atomics there); only dQ's sums vary in order.
+// The attention variants (windows, soft-capping, ALiBi: the VariantMask kernels) and the sinks'
+// gradient too.
 TEST(GpuBackward, BitwiseTheSameEveryRun) {
   REQUIRE_DEVICE();
-  Case c = make_case(2, 8, 2, 300, 333, 64, DType::BF16, true);
-  const BackwardData h0 = fctest::make_backward_data(c, fctest::run_seed() ^ 0xb4c4);
+  const Case plain = make_case(2, 8, 2, 300, 333, 64, DType::BF16, true);
+  const Case variants = fctest::with_variants(make_case(2, 8, 2, 300, 333, 128, DType::F16, false), 90, 40, 25.0,
+                                              true, true);
+  for (const Case& c : {plain, variants})
   for (const std::string& b : backward_backends()) {
-    SCOPED_TRACE(b);
+    SCOPED_TRACE(b + (c.has_variant() ? " (variants)" : ""));
+    const BackwardData h0 = fctest::make_backward_data(c, fctest::run_seed() ^ 0xb4c4);
     BackwardData first = h0, second = h0;
     DeviceBackward d(h0);
     flashcore::Options opts;
@@ -242,6 +265,7 @@ TEST(GpuBackward, BitwiseTheSameEveryRun) {
         if (deterministic) ASSERT_EQ(first.dq, second.dq) << "run " << n;
         ASSERT_EQ(first.dk, second.dk) << "run " << n;
         ASSERT_EQ(first.dv, second.dv) << "run " << n;
+        ASSERT_EQ(first.dsinks, second.dsinks) << "run " << n;  // empty without sinks
       }
     }
   }
