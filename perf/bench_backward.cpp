@@ -2,6 +2,10 @@
 // perf suite's backward rows (perf/run_backward.sh puts PyTorch's SDPA backward beside it, same run).
 //
 //   flashcore_bench_backward [--backends=a,b] [--shapes=B,H,L,D,causal;...] [--dtype=bf16|fp16] [--seconds=S]
+//                            [--variant=V]
+//
+// --variant: an attention variant for every shape, as flashcore_bench --variants writes one (window:L,R,
+// softcap:X, alibi, sinks:X, joined by '+'; ALiBi slopes 2^(-8(h+1)/H), the sinks' gradient asked for).
 //
 // A backend name with the suffix "+deterministic" (e.g. cuda-flash+deterministic) runs that backend
 // with Options::deterministic (the default path otherwise).
@@ -10,8 +14,8 @@
 // only as a sanity check: the tests check accuracy), then repetitions of back-to-back calls between
 // two CUDA events, up to --seconds per backend and shape; the median per call is reported. One JSON
 // line per (shape, backend) on stdout: {"B":..,"H":..,"L":..,"D":..,"causal":..,"backend":..,
-// "median_us":..,"reps":..,"tflops":..} with backward FLOPs = 2.5 x the forward's 4·B·H·L²·D (halved
-// when causal), or "error" when the backend declines.
+// "variant":..,"median_us":..,"reps":..,"tflops":..} with backward FLOPs = 2.5 x the forward's (Problem::flops:
+// 4·B·H·L²·D over the pairs a mask shows), or "error" when the backend declines.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -23,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"  // Variant, parse_variant
 #include "flashcore/flashcore.hpp"
 #include "verify/elements.hpp"
 
@@ -65,6 +70,7 @@ int main(int argc, char** argv) {
   std::string backends = "cuda-flash,cuda-flash+deterministic,reference-cuda";
   std::string dtype_name = "bf16";
   double seconds = 2.0;
+  fcbench::Variant variant;
   for (int n = 1; n < argc; ++n) {
     const std::string a = argv[n];
     auto val = [&](const char* flag) { return a.rfind(flag, 0) == 0 ? a.substr(std::string(flag).size()) : std::string(); };
@@ -72,8 +78,16 @@ int main(int argc, char** argv) {
     else if (!val("--backends=").empty()) backends = val("--backends=");
     else if (!val("--dtype=").empty()) dtype_name = val("--dtype=");
     else if (!val("--seconds=").empty()) seconds = std::stod(val("--seconds="));
-    else {
-      std::fprintf(stderr, "usage: %s [--backends=a,b] [--shapes=B,H,L,D,causal;...] [--dtype=bf16|fp16] [--seconds=S]\n",
+    else if (!val("--variant=").empty()) {
+      std::string bad;
+      if (!fcbench::parse_variant(val("--variant="), &variant, &bad)) {
+        std::fprintf(stderr, "bad variant part '%s' (window:L,R, softcap:X, alibi, sinks:X, joined by '+')\n", bad.c_str());
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--backends=a,b] [--shapes=B,H,L,D,causal;...] [--dtype=bf16|fp16] [--seconds=S] "
+                   "[--variant=V]\n",
                    argv[0]);
       return 2;
     }
@@ -89,7 +103,10 @@ int main(int argc, char** argv) {
   cudaStream_t stream;
   ck(cudaStreamCreate(&stream), "cudaStreamCreate");
   for (const Shape& s : parse_shapes(shapes)) {
-    const flashcore::Problem p = flashcore::Problem::make(s.b, s.h, s.h, s.l, s.l, s.d, dt, s.causal);
+    flashcore::Problem p = flashcore::Problem::make(s.b, s.h, s.h, s.l, s.l, s.d, dt, s.causal);
+    p.window_left = variant.window_left;
+    p.window_right = variant.window_right;
+    p.softcap = variant.softcap;
     const std::size_t n = static_cast<std::size_t>(s.b) * s.l * s.h * s.d, bytes = n * 2;
     std::vector<std::uint16_t> host(n);
     std::mt19937_64 rng(1234);
@@ -103,11 +120,31 @@ int main(int argc, char** argv) {
     }
     for (void** buf : {&o, &dq, &dk, &dv}) ck(cudaMalloc(buf, bytes), "cudaMalloc");
     ck(cudaMalloc(reinterpret_cast<void**>(&lse), static_cast<std::size_t>(s.b) * s.h * s.l * sizeof(float)), "cudaMalloc");
+    // The variant's per-head arrays (ALiBi slopes, sinks) and the sinks' gradient.
+    float *slopes = nullptr, *sinks = nullptr, *dsinks = nullptr;
+    auto put_floats = [&](const std::vector<float>& x) {
+      float* d = nullptr;
+      ck(cudaMalloc(reinterpret_cast<void**>(&d), x.size() * sizeof(float)), "cudaMalloc");
+      ck(cudaMemcpy(d, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+      return d;
+    };
+    if (variant.alibi) {
+      std::vector<float> x(s.h);
+      for (int h = 0; h < s.h; ++h) x[h] = static_cast<float>(std::exp2(-8.0 * (h + 1) / s.h));
+      slopes = put_floats(x);
+    }
+    if (variant.sinks) {
+      sinks = put_floats(std::vector<float>(s.h, static_cast<float>(variant.sink)));
+      dsinks = put_floats(std::vector<float>(s.h, 0.f));
+    }
     flashcore::Options fo;
     fo.stream = stream;
-    const flashcore::Tensors t{q, k, v, o, lse};
+    flashcore::Tensors t{q, k, v, o, lse};
+    t.alibi_slopes = slopes;
+    t.sinks = sinks;
     flashcore::run(p, t, fo);
-    const flashcore::Gradients g{d_o, dq, dk, dv};
+    flashcore::Gradients g{d_o, dq, dk, dv};
+    g.dsinks = dsinks;
     const double flops = 2.5 * p.flops();
     for (const std::string& name : names) {
       flashcore::Options opts;
@@ -115,8 +152,9 @@ int main(int argc, char** argv) {
       opts.deterministic = name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
       opts.backend = opts.deterministic ? name.substr(0, name.size() - suffix.size()) : name;
       opts.stream = stream;
-      std::printf("{\"B\":%d,\"H\":%d,\"L\":%d,\"D\":%d,\"causal\":%s,\"dtype\":\"%s\",\"backend\":\"%s\"", s.b, s.h, s.l,
-                  s.d, s.causal ? "true" : "false", dtype_name.c_str(), name.c_str());
+      std::printf("{\"B\":%d,\"H\":%d,\"L\":%d,\"D\":%d,\"causal\":%s,\"dtype\":\"%s\",\"variant\":\"%s\",\"backend\":\"%s\"",
+                  s.b, s.h, s.l, s.d, s.causal ? "true" : "false", dtype_name.c_str(), variant.name().c_str(),
+                  name.c_str());
       try {
         const flashcore::Report r = flashcore::run_backward(p, t, g, opts);  // warm-up (and plan)
         ck(cudaStreamSynchronize(stream), "warm-up");
@@ -157,6 +195,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     for (void* buf : {q, k, v, o, d_o, dq, dk, dv}) cudaFree(buf);
+    for (float* buf : {slopes, sinks, dsinks}) cudaFree(buf);
     cudaFree(lse);
   }
   cudaStreamDestroy(stream);

@@ -277,6 +277,37 @@ bool parse_with_lengths(const std::string& s, std::size_t numbers, std::vector<i
 
 }  // namespace
 
+bool parse_variant(const std::string& text, Variant* out, std::string* bad_part) {
+  Variant var;
+  for (const std::string& part : split(text, "+")) {
+    const auto colon = part.find(':');
+    const std::string key = part.substr(0, colon), arg = colon == std::string::npos ? "" : part.substr(colon + 1);
+    const std::vector<std::string> nums = split(arg, ",");
+    bool ok = true;
+    if (key == "none") {
+    } else if (key == "window" && nums.size() == 2) {
+      ok = parse_int(nums[0], &var.window_left) && parse_int(nums[1], &var.window_right);
+    } else if (key == "softcap" && nums.size() == 1) {
+      var.softcap = std::atof(nums[0].c_str());
+      ok = var.softcap > 0;
+    } else if (key == "alibi" && nums.empty()) {
+      var.alibi = true;
+    } else if (key == "sinks" && nums.size() == 1) {
+      var.sinks = true;
+      var.sink = std::atof(nums[0].c_str());
+    } else {
+      ok = false;
+    }
+    if (!ok) {
+      if (bad_part != nullptr) *bad_part = part;
+      return false;
+    }
+  }
+  *out = var;
+  return true;
+}
+
+
 void print_usage(const char* argv0) {
   std::printf(
       "usage: %s [own flags] [Google Benchmark flags]\n"
@@ -375,32 +406,13 @@ bool parse_flags(int* argc, char** argv, Config* cfg) {
       cfg->variants.clear();
       for (const std::string& one : split(v, ";/")) {
         Variant var;
-        for (const std::string& part : split(one, "+")) {
-          const auto colon = part.find(':');
-          const std::string key = part.substr(0, colon), arg = colon == std::string::npos ? "" : part.substr(colon + 1);
-          const std::vector<std::string> nums = split(arg, ",");
-          bool ok = true;
-          if (key == "none") {
-          } else if (key == "window" && nums.size() == 2) {
-            ok = parse_int(nums[0], &var.window_left) && parse_int(nums[1], &var.window_right);
-          } else if (key == "softcap" && nums.size() == 1) {
-            var.softcap = std::atof(nums[0].c_str());
-            ok = var.softcap > 0;
-          } else if (key == "alibi" && nums.empty()) {
-            var.alibi = true;
-          } else if (key == "sinks" && nums.size() == 1) {
-            var.sinks = true;
-            var.sink = std::atof(nums[0].c_str());
-          } else {
-            ok = false;
-          }
-          if (!ok) {
-            std::fprintf(stderr,
-                         "flashcore_bench: bad variant '%s' in --variants (want none, window:L,R, softcap:X, alibi, "
-                         "sinks:X, joined by '+'; variants separated by ';')\n",
-                         part.c_str());
-            return false;
-          }
+        std::string bad;
+        if (!parse_variant(one, &var, &bad)) {
+          std::fprintf(stderr,
+                       "flashcore_bench: bad variant '%s' in --variants (want none, window:L,R, softcap:X, alibi, "
+                       "sinks:X, joined by '+'; variants separated by ';')\n",
+                       bad.c_str());
+          return false;
         }
         cfg->variants.push_back(var);
       }

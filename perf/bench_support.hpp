@@ -55,6 +55,10 @@ struct Case {
   Layout layout;
 };
 
+/// One variant from its text: none, window:L,R, softcap:X, alibi, sinks:X, joined by '+'
+/// (e.g. "window:255,0+softcap:30"). False, with the part it could not read in *bad_part, if malformed.
+bool parse_variant(const std::string& text, Variant* out, std::string* bad_part);
+
 /// The per-head parameters of a case's variant (host arrays, empty when off).
 struct HeadParams {
   std::vector<float> alibi_slopes, sinks;
