@@ -119,17 +119,18 @@ struct CausalMaskOf {
     return causal() ? imin(imax(0, key_begin - seq.diag()), seq.len_q()) : 0;
   }
   __host__ __device__ int row_end(int) const { return seq.len_q(); }
-  // What one row sees, as a closed range of the other index [x, y] (empty when x > y): the keys of
-  // query row r, or (kKeysOnRows) the query rows that see key r (unbounded: INT_MIN, INT_MAX). The
-  // definition the tile ranges and apply implement; the backward masks its fragments with it.
+  // What one row sees, as a closed range [x, y] of the other index (indices are never negative): the
+  // keys of query row r, or (kKeysOnRows) the query rows that see key r; nothing when x > every index
+  // (x = INT_MAX), no bound as INT_MIN / INT_MAX. The definition the tile ranges and apply implement;
+  // the backward masks its fragments with it. Edges that cannot bind are constants, so that the
+  // compiler drops their compares (the masked tiles of the backward's dK/dV loop).
   template <bool kKeysOnRows>
   __host__ __device__ int2 visible(int r) const {
     const int len_k = seq.len_k(), diag = seq.diag();
     if constexpr (kKeysOnRows) {
-      if (r >= len_k) return make_int2(1, 0);
-      return make_int2(causal() ? r - diag : INT_MIN, INT_MAX);
+      return make_int2(r >= len_k ? INT_MAX : (causal() ? r - diag : INT_MIN), INT_MAX);
     } else {
-      return make_int2(0, causal() ? imin(len_k - 1, r + diag) : len_k - 1);
+      return make_int2(INT_MIN, causal() ? imin(len_k - 1, r + diag) : len_k - 1);
     }
   }
   __host__ __device__ bool sees(int q, int k) const {

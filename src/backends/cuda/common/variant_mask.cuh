@@ -108,19 +108,19 @@ struct VariantMaskOf {
     const long long r = (long long)key_end - 1 - seq.diag() + left + 1;  // past the last row whose first key is key_end − 1
     return r < 0 ? 0 : (r > len_q ? len_q : (int)r);
   }
-  // common/mask.cuh: the keys of query row r, or (kKeysOnRows) the rows that see key r, as [x, y].
+  // common/mask.cuh: the keys of query row r, or (kKeysOnRows) the rows that see key r, as [x, y]
+  // (nothing: x = INT_MAX; no bound: INT_MIN / INT_MAX).
   template <bool kKeysOnRows>
   __host__ __device__ int2 visible(int r) const {
     const long long len_k = seq.len_k(), diag = seq.diag();
     long long x, y;
     if constexpr (kKeysOnRows) {  // q + diag − left <= r <= q + diag + right
-      if (r >= len_k) return make_int2(1, 0);
+      if (r >= len_k) return make_int2(INT_MAX, INT_MAX);
       x = right >= 0 ? r - diag - right : INT_MIN;
       y = left >= 0 ? r - diag + left : INT_MAX;
     } else {
-      x = left >= 0 ? r + diag - left : 0;
+      x = left >= 0 ? r + diag - left : INT_MIN;
       y = right >= 0 ? r + diag + right : len_k - 1;
-      if (x < 0) x = 0;
       if (y > len_k - 1) y = len_k - 1;
     }
     x = x < INT_MIN ? INT_MIN : (x > INT_MAX ? INT_MAX : x);
