@@ -81,7 +81,7 @@ struct FlashBwdPlan {
 };
 
 // "" and *plan filled when the backward kernels can run p on `dev`, else why not (naming the field and
-// value). Every limit is checked here once (dtype and head dim, variants, sequence layouts, GQA,
+// value). Every limit is checked here once (dtype and head dim, sequence layouts, GQA,
 // 16-byte alignment of the pointers and strides, grid limits, shared memory).
 // variant: Auto runs the Hopper dK/dV kernel where it can (compute capability 9.0 with the sm_90a image,
 // head dim 64 or 128, the atomic path, TMA-readable layouts), else the mma.sync kernels; Hopper forces
