@@ -113,7 +113,8 @@ def time_torch_variant(torch, F, sdpa_kernel, SDPBackend, shape, dtype, vtext, s
             s = v["softcap"] * torch.tanh(s / v["softcap"])
         s = s + bias
         if v["sink"] is not None:
-            sink = torch.full((B, H, L, 1), v["sink"], device="cuda", dtype=torch.float32)
+            sink = torch.full((H, 1, 1), v["sink"], device="cuda", dtype=torch.float32, requires_grad=True)
+            sink = sink.expand(B, H, L, 1)  # its gradient too, as FlashCore's dsinks
             p = torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)[..., :L]
         else:
             p = torch.softmax(s, dim=-1)

@@ -646,6 +646,8 @@ TEST(CudaConfig, BackwardPlansRunTheAttentionVariants) {
   EXPECT_FALSE(plan.variants);
   EXPECT_TRUE(plan.dsinks);
   EXPECT_TRUE(has(plan.describe(), " dsinks")) << plan.describe();
+  each.fwd.sinks = nullptr;  // a gradient of sinks the call does not have
+  EXPECT_TRUE(has(flashcore::cuda::flash_bwd_plan(each, h100, &plan, FlashVariant::AllWarps), "dsinks is set but sinks is null"));
 
   flashcore::cuda::FlashBwdParams cache = bwd_params(params(2, 8, 8, 100, 100, 64, false, false));
   static const int lens[2] = {50, 100};

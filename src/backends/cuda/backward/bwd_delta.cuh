@@ -1,8 +1,9 @@
 // The backward's first kernel: per query row i of (batch, query head), delta_i = dO_i·O_i (fp32) and
 // lse2_i = LSE_i·log2(e) (the main kernels use exp2), into the workspace [batch][heads_q][seqlen_q_rounded].
 // Rows that see no key (LSE = -inf) and the padding rows past seqlen_q get lse2 = +inf and delta = 0, so
-// that every P of theirs is exp2(S·c − inf) = 0: they add nothing to dK, dV and their dQ is 0, with no
-// mask for them in the main kernels. On the atomic path (a.dq_accum set) the same threads zero the
+// that every P of theirs is exp2(S·c − inf) = 0: they add nothing to dK, dV and their dQ is 0; the
+// padding rows need no mask in the main kernels (with sinks a row that sees no key has the sink's finite
+// LSE and is masked like the others). On the atomic path (a.dq_accum set) the same threads zero the
 // rows' fp32 dQ accumulator, padding rows included, before the dK/dV kernel adds to it.
 // With sinks and dsinks asked for, a second kernel then sums the sinks' gradient from the same rows
 // (flash_bwd_dsinks_kernel).

@@ -96,8 +96,9 @@ using BwdMask = std::conditional_t<kVariants, VariantMaskOf<ReadLengths>, Causal
 // The forward's mask policies (common/mask.cuh: CausalMask; common/variant_mask.cuh: VariantMask for
 // windows, soft-capping and ALiBi), asked the same questions from the other side: a dK/dV block the
 // rows that see its keys (row_begin, row_end), a dQ block its key tiles (first_tile, tiles), every
-// fragment row what it sees (visible: keys of a query row, or query rows of a key). Query rows past seqlen_q and rows that see no key need
-// no mask: their lse2 is +inf (bwd_delta.cuh), so P = exp2(S·c − inf) = 0 whatever S is.
+// fragment row what it sees (visible: keys of a query row, or query rows of a key). Query rows past
+// seqlen_q need no mask: their lse2 is +inf. Rows that see no key are masked like any other (with sinks
+// their LSE is the sink's, finite), and a tile is mask-free only if every row sees all its keys.
 //
 // Whether the 64 x 64 tile (queries q0.., keys k0.., k0 a multiple of 64) has a pair some row does not
 // see (block-uniform): the policy's mask-free tiles for those rows, as the forward asks.

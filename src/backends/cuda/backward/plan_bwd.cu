@@ -145,6 +145,8 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
     return "seqlen_q " + std::to_string(p.seqlen_q) + " is too large for the backward kernels' int indices";
   // What the backward adds: the LSE, dO and the gradients.
   if (p.lse == nullptr) return "lse pointer is null (the backward needs the forward's LSE)";
+  if (b.dsinks != nullptr && p.sinks == nullptr)
+    return "dsinks is set but sinks is null (the sinks' gradient needs the forward's sinks)";
   if ((reinterpret_cast<uintptr_t>(p.lse) & 3u) != 0) return "lse pointer is not 4-byte aligned";
   why = detail::pointer_limits({{b.d_o, "d_o"}, {b.dq, "dq"}, {b.dk, "dk"}, {b.dv, "dv"}});
   if (!why.empty()) return why;
