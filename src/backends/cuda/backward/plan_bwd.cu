@@ -13,7 +13,6 @@
 #include "backends/cuda/backward/bwd_config.cuh"
 #include "backends/cuda/backward/launch_bwd.cuh"
 #include "backends/cuda/backward/sm90/config.h"
-#include "backends/cuda/common/variant_mask.cuh"  // has_variants
 #include "backends/cuda/kernels.h"  // sm90_bwd_tensor_maps
 #include "backends/cuda/limits.h"
 
@@ -120,8 +119,7 @@ namespace {
 
 // The kernels of the VariantMask policy: windows, soft-capping, ALiBi (sinks alone change no score).
 bool bwd_variant_mask(const FlashFwdParams& p) {
-  return detail::has_variants(p) && (p.window_left >= 0 || p.window_right >= 0 || p.softcap > 0.f ||
-                                     p.alibi_slopes != nullptr);
+  return p.window_left >= 0 || p.window_right >= 0 || p.softcap > 0.f || p.alibi_slopes != nullptr;
 }
 
 }  // namespace

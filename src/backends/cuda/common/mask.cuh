@@ -7,8 +7,8 @@
 //   apply               -inf for the scores of one accumulator fragment its rows do not see,
 //   sink_log2           an attention sink joining the softmax denominator (softmax_finish),
 //   row_begin, row_end  the backward's dK/dV blocks: which rows see a range of keys,
-//   visible, sees       what one row sees (keys of a query row, or rows of a key), whether a row
-//                       sees a key: the definition the others implement.
+//   visible             what one row sees (keys of a query row, or rows of a key): the definition
+//                       the others implement.
 // Flags say at compile time which of them can do anything (kTransformsScores, kHasLeftBound,
 // kHasSinks), so a kernel instantiated with CausalMask carries none of the variants' work.
 // Policies: CausalMask (below; causal or none, the key tail) and VariantMask (common/variant_mask.cuh:
@@ -132,10 +132,6 @@ struct CausalMaskOf {
     } else {
       return make_int2(INT_MIN, causal() ? imin(len_k - 1, r + diag) : len_k - 1);
     }
-  }
-  __host__ __device__ bool sees(int q, int k) const {
-    const int2 v = visible<false>(q);
-    return k >= v.x && k <= v.y;
   }
 
   // Masks one fragment: rows row0, row0 + 8; n8 column tile i starts at key key0 + 8i.

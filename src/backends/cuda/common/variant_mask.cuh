@@ -127,10 +127,6 @@ struct VariantMaskOf {
     y = y < INT_MIN ? INT_MIN : (y > INT_MAX ? INT_MAX : y);
     return make_int2((int)x, (int)y);
   }
-  __host__ __device__ bool sees(int q, int k) const {
-    const int2 v = visible<false>(q);
-    return k >= v.x && k <= v.y;
-  }
 
   // ---- per element
   // Soft-capping and ALiBi of one fragment (every visited tile, before apply). Rows row0, row0 + 8 of
