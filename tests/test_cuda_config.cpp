@@ -649,10 +649,42 @@ TEST(CudaConfig, BackwardPlansRunTheAttentionVariants) {
   each.fwd.sinks = nullptr;  // a gradient of sinks the call does not have
   EXPECT_TRUE(has(flashcore::cuda::flash_bwd_plan(each, h100, &plan, FlashVariant::AllWarps), "dsinks is set but sinks is null"));
 
+}
+
+// The sequence layouts (varlen Q and K/V, cache lengths) run on the tuned backward; the plan names them
+// and sizes the workspace of packed Q by its total rows (each sequence padded to 64), not batch x the
+// longest. Paged K/V has no backward: declined with the field named.
+TEST(CudaConfig, BackwardPlansRunSequenceLayouts) {
+  using flashcore::cuda::FlashVariant;
+  const flashcore::cuda::DeviceLimits h100 = h100_limits();
+  const auto has = [](const std::string& s, const char* what) { return s.find(what) != std::string::npos; };
+  static const int lens[2] = {50, 100}, cu[3] = {0, 50, 150};
+  flashcore::cuda::FlashBwdPlan plan;
   flashcore::cuda::FlashBwdParams cache = bwd_params(params(2, 8, 8, 100, 100, 64, false, false));
-  static const int lens[2] = {50, 100};
   cache.fwd.seqlens_k = lens;
-  EXPECT_TRUE(has(flashcore::cuda::flash_bwd_plan(cache, h100, &plan), "seqlens_k (cache lengths) is set"));
+  for (FlashVariant v : {FlashVariant::Auto, FlashVariant::AllWarps}) {
+    ASSERT_EQ(flashcore::cuda::flash_bwd_plan(cache, h100, &plan, v), "");
+    EXPECT_TRUE(plan.cache_lengths && !plan.varlen_q && !plan.varlen_k);
+    EXPECT_FALSE(plan.variants);  // the plain mask's sequence kernels (bwd_sequences.cuh)
+    EXPECT_TRUE(has(plan.describe(), " sequences=cache_lengths ")) << plan.describe();
+  }
+  // Packed Q and K/V: 2 sequences of 50 and 100 rows, bounds 4000 (a loose bound sizes the grid only).
+  flashcore::cuda::FlashBwdParams packed = bwd_params(params(2, 8, 2, 4000, 4000, 128, true, true));
+  packed.fwd.cu_seqlens_q = cu, packed.fwd.total_q = 150;
+  packed.fwd.cu_seqlens_k = cu, packed.fwd.total_k = 150;
+  ASSERT_EQ(flashcore::cuda::flash_bwd_plan(packed, h100, &plan, FlashVariant::AllWarps), "");
+  EXPECT_TRUE(plan.varlen_q && plan.varlen_k && !plan.cache_lengths);
+  EXPECT_TRUE(has(plan.describe(), " sequences=varlen_q+varlen_k ")) << plan.describe();
+  // Rows per head: 150 + 64 x 2 = 278, rounded up to 320; delta, lse2 and the dQ accumulator (128 columns).
+  EXPECT_EQ(plan.ws_batch_stride, 0);
+  EXPECT_EQ(plan.ws_head_stride, 320);
+  EXPECT_EQ(plan.workspace_bytes, sizeof(float) * 8 * 320 * (2 + 128));
+  packed.fwd.total_k = 0;  // cu_seqlens_k without its total
+  EXPECT_TRUE(has(flashcore::cuda::flash_bwd_plan(packed, h100, &plan), "cu_seqlens_k and total_k 0 disagree"));
+  flashcore::cuda::FlashBwdParams paged = bwd_params(params(2, 8, 8, 100, 100, 64, false, false));
+  static const int table[2] = {0, 1};
+  paged.fwd.block_table = table, paged.fwd.page_size = 128, paged.fwd.pages_per_seq = 1;
+  EXPECT_TRUE(has(flashcore::cuda::flash_bwd_plan(paged, h100, &plan), "block_table (paged K/V) is set"));
 }
 
 // FP8 (e4m3) inputs: only the Hopper kernel's FP8 instance runs them, and every other case is declined

@@ -99,16 +99,17 @@ bool is_reference(const std::string& name) {
 }
 
 // What a backend promises to run: the reference every case; the tuned backward (cuda-flash,
-// src/backends/cuda/flash_bwd.h) fp16/bf16 problems without sequence layouts, head dims exactly 32, 64,
-// 96 and 128 (any causal, GQA, stride layout and attention variant of the cases below: windows,
-// soft-capping and ALiBi through the VariantMask kernels, sinks and their gradient). Its gradients are
+// src/backends/cuda/flash_bwd.h) fp16/bf16 problems, head dims exactly 32, 64, 96 and 128 (any causal,
+// GQA, stride layout and attention variant of the cases below: windows, soft-capping and ALiBi through
+// the VariantMask kernels, sinks and their gradient; the sequence layouts varlen Q, varlen K/V and cache
+// lengths; paged K/V has no backward pass). Its gradients are
 // held to a tuned kernel's bound (kernel_gradient_bound: twice the naive same-precision error).
 // cuda-flash-allwarps promises the same; cuda-flash-hopper head dims 64, 96 (on its D = 128 kernel) and
 // 128 on a compute capability 9.0 device (default path only), where cuda-flash then runs it too (the plan
 // says sm90-bwd).
 bool promised(const std::string& backend, const Case& c) {
   if (is_reference(backend)) return true;
-  const bool tuned = c.dtype != DType::F32 && !c.has_sequences();
+  const bool tuned = c.dtype != DType::F32 && c.kv != Case::KvStore::Paged;
   if (backend == "cuda-flash-hopper")
     return tuned && hopper_head_dim(c) && hopper_device() && hopper_built();
   if (backend != "cuda-flash" && backend != "cuda-flash-allwarps") return false;
@@ -152,6 +153,20 @@ std::vector<Case> cases() {
                                         Case::KvStore::Packed));
     out.push_back(fctest::sequence_case(2, 1, 128, DType::F16, causal, {}, {20, 171, 0}, Case::KvStore::Batched, 0,
                                         70, 9));
+    // Varlen Q over a cache (NaN in the rows past each length): an empty sequence, an empty cache, a
+    // sequence of 3 queries; D = 96.
+    out.push_back(fctest::sequence_case(6, 2, 96, DType::F16, causal, {0, 65, 200, 3}, {70, 64, 190, 0},
+                                        Case::KvStore::Batched, 0, 1, 5));
+    // Packed Q and K/V at D = 32, a sequence with 7 queries and 300 keys.
+    out.push_back(fctest::sequence_case(4, 4, 32, DType::BF16, causal, {130, 7, 64}, {129, 300, 64},
+                                        Case::KvStore::Packed));
+    // A cache with Lq > Lk in some sequences (causal: rows that see no key).
+    out.push_back(fctest::sequence_case(4, 1, 64, DType::F16, causal, {}, {10, 300, 77}, Case::KvStore::Batched, 0,
+                                        100, 20));
+    // Every variant on packed sequences: each sequence's own diagonal for the window and ALiBi.
+    out.push_back(fctest::with_variants(fctest::sequence_case(4, 2, 64, DType::F16, causal, {90, 1, 200},
+                                                              {120, 40, 150}, Case::KvStore::Packed),
+                                        30, causal ? -1 : 10, 20.0, true, true));
   }
   // What the tuned backward runs, more widely: seeded random shapes (a fixed seed, so that the test
   // names are the same in every process) of its head dims, GQA groups, layouts and lengths, and two
@@ -160,6 +175,9 @@ std::vector<Case> cases() {
   for (int n = 0; n < 14; ++n) out.push_back(fctest::random_case(rng, 400, {32, 64, 96, 128}, DType::F16));
   out.push_back(make_case(2, 8, 2, 1024, 1024, 128, DType::BF16, true));
   out.push_back(make_case(1, 4, 4, 1000, 777, 64, DType::F16, false));
+  // Packed sequences over many tiles (the Hopper kernel's 128-key blocks end inside a sequence).
+  out.push_back(fctest::sequence_case(8, 2, 128, DType::BF16, true, {1000, 130, 513}, {1000, 700, 513},
+                                      Case::KvStore::Packed));
   // Many tiles under a window: tile ranges that start past the first key, mask-free tiles in between.
   out.push_back(fctest::with_variants(make_case(2, 8, 2, 1024, 1024, 128, DType::BF16, true), 256, -1, 0, true));
   out.push_back(fctest::with_variants(make_case(1, 4, 2, 700, 900, 64, DType::F16, false), 100, 60, 30.0, false,
@@ -236,15 +254,17 @@ INSTANTIATE_TEST_SUITE_P(Gpu, BackwardCases,
 // Options::deterministic: bitwise the same gradients every run, on every backend. Without it the tuned
 // backward's dK and dV are still bitwise the same (no atomics there); only dQ's sums vary in order.
 // The attention variants (windows, soft-capping, ALiBi: the VariantMask kernels) and the sinks'
-// gradient too.
+// gradient too, and packed sequences (varlen Q and K/V).
 TEST(GpuBackward, BitwiseTheSameEveryRun) {
   REQUIRE_DEVICE();
   const Case plain = make_case(2, 8, 2, 300, 333, 64, DType::BF16, true);
   const Case variants = fctest::with_variants(make_case(2, 8, 2, 300, 333, 128, DType::F16, false), 90, 40, 25.0,
                                               true, true);
-  for (const Case& c : {plain, variants})
+  const Case packed = fctest::sequence_case(8, 2, 128, DType::BF16, true, {300, 17, 190}, {333, 40, 190},
+                                            Case::KvStore::Packed);
+  for (const Case& c : {plain, variants, packed})
   for (const std::string& b : backward_backends()) {
-    SCOPED_TRACE(b + (c.has_variant() ? " (variants)" : ""));
+    SCOPED_TRACE(b + (c.has_variant() ? " (variants)" : "") + (c.has_sequences() ? " (sequences)" : ""));
     const BackwardData h0 = fctest::make_backward_data(c, fctest::run_seed() ^ 0xb4c4);
     BackwardData first = h0, second = h0;
     DeviceBackward d(h0);

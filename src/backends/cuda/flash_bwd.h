@@ -33,8 +33,10 @@ namespace flashcore::cuda {
 
 struct FlashBwdParams {
   // The forward call's problem and tensors (Q, K, V, its output O and its LSE, sizes, strides, scale,
-  // causal, dtype, the attention variants; sequence arrays, which flash_bwd_plan declines, naming the field).
-  // LSE is required: fp32, contiguous [batch][heads_q][seqlen_q], natural log, -inf for rows that see no key.
+  // causal, dtype, the attention variants, the sequence arrays of varlen Q, varlen K/V and cache lengths;
+  // paged K/V has no backward: flash_bwd_plan declines block_table, naming the field).
+  // LSE is required: fp32, contiguous [batch][heads_q][seqlen_q] ([heads_q][total_q] with varlen Q),
+  // natural log, -inf for rows that see no key.
   FlashFwdParams fwd;
   // dO (in), dQ, dK, dV (out): the problem's dtype, device memory, head dim contiguous; element strides
   // (flashcore: dO has O's strides, dQ Q's, dK K's, dV V's).
@@ -58,7 +60,7 @@ struct FlashBwdPlan {
   int block_n = 64;             // keys per dK/dV block (hopper: 128)
   int threads = 128;            // per block of the dK/dV and dQ kernels (4 warps x 16 rows; hopper dK/dV: 384)
   int delta_threads = 256;      // delta kernel
-  int seqlen_q_rounded = 0;     // workspace rows per (batch, query head): seqlen_q rounded up to block_m
+  int seqlen_q_rounded = 0;     // seqlen_q (the longest sequence's queries) rounded up to block_m: the grids
   bool atomic_dq = true;        // dQ through the fp32 accumulator (not deterministic), else the dQ kernel
                                 // (deterministic asked for, or head_dim 96, which has only that path)
   // The dK/dV kernel: the Hopper one (backward/sm90/: TMA + wgmma, 128 keys a block, 384 threads;
@@ -66,13 +68,20 @@ struct FlashBwdPlan {
   bool hopper = false;
   bool variants = false;        // windows, soft-capping or ALiBi: the VariantMask kernels (common/variant_mask.cuh)
   bool dsinks = false;          // the sinks' gradient after the delta kernel (bwd_delta.cuh)
+  // Sequence layouts (backward/bwd_sequences.cuh): packed Q (cu_seqlens_q), packed K/V (cu_seqlens_k),
+  // cache lengths (seqlens_k): the kernels that read them (one instance per mask policy; the others
+  // read none). Blocks past their sequence's rows return at once.
+  bool varlen_q = false, varlen_k = false, cache_lengths = false;
+  // The workspace's rows (BwdArgs): per batch entry (0 with varlen Q) and per query head.
+  long long ws_batch_stride = 0, ws_head_stride = 0;
   alignas(128) unsigned char tensor_maps[4 * 128] = {};  // hopper: CUtensorMap of Q, K, V, dO
   int heavy_group = 1;          // hopper, causal: (KV head, batch) pairs scheduled heavy-first together
   int acc_dim = 0;              // atomic path: the dQ accumulator's columns (head_dim; 128 for 96 on hopper)
   dim3 grid_delta, grid_dkdv, grid_dq;  // grid_dq: the dQ kernel, or the conversion on the atomic path
   size_t smem_dkdv = 0, smem_dq = 0;  // dynamic shared memory per block
-  // Workspace: delta and lse2, 2 x batch x heads_q x seqlen_q_rounded floats, and on the atomic path
-  // the dQ accumulator, batch x heads_q x seqlen_q_rounded x head_dim floats; allocated by
+  // Workspace: delta and lse2, one float a row each, and on the atomic path the dQ accumulator, acc_dim
+  // floats a row; rows: batch x heads_q x seqlen_q_rounded, or with varlen Q heads_q x (total_q + 64 x
+  // batch, rounded up to 64) (each sequence padded to 64 rows); allocated by
   // flash_bwd_run on the stream (cudaMallocAsync) and released there (cudaFreeAsync) after the kernels.
   size_t workspace_bytes = 0;
   // e.g. (B=1, Hq=8, Lq=512, D=64)

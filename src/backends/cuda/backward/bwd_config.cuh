@@ -34,8 +34,8 @@ struct BwdConfig {
   // D/4 registers each next to the 2 x D/2-float dK, dV accumulators: only up to D = 64 (ptxas, sm_90).
   static constexpr bool kDkdvARegs = D <= 64;
   static constexpr bool kDqARegs = D <= 64;
-  // dK/dV: [K][V][Q x 2][dO x 2] tiles + [lse2 x 2][delta x 2] x 64 floats.
-  static constexpr size_t kSmemDkdv = size_t(6) * kTileBytes + 4 * 64 * sizeof(float);
+  // dK/dV: [K][V][Q x 2][dO x 2] tiles + [lse2 x 2][delta x 2] x 64 floats + 2 workspace rows (int64).
+  static constexpr size_t kSmemDkdv = size_t(6) * kTileBytes + 4 * 64 * sizeof(float) + 2 * sizeof(long long);
   // dQ: [Q][dO][K x 2][V x 2] tiles.
   static constexpr size_t kSmemDq = size_t(6) * kTileBytes;
 };
@@ -45,15 +45,22 @@ struct BwdArgs {
   FlashBwdParams p;
   float scale_log2;       // scale · log2(e): P = exp2(S·scale_log2 − lse2)
   int group;              // heads_q / heads_kv
-  int seqlen_q_rounded;   // workspace row pitch per (batch, query head)
+  int seqlen_q_rounded;   // fixed-length Q: the workspace's rows per (batch, query head), seqlen_q rounded up to 64
   int heavy_group;        // Hopper dK/dV, causal: (KV head, batch) pairs per scheduling group (key_block_order)
-  float* delta;           // [batch][heads_q][seqlen_q_rounded]: dO_i·O_i (0 past seqlen_q)
-  float* lse2;            // [batch][heads_q][seqlen_q_rounded]: LSE_i·log2(e); +inf where LSE = -inf or past seqlen_q
+  float* delta;           // dO_i·O_i (0 on padding rows)
+  float* lse2;            // LSE_i·log2(e); +inf where LSE = -inf and on padding rows
   int acc_dim;            // atomic path: columns of a dq_accum row, the dK/dV kernel's head dim (head_dim, or
                           // 128 for head_dim 96 on the Hopper kernel: the padding columns hold 0)
-  float* dq_accum;        // atomic path: [batch][heads_q][seqlen_q_rounded / 64][64 x acc_dim] fp32 dQ/scale
-                          // sums, each 64-row tile in fragment order (dq_frag_index); zeroed by the delta
-                          // kernel; nullptr on the deterministic path
+  float* dq_accum;        // atomic path: acc_dim fp32 dQ/scale sums per workspace row, each 64-row tile in
+                          // fragment order (dq_frag_index); zeroed by the delta kernel; nullptr on the
+                          // deterministic path
+  // Workspace rows: one per query row of every (sequence, query head), each sequence's rows padded to a
+  // multiple of 64 (bwd_sequences.cuh, bwd_ws_row). Fixed-length Q: [batch][heads_q][seqlen_q_rounded]
+  // (these strides: heads_q x seqlen_q_rounded, seqlen_q_rounded); packed Q (cu_seqlens_q): [heads_q]
+  // [ws_head_stride], sequence b from row (cu_seqlens_q[b] + 64·b) rounded down to 64, so that the padded
+  // sequences never overlap and a head holds total_q + 64·batch rows at most, not batch x the longest.
+  // (Last: the fields the fixed-length kernels read keep their offsets in the parameter block.)
+  long long ws_batch_stride, ws_head_stride;
 };
 
 }  // namespace flashcore::cuda::detail

@@ -18,17 +18,21 @@ namespace flashcore::cuda::detail {
 // 8ch.. of row r are 4 float pairs, one per lane 4(r%8) + t of warp r/16's column tile ch. D is the
 // accumulator's width (a.acc_dim); the first head_dim columns are dQ (fewer when a head dim 96 ran on the
 // D = 128 Hopper kernel).
-template <int D, typename Elem>
+// kSeq false: the fixed-length layout only (bwd_sequences.cuh).
+template <int D, typename Elem, bool kSeq>
 __global__ void __launch_bounds__(kBwdConvertThreads) flash_bwd_convert_dq_kernel(const __grid_constant__ BwdArgs a) {
   const FlashFwdParams& p = a.p.fwd;
   const FlashBwdParams& g = a.p;
   const int h = blockIdx.y, b = blockIdx.z, q0 = blockIdx.x * kBwdBlockM;
+  const BwdSequenceRows<Elem, kSeq> rows(a, b);
+  const int len_q = rows.seqs().len_q(b);
+  if (kSeq && q0 >= len_q) return;  // past sequence b's queries
   const int chunks = p.head_dim / 8;  // of dQ's row; the accumulator's rows are D wide
-  const float* acc = a.dq_accum + (((long long)b * p.heads_q + h) * a.seqlen_q_rounded + q0) * D;
-  Elem* dq = static_cast<Elem*>(g.dq) + b * g.dq_batch_stride + h * g.dq_head_stride;
+  const float* acc = a.dq_accum + bwd_ws_row<kSeq>(a, b, h, q0) * D;
+  Elem* dq = rows.dq(h);
   for (int c = threadIdx.x; c < kBwdBlockM * chunks; c += kBwdConvertThreads) {
     const int r = c / chunks, ch = c % chunks;
-    if (q0 + r >= p.seqlen_q) break;  // rows are in order: the rest are padding too
+    if (q0 + r >= len_q) break;  // rows are in order: the rest are padding too
     uint32_t out[4];
 #pragma unroll
     for (int t = 0; t < 4; ++t) {

@@ -37,36 +37,43 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __gri
   Elem* sdO = sQ + 2 * kTile;  // 2 slots
   float* s_lse2 = reinterpret_cast<float*>(sdO + 2 * kTile);  // [2][64]
   float* s_delta = s_lse2 + 2 * 64;                            // [2][64]
+  long long* s_ws_row = reinterpret_cast<long long*>(s_delta + 2 * 64);  // [2]: the tile's workspace row
 
   const FlashFwdParams& p = a.p.fwd;  // the forward call
   const FlashBwdParams& g = a.p;      // dO and the gradients
   const int kb = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int len_q = p.seqlen_q, len_k = p.seqlen_k;
   const int k0 = kb * kBwdBlockN;
-  const Mask mask(p);
+  constexpr bool kSeq = kBwdSequences<Mask>;  // sequence layouts (bwd_sequences.cuh)
+  const BwdSequenceRows<Elem, kSeq> rows(a, b);
+  if (kSeq && k0 >= rows.rows_k()) return;  // past the K/V rows sequence b stores (block-uniform)
+  // Sequence b's lengths (mask.seq): read where used; held in registers (HeldLengths) by the kernel
+  // without the dQ atomics and the variants, which has registers for them.
+  const std::conditional_t<kSeq && !kAtomicDq && !Mask::kTransformsScores,
+                           typename Mask::template WithLengths<HeldLengths>, Mask>
+      mask(p, b);
 
-  // Query tiles [m_first, m_first + m_count) hold every row that sees a key of the block.
+  // Query tiles [m_first, m_first + m_count) hold every row that sees a key of the block (none past
+  // the sequence's keys: cache rows past its length get dK = dV = 0).
   const int r0 = mask.row_begin(k0), r1 = mask.row_end(k0 + kBwdBlockN);
   const int m_first = r0 / kBwdBlockM;
-  const int m_count = r0 < r1 ? (r1 + kBwdBlockM - 1) / kBwdBlockM - m_first : 0;
+  const int m_count =
+      r0 < r1 && (!kSeq || k0 < mask.seq.len_k()) ? (r1 + kBwdBlockM - 1) / kBwdBlockM - m_first : 0;
   const int n_iters = a.group * m_count;
 
-  const Elem* gK = static_cast<const Elem*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
-  const Elem* gV = static_cast<const Elem*>(p.v) + b * p.v_batch_stride + hk * p.v_head_stride;
-  load_tile_async<D, Elem>(sK, gK, p.k_seq_stride, k0, kBwdBlockN, len_k, D, tid, kBwdThreads);
-  load_tile_async<D, Elem>(sV, gV, p.v_seq_stride, k0, kBwdBlockN, len_k, D, tid, kBwdThreads);
+  load_tile_async<D, Elem>(sK, rows.k(hk), p.k_seq_stride, k0, kBwdBlockN, mask.seq.len_k(), D, tid, kBwdThreads);
+  load_tile_async<D, Elem>(sV, rows.v(hk), p.v_seq_stride, k0, kBwdBlockN, mask.seq.len_k(), D, tid, kBwdThreads);
 
   // Iteration it: query head hk·group + it / m_count, query tile m_first + it % m_count.
   auto load_q_tile = [&](int it, int slot) {
     const int h = hk * a.group + it / m_count, m = m_first + it % m_count;
-    const Elem* gQ = static_cast<const Elem*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-    const Elem* gdO = static_cast<const Elem*>(g.d_o) + b * g.do_batch_stride + h * g.do_head_stride;
-    load_tile_async<D, Elem>(sQ + slot * kTile, gQ, p.q_seq_stride, m * kBwdBlockM, kBwdBlockM, len_q, D, tid,
+    const int len_q = mask.seq.len_q();
+    load_tile_async<D, Elem>(sQ + slot * kTile, rows.q(h), p.q_seq_stride, m * kBwdBlockM, kBwdBlockM, len_q, D, tid,
                              kBwdThreads);
-    load_tile_async<D, Elem>(sdO + slot * kTile, gdO, g.do_seq_stride, m * kBwdBlockM, kBwdBlockM, len_q, D, tid,
-                             kBwdThreads);
-    const long long w = ((long long)b * p.heads_q + h) * a.seqlen_q_rounded + m * kBwdBlockM;  // rows padded: in bounds
+    load_tile_async<D, Elem>(sdO + slot * kTile, rows.d_o(h), g.do_seq_stride, m * kBwdBlockM, kBwdBlockM, len_q, D,
+                             tid, kBwdThreads);
+    const long long w = bwd_ws_row<kSeq>(a, b, h, m * kBwdBlockM);  // rows padded: in bounds
+    if (kSeq && kAtomicDq && tid == 32) s_ws_row[slot] = w;  // for the dQ atomics (read after the loop's barrier)
     if (tid < 16) cp_async_16(smem_u32(s_lse2 + slot * 64 + 4 * tid), a.lse2 + w + 4 * tid, true);
     else if (tid < 32) cp_async_16(smem_u32(s_delta + slot * 64 + 4 * (tid - 16)), a.delta + w + 4 * (tid - 16), true);
   };
@@ -133,7 +140,7 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __gri
       Elem* sdS = sdO + slot * kTile;  // [64 keys x 64 queries], 64-element swizzled rows
       stage_acc_rows<64, Elem>(sdS, 16 * warp + (lane >> 2), lane, dp, 1.f);
       __syncthreads();
-      float* acc_tile = a.dq_accum + (((long long)b * p.heads_q + head()) * a.seqlen_q_rounded + q0) * D;
+      float* acc_tile = a.dq_accum + (kSeq ? s_ws_row[slot] : bwd_ws_row<false>(a, b, head(), q0)) * D;
       // dQ columns per pass: at most 64 (32 accumulators live), dividing D.
       constexpr int kCols = D % 64 == 0 ? 64 : 32;
 #pragma unroll
@@ -152,10 +159,9 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dkdv_kernel(const __gri
   stage_acc_rows<D, Elem>(sQ, 16 * warp + (lane >> 2), lane, dk, p.scale);
   stage_acc_rows<D, Elem>(sQ + kTile, 16 * warp + (lane >> 2), lane, dv, 1.f);
   __syncthreads();
-  Elem* gdK = static_cast<Elem*>(g.dk) + b * g.dk_batch_stride + hk * g.dk_head_stride;
-  Elem* gdV = static_cast<Elem*>(g.dv) + b * g.dv_batch_stride + hk * g.dv_head_stride;
-  store_tile_rows<D, Elem>(gdK, g.dk_seq_stride, sQ, k0, len_k, tid, kBwdThreads);
-  store_tile_rows<D, Elem>(gdV, g.dv_seq_stride, sQ + kTile, k0, len_k, tid, kBwdThreads);
+  // Every row the sequence stores: 0 past its keys.
+  store_tile_rows<D, Elem>(rows.dk(hk), g.dk_seq_stride, sQ, k0, rows.rows_k(), tid, kBwdThreads);
+  store_tile_rows<D, Elem>(rows.dv(hk), g.dv_seq_stride, sQ + kTile, k0, rows.rows_k(), tid, kBwdThreads);
 }
 
 }  // namespace flashcore::cuda::detail

@@ -27,24 +27,25 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dq_kernel(const __grid_
   const int qb = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / a.group;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int len_q = p.seqlen_q, len_k = p.seqlen_k;
   const int q0 = qb * kBwdBlockM;
-  const Mask mask(p);
+  constexpr bool kSeq = kBwdSequences<Mask>;  // sequence layouts (bwd_sequences.cuh)
+  // Sequence b's lengths (mask.seq): this kernel has registers to spare (167 at D = 128), so they are
+  // read once and held (HeldLengths) instead of read at every tile's mask question.
+  const std::conditional_t<kSeq, typename Mask::template WithLengths<HeldLengths>, Mask> mask(p, b);
+  if (kSeq && q0 >= mask.seq.len_q()) return;   // past the sequence's queries (block-uniform)
 
   // Key tiles [n_first, n_tiles) hold every key a row of the block sees.
   const int n_first = mask.first_tile(q0, kBwdBlockN);
   const int n_tiles = mask.tiles(q0 + kBwdBlockM, kBwdBlockN);
 
-  const Elem* gQ = static_cast<const Elem*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const Elem* gdO = static_cast<const Elem*>(g.d_o) + b * g.do_batch_stride + h * g.do_head_stride;
-  const Elem* gK = static_cast<const Elem*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
-  const Elem* gV = static_cast<const Elem*>(p.v) + b * p.v_batch_stride + hk * p.v_head_stride;
-  load_tile_async<D, Elem>(sQ, gQ, p.q_seq_stride, q0, kBwdBlockM, len_q, D, tid, kBwdThreads);
-  load_tile_async<D, Elem>(sdO, gdO, g.do_seq_stride, q0, kBwdBlockM, len_q, D, tid, kBwdThreads);
+  const BwdSequenceRows<Elem, kSeq> rows(a, b);
+  load_tile_async<D, Elem>(sQ, rows.q(h), p.q_seq_stride, q0, kBwdBlockM, mask.seq.len_q(), D, tid, kBwdThreads);
+  load_tile_async<D, Elem>(sdO, rows.d_o(h), g.do_seq_stride, q0, kBwdBlockM, mask.seq.len_q(), D, tid, kBwdThreads);
   auto load_kv_tile = [&](int n, int slot) {
-    load_tile_async<D, Elem>(sK + slot * kTile, gK, p.k_seq_stride, n * kBwdBlockN, kBwdBlockN, len_k, D, tid,
+    const int len_k = mask.seq.len_k();
+    load_tile_async<D, Elem>(sK + slot * kTile, rows.k(hk), p.k_seq_stride, n * kBwdBlockN, kBwdBlockN, len_k, D, tid,
                              kBwdThreads);
-    load_tile_async<D, Elem>(sV + slot * kTile, gV, p.v_seq_stride, n * kBwdBlockN, kBwdBlockN, len_k, D, tid,
+    load_tile_async<D, Elem>(sV + slot * kTile, rows.v(hk), p.v_seq_stride, n * kBwdBlockN, kBwdBlockN, len_k, D, tid,
                              kBwdThreads);
   };
   if (n_first < n_tiles) load_kv_tile(n_first, 0);
@@ -52,7 +53,7 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dq_kernel(const __grid_
 
   // This thread's two query rows: lse2 and delta from the workspace (rows padded to 64: in bounds).
   const int lrow0 = 16 * warp + (lane >> 2);
-  const long long w = ((long long)b * p.heads_q + h) * a.seqlen_q_rounded + q0 + lrow0;
+  const long long w = bwd_ws_row<kSeq>(a, b, h, q0 + lrow0);
   const float lse2_r0 = a.lse2[w], lse2_r1 = a.lse2[w + 8];
   const float delta_r0 = a.delta[w], delta_r1 = a.delta[w + 8];
 
@@ -103,8 +104,7 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_dq_kernel(const __grid_
 
   stage_acc_rows<D, Elem>(sK, lrow0, lane, dq, p.scale);
   __syncthreads();
-  Elem* gdQ = static_cast<Elem*>(g.dq) + b * g.dq_batch_stride + h * g.dq_head_stride;
-  store_tile_rows<D, Elem>(gdQ, g.dq_seq_stride, sK, q0, len_q, tid, kBwdThreads);
+  store_tile_rows<D, Elem>(rows.dq(h), g.dq_seq_stride, sK, q0, mask.seq.len_q(), tid, kBwdThreads);
 }
 
 }  // namespace flashcore::cuda::detail

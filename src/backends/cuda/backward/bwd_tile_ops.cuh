@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "backends/cuda/backward/bwd_config.cuh"
+#include "backends/cuda/backward/bwd_sequences.cuh"
 #include "backends/cuda/common/elem_ops.cuh"
 #include "backends/cuda/common/epilogue.cuh"
 #include "backends/cuda/common/mask.cuh"
@@ -86,11 +87,15 @@ __device__ __forceinline__ void nt_tile(float (&c)[kBlockN / 8][4], const AOpera
 
 // The backward kernels' mask policy: CausalMask (causal or not, the key tail) or, with windows,
 // soft-capping or ALiBi, VariantMask (sinks need neither: they are in the forward's LSE, and their
-// gradient is the delta pass's, bwd_delta.cuh). Fixed-length batches: the lengths are the problem's.
-// Without variants causal is a template argument (CausalMaskOf's kCausal), as the kernels had it before
-// the policies: a run-time flag cost the D = 128 dK/dV kernel with the dQ atomics 12 bytes more spill.
-template <bool kVariants, bool kCausal>
-using BwdMask = std::conditional_t<kVariants, VariantMaskOf<ReadLengths>, CausalMaskOf<ReadLengths, kCausal>>;
+// gradient is the delta pass's, bwd_delta.cuh). kSeq: the sequence layouts, each block's sequence's
+// lengths read where used (ReadLengths; bwd_sequences.cuh), causal read from p.causal; else the
+// fixed-length problem's (FixedLengths). Without variants and sequences causal is a template argument
+// (CausalMaskOf's kCausal), as the kernels had it before the policies: a run-time flag cost the D = 128
+// dK/dV kernel with the dQ atomics 12 bytes more spill.
+template <bool kVariants, bool kCausal, bool kSeq = false>
+using BwdMask = std::conditional_t<
+    kSeq, std::conditional_t<kVariants, VariantMaskOf<ReadLengths>, CausalMaskOf<ReadLengths>>,
+    std::conditional_t<kVariants, VariantMaskOf<FixedLengths>, CausalMaskOf<FixedLengths, kCausal>>>;
 
 // ---- Mask (every backward kernel) --------------------------------------------------------------------
 // The forward's mask policies (common/mask.cuh: CausalMask; common/variant_mask.cuh: VariantMask for

@@ -34,27 +34,37 @@ void bwd_smem(int d, size_t* dkdv, size_t* dq) {
   }
 }
 
-// Workspace rows: one per (batch, query head, query row padded to kBwdBlockM). The workspace is delta
-// and lse2 (one float a row each) and, on the atomic path, the dQ accumulator (head_dim floats a row).
-size_t workspace_rows(const FlashFwdParams& p, int seqlen_q_rounded) {
-  return (size_t)p.batch * p.heads_q * (size_t)seqlen_q_rounded;
+// Workspace rows: one per query row of every (sequence, query head), each sequence padded to
+// kBwdBlockM rows (BwdArgs, bwd_sequences.cuh: bwd_ws_row). The workspace is delta and lse2 (one float a
+// row each) and, on the atomic path, the dQ accumulator (acc_dim floats a row).
+void workspace_layout(const FlashFwdParams& p, int seqlen_q_rounded, FlashBwdPlan* plan) {
+  if (p.cu_seqlens_q != nullptr) {  // packed Q: sequence b from (cu_seqlens_q[b] + 64·b) rounded down to 64
+    plan->ws_batch_stride = 0;
+    plan->ws_head_stride = ((long long)p.total_q + (long long)kBwdBlockM * (p.batch + 1) - 1) / kBwdBlockM * kBwdBlockM;
+  } else {
+    plan->ws_head_stride = seqlen_q_rounded;
+    plan->ws_batch_stride = (long long)p.heads_q * seqlen_q_rounded;
+  }
+}
+size_t workspace_rows(const FlashFwdParams& p, const FlashBwdPlan& plan) {
+  return plan.varlen_q ? (size_t)p.heads_q * (size_t)plan.ws_head_stride : (size_t)p.batch * (size_t)plan.ws_batch_stride;
 }
 // acc_dim: the dQ accumulator's columns (0 on the deterministic path).
-size_t workspace_bytes(const FlashFwdParams& p, int seqlen_q_rounded, int acc_dim) {
-  return sizeof(float) * workspace_rows(p, seqlen_q_rounded) * (2 + (size_t)acc_dim);
+size_t workspace_bytes(const FlashFwdParams& p, const FlashBwdPlan& plan, int acc_dim) {
+  return sizeof(float) * workspace_rows(p, plan) * (2 + (size_t)acc_dim);
 }
 
-// The sequence layouts the backward kernels do not have: "" or the field that is set. (The attention
-// variants they run: windows, soft-capping and ALiBi through the VariantMask kernels, sinks through the
-// forward's LSE and the dsinks kernel.)
+// The sequence layouts the backward kernels do not have: "" or the field that is set. (They run varlen
+// Q and K/V and cache lengths, bwd_sequences.cuh; the attention variants: windows, soft-capping and ALiBi
+// through the VariantMask kernels, sinks through the forward's LSE and the dsinks kernel.)
 std::string unsupported_features(const FlashBwdParams& b) {
   const FlashFwdParams& p = b.fwd;
-  const std::string seq = " (the tuned backward takes fixed-length batches only; the reference backward runs "
-                          "sequence layouts)";
-  if (p.cu_seqlens_q != nullptr || p.total_q != 0) return "cu_seqlens_q (varlen Q) is set" + seq;
-  if (p.cu_seqlens_k != nullptr || p.total_k != 0) return "cu_seqlens_k (varlen K/V) is set" + seq;
-  if (p.seqlens_k != nullptr) return "seqlens_k (cache lengths) is set" + seq;
-  if (p.block_table != nullptr || p.page_size != 0 || p.pages_per_seq != 0) return "block_table (paged K/V) is set" + seq;
+  if (p.block_table != nullptr || p.page_size != 0 || p.pages_per_seq != 0)
+    return "block_table (paged K/V) is set: paged K/V has no backward pass";
+  if ((p.cu_seqlens_q != nullptr) != (p.total_q > 0))
+    return "cu_seqlens_q and total_q " + std::to_string(p.total_q) + " disagree (varlen Q needs both)";
+  if ((p.cu_seqlens_k != nullptr) != (p.total_k > 0))
+    return "cu_seqlens_k and total_k " + std::to_string(p.total_k) + " disagree (varlen K/V needs both)";
   return {};
 }
 
@@ -107,9 +117,13 @@ std::string hopper_bwd(const FlashBwdParams& b, const DeviceLimits& dev, FlashBw
 }  // namespace
 
 std::string FlashBwdPlan::describe() const {
+  std::string seq;
+  for (const auto& [on, name] : {std::pair<bool, const char*>{varlen_q, "varlen_q"}, {varlen_k, "varlen_k"},
+                                 {cache_lengths, "cache_lengths"}})
+    if (on) seq += (seq.empty() ? " sequences=" : "+") + std::string(name);
   return std::string(hopper ? "sm90-bwd" : "sm80-bwd") + " D=" + std::to_string(head_dim) +
          (atomic_dq ? " dq_path=atomic" : " dq_path=deterministic") + (variants ? " mask=variants" : "") +
-         (dsinks ? " dsinks" : "") + " block=" + std::to_string(block_m) + "x" +
+         (dsinks ? " dsinks" : "") + seq + " block=" + std::to_string(block_m) + "x" +
          std::to_string(block_n) + " threads=" + std::to_string(threads) + " smem dkdv=" + std::to_string(smem_dkdv) +
          " dq=" + std::to_string(smem_dq) + " workspace=" + std::to_string(workspace_bytes) +
          (hopper ? " heavy_group=" + std::to_string(heavy_group) : std::string());
@@ -164,6 +178,10 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
   out.atomic_dq = !b.deterministic && detail::bwd_atomic_dq_built(p.head_dim);
   out.variants = bwd_variant_mask(p);
   out.dsinks = b.dsinks != nullptr;
+  out.varlen_q = p.cu_seqlens_q != nullptr;
+  out.varlen_k = p.cu_seqlens_k != nullptr;
+  out.cache_lengths = p.seqlens_k != nullptr;
+  workspace_layout(p, out.seqlen_q_rounded, &out);
   out.acc_dim = p.head_dim;
   bwd_smem(p.head_dim, &out.smem_dkdv, &out.smem_dq);
   const size_t need = out.smem_dkdv > out.smem_dq ? out.smem_dkdv : out.smem_dq;
@@ -181,21 +199,21 @@ std::string flash_bwd_plan(const FlashBwdParams& b, const DeviceLimits& dev, Fla
     if (hopper_why.empty()) out = hopper;
     else if (variant == FlashVariant::Hopper) return hopper_why;
   }
-  out.workspace_bytes = workspace_bytes(p, out.seqlen_q_rounded, out.atomic_dq ? out.acc_dim : 0);
+  out.workspace_bytes = workspace_bytes(p, out, out.atomic_dq ? out.acc_dim : 0);
   if (plan != nullptr) *plan = out;
   return {};
 }
 
 namespace {
 
-// The kernels of the plan's head dim and mask policy (instances/).
-template <bool kVariants>
+// The kernels of the plan's head dim, mask policy and layout (instances/: kSeq, the sequence layouts).
+template <bool kVariants, bool kSeq>
 cudaError_t launch_head_dim(const FlashBwdPlan& plan, const detail::BwdArgs& args, cudaStream_t stream) {
   switch (plan.head_dim) {
-    case 32: return detail::launch_bwd_head_dim<32, kVariants>(plan, args, stream);
-    case 64: return detail::launch_bwd_head_dim<64, kVariants>(plan, args, stream);
-    case 96: return detail::launch_bwd_head_dim<96, kVariants>(plan, args, stream);
-    case 128: return detail::launch_bwd_head_dim<128, kVariants>(plan, args, stream);
+    case 32: return detail::launch_bwd_head_dim<32, kVariants, kSeq>(plan, args, stream);
+    case 64: return detail::launch_bwd_head_dim<64, kVariants, kSeq>(plan, args, stream);
+    case 96: return detail::launch_bwd_head_dim<96, kVariants, kSeq>(plan, args, stream);
+    case 128: return detail::launch_bwd_head_dim<128, kVariants, kSeq>(plan, args, stream);
     default: return cudaErrorInvalidValue;  // the plan never gets here
   }
 }
@@ -208,6 +226,8 @@ cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cud
   args.p = b;
   args.scale_log2 = p.scale * 1.4426950408889634f;
   args.group = p.heads_q / p.heads_kv;
+  args.ws_batch_stride = plan.ws_batch_stride;
+  args.ws_head_stride = plan.ws_head_stride;
   args.seqlen_q_rounded = plan.seqlen_q_rounded;
   args.heavy_group = plan.heavy_group;
   args.acc_dim = plan.acc_dim;
@@ -220,22 +240,24 @@ cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cud
     FlashBwdPlan fixed = plan;
     fixed.atomic_dq = false;
     sm80_dkdv_shape(p, &fixed);  // the Hopper kernel has the atomic path only
-    fixed.workspace_bytes = workspace_bytes(p, plan.seqlen_q_rounded, 0);
+    fixed.workspace_bytes = workspace_bytes(p, fixed, 0);
     return flash_bwd_run(b, fixed, stream);
   }
   if (e != cudaSuccess) {
     cudaGetLastError();  // not sticky: leave no error behind for the next launch check
     return e;
   }
-  // [delta][lse2][dq_accum], the first two batch x heads_q x seqlen_q_rounded floats each
-  // (seqlen_q_rounded a multiple of 64: every part and every 64-row tile 16-byte aligned for cp.async).
-  const size_t rows = workspace_rows(p, plan.seqlen_q_rounded);
+  // [delta][lse2][dq_accum], the first two a float per workspace row each (the rows a multiple of 64:
+  // every part and every 64-row tile 16-byte aligned for cp.async).
+  const size_t rows = workspace_rows(p, plan);
   args.delta = static_cast<float*>(ws);
   args.lse2 = args.delta + rows;
   args.dq_accum = plan.atomic_dq ? args.lse2 + rows : nullptr;
   e = detail::launch_bwd_delta(plan, args, stream);
   if (e == cudaSuccess) {
-    e = plan.variants ? launch_head_dim<true>(plan, args, stream) : launch_head_dim<false>(plan, args, stream);
+    const bool seq = plan.varlen_q || plan.varlen_k || plan.cache_lengths;
+    e = plan.variants ? (seq ? launch_head_dim<true, true>(plan, args, stream) : launch_head_dim<true, false>(plan, args, stream))
+                      : (seq ? launch_head_dim<false, true>(plan, args, stream) : launch_head_dim<false, false>(plan, args, stream));
   }
   const cudaError_t f = cudaFreeAsync(ws, stream);  // after the kernels, in stream order
   return e != cudaSuccess ? e : f;

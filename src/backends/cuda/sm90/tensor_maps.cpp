@@ -136,26 +136,32 @@ std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
   return why;
 }
 
-// The backward (fixed-length layouts only: flash_bwd_plan declines the others): Q and dO in boxes of
-// kBlockM rows, K and V of kBlockN (backward/sm90/config.h).
+// The backward: Q and dO in boxes of kBlockM rows, K and V of kBlockN (backward/sm90/config.h). Packed
+// Q/dO (cu_seqlens_q) or K/V (cu_seqlens_k) as one batch entry of total rows, as for the forward; cache
+// lengths keep the batch layout (flash_bwd_plan declines paged K/V).
 std::string encode_bwd_maps(const FlashBwdParams& b, BwdHopperMaps* m) {
   const FlashFwdParams& p = b.fwd;
   const int bm = BwdHopperConfig<64>::kBlockM, bn = BwdHopperConfig<64>::kBlockN;
   static_assert(BwdHopperConfig<64>::kBlockM == BwdHopperConfig<128>::kBlockM &&
                     BwdHopperConfig<64>::kBlockN == BwdHopperConfig<128>::kBlockN,
                 "one box size for every head dim");
+  const bool packed_q = p.cu_seqlens_q != nullptr, packed_k = p.cu_seqlens_k != nullptr;
+  if (packed_q && p.total_q < 1) return "the Hopper backward needs total_q (rows of packed Q) with cu_seqlens_q";
+  if (packed_k && p.total_k < 1) return "the Hopper backward needs total_k (rows of packed K/V) with cu_seqlens_k";
+  const int q_batch = packed_q ? 1 : p.batch, q_rows = packed_q ? p.total_q : p.seqlen_q;
+  const int k_batch = packed_k ? 1 : p.batch, k_rows = packed_k ? p.total_k : p.seqlen_k;
   const TmaElem el = p.bf16 ? TmaElem::BF16 : TmaElem::F16;
   TmaView q, k, v, d_o;
-  std::string why = make_view(&q, "q", p.q, p.batch, p.heads_q, p.seqlen_q, p.head_dim, p.q_batch_stride,
+  std::string why = make_view(&q, "q", p.q, q_batch, p.heads_q, q_rows, p.head_dim, p.q_batch_stride,
                               p.q_head_stride, p.q_seq_stride, bm, el);
   if (why.empty())
-    why = make_view(&k, "k", p.k, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.k_batch_stride, p.k_head_stride,
+    why = make_view(&k, "k", p.k, k_batch, p.heads_kv, k_rows, p.head_dim, p.k_batch_stride, p.k_head_stride,
                     p.k_seq_stride, bn, el);
   if (why.empty())
-    why = make_view(&v, "v", p.v, p.batch, p.heads_kv, p.seqlen_k, p.head_dim, p.v_batch_stride, p.v_head_stride,
+    why = make_view(&v, "v", p.v, k_batch, p.heads_kv, k_rows, p.head_dim, p.v_batch_stride, p.v_head_stride,
                     p.v_seq_stride, bn, el);
   if (why.empty())
-    why = make_view(&d_o, "d_o", b.d_o, p.batch, p.heads_q, p.seqlen_q, p.head_dim, b.do_batch_stride,
+    why = make_view(&d_o, "d_o", b.d_o, q_batch, p.heads_q, q_rows, p.head_dim, b.do_batch_stride,
                     b.do_head_stride, b.do_seq_stride, bm, el);
   if (why.empty()) why = encode_views({{&m->q, &q}, {&m->k, &k}, {&m->v, &v}, {&m->d_o, &d_o}});
   return why;

@@ -5,10 +5,11 @@
 namespace flashcore::cuda::detail {
 
 cudaError_t launch_bwd_delta(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
-  if (args.p.fwd.bf16)
-    flash_bwd_delta_kernel<__nv_bfloat16><<<plan.grid_delta, plan.delta_threads, 0, stream>>>(args);
-  else
-    flash_bwd_delta_kernel<__half><<<plan.grid_delta, plan.delta_threads, 0, stream>>>(args);
+  const bool seq = plan.varlen_q || plan.varlen_k || plan.cache_lengths;  // (bwd_sequences.cuh)
+  void (*delta)(BwdArgs) = args.p.fwd.bf16 ? (seq ? flash_bwd_delta_kernel<__nv_bfloat16, true>
+                                                  : flash_bwd_delta_kernel<__nv_bfloat16, false>)
+                                           : (seq ? flash_bwd_delta_kernel<__half, true> : flash_bwd_delta_kernel<__half, false>);
+  delta<<<plan.grid_delta, plan.delta_threads, 0, stream>>>(args);
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess && args.p.dsinks != nullptr) {
     flash_bwd_dsinks_kernel<><<<args.p.fwd.heads_q, kBwdDsinksThreads, 0, stream>>>(args);

@@ -3,4 +3,4 @@
 #define FLASHCORE_BWD_INSTANCE
 #include "backends/cuda/backward/launch_bwd.cuh"
 
-FLASHCORE_BWD_INSTANTIATE(128, true)
+FLASHCORE_BWD_INSTANTIATE(128, true, false)

@@ -35,6 +35,11 @@
 // arrival, ran as fast, but compute-sanitizer racecheck cannot order mbarrier handoffs to plain loads and
 // reported hazards.) K rows past seqlen_k are zeros
 // (TMA) and masked; query rows past seqlen_q are zeros with lse2 = +inf (P = 0: no mask needed).
+// Sequences (varlen Q and K/V, cache lengths; backward/bwd_sequences.cuh): packed tensors are one TMA
+// batch entry of total rows and a block's rows start at its sequence's offset. A Q tile's rows past the
+// sequence's queries are the next sequence's (finite) with lse2 = +inf: P = 0 as for the padding rows.
+// K and V rows past its keys may be anything (a cache's unwritten rows): the consumers zero them in
+// shared memory before the first wgmma.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -53,7 +58,7 @@
 
 namespace flashcore::cuda::detail {
 
-template <int D, typename Elem, bool kVariants, bool kCausal>
+template <int D, typename Elem, bool kVariants, bool kCausal, bool kSeq>
 __global__ void __launch_bounds__(BwdHopperConfig<D>::kThreads, 1)
 flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_constant__ BwdHopperMaps maps) {
   using Cfg = BwdHopperConfig<D>;
@@ -69,26 +74,30 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
 
   const FlashFwdParams& p = a.p.fwd;  // the forward call
   const FlashBwdParams& g = a.p;      // dO and the gradients
-  using Mask = BwdMask<kVariants, kCausal>;  // the variants' causal is p.causal (bwd_tile_ops.cuh)
-  const bool heavy_first = kVariants ? p.causal : kCausal;  // causal: heavy blocks first
+  using Mask = BwdMask<kVariants, kCausal, kSeq>;  // the variants' and sequences' causal is p.causal
+  const bool heavy_first = kVariants || kSeq ? p.causal : kCausal;  // causal: heavy blocks first
   const KeyBlockCoord blk = heavy_first ? key_block_order<true>(a.heavy_group) : key_block_order<false>(a.heavy_group);
   const int kb = blk.kb, hk = blk.hk, b = blk.b;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
-  const int len_k = p.seqlen_k;
   const int k0 = kb * Cfg::kBlockN;
-  const Mask mask(p);
-  // Query tiles [m_first, m_first + m_count) hold every row that sees a key of the block (bwd_tile_ops.cuh).
+  static_assert(kSeq == kBwdSequences<Mask>, "sequence layouts (bwd_sequences.cuh)");
+  const BwdSequenceRows<Elem, kSeq> seq_rows(a, b);
+  if (kSeq && k0 >= seq_rows.rows_k()) return;  // past the K/V rows sequence b stores (block-uniform, before any barrier)
+  const Mask mask(p, b);            // sequence b's lengths (mask.seq), read where used
+  // Query tiles [m_first, m_first + m_count) hold every row that sees a key of the block (bwd_tile_ops.cuh;
+  // none past the sequence's keys: cache rows past its length get dK = dV = 0).
   const int r0 = mask.row_begin(k0), r1 = mask.row_end(k0 + Cfg::kBlockN);
   const int m_first = r0 / Cfg::kBlockM;
-  const int m_count = r0 < r1 ? (r1 + Cfg::kBlockM - 1) / Cfg::kBlockM - m_first : 0;
+  const int m_count =
+      r0 < r1 && (!kSeq || k0 < mask.seq.len_k()) ? (r1 + Cfg::kBlockM - 1) / Cfg::kBlockM - m_first : 0;
   const int n_iters = a.group * m_count;
   // Iteration it: query head hk·group + it / m_count, query tile m_first + it % m_count (first row q0).
   struct Tile {
     int h, q0;
   };
   auto tile_of = [&](int it) { return Tile{hk * a.group + it / m_count, (m_first + it % m_count) * Cfg::kBlockM}; };
-  // The workspace row of query q0 of head h (rows padded to 64 per (batch, head): a tile is in bounds).
-  auto ws_row = [&](const Tile& t) { return ((long long)b * p.heads_q + t.h) * a.seqlen_q_rounded + t.q0; };
+  // The workspace row of query q0 of head h (a sequence's rows padded to 64: a tile is in bounds).
+  auto ws_row = [&](const Tile& t) { return bwd_ws_row<kSeq>(a, b, t.h, t.q0); };
 
   if (tid == 0) {
     mbar_init(bar_kv, 1);
@@ -103,10 +112,15 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   if (wg == 0) {  // ---------------- producer ----------------
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if (tid == 0) {
+      // Packed Q or K/V are one TMA batch entry of total rows (sm90/tensor_maps.cpp): sequence b starts
+      // at row cu_seqlens[b] of entry 0.
+      const bool packed_q = kSeq && p.cu_seqlens_q != nullptr, packed_k = kSeq && p.cu_seqlens_k != nullptr;
+      const int q_row0 = packed_q ? p.cu_seqlens_q[b] : 0, q_b = packed_q ? 0 : b;
+      const int k_row0 = packed_k ? p.cu_seqlens_k[b] : 0, k_b = packed_k ? 0 : b;
       mbar_expect_tx(bar_kv, 2 * Cfg::kKVBytes);
       for (int pn = 0; pn < Cfg::kPanels; ++pn) {
-        tma_load_4d(sK + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, k0, hk, b, bar_kv);
-        tma_load_4d(sV + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, k0, hk, b, bar_kv);
+        tma_load_4d(sK + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, k_row0 + k0, hk, k_b, bar_kv);
+        tma_load_4d(sV + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, k_row0 + k0, hk, k_b, bar_kv);
       }
       for (int it = 0; it < n_iters; ++it) {
         const int s = it % kS;
@@ -114,8 +128,9 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
         const Tile t = tile_of(it);
         mbar_expect_tx(full(s), 2 * Cfg::kQBytes);
         for (int pn = 0; pn < Cfg::kPanels; ++pn) {
-          tma_load_4d(sQ + s * Cfg::kQBytes + pn * Cfg::kQPanelBytes, &maps.q, 64 * pn, t.q0, t.h, b, full(s));
-          tma_load_4d(sdO + s * Cfg::kQBytes + pn * Cfg::kQPanelBytes, &maps.d_o, 64 * pn, t.q0, t.h, b, full(s));
+          tma_load_4d(sQ + s * Cfg::kQBytes + pn * Cfg::kQPanelBytes, &maps.q, 64 * pn, q_row0 + t.q0, t.h, q_b, full(s));
+          tma_load_4d(sdO + s * Cfg::kQBytes + pn * Cfg::kQPanelBytes, &maps.d_o, 64 * pn, q_row0 + t.q0, t.h, q_b,
+                      full(s));
         }
       }
     }
@@ -191,6 +206,20 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   }
 
   mbar_wait_parity(bar_kv, 0);
+  // Past the sequence's keys TMA read the rows that follow in memory (the next sequence, or cache rows
+  // no one wrote: possibly NaN), where the fixed layout gets zeros. Their scores are masked, but P = 0
+  // times a NaN in V (dPᵀ), or dS = 0 times a NaN in K (dQ), is NaN: the warpgroup zeroes its 64 rows
+  // past the last key in K and V, then fences them for wgmma (the async proxy) before the barrier.
+  if (const int tail = mask.seq.len_k() - kw0; kSeq && tail < 64 && (p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr)) {
+    const int r_first = max(0, tail), chunks = (64 - r_first) * 8;  // 16-byte chunks per panel
+    for (int c = tid - 128 * wg; c < 2 * Cfg::kPanels * chunks; c += 128) {
+      const int kv = c / (Cfg::kPanels * chunks), pc = c % (Cfg::kPanels * chunks);
+      const uint32_t addr = (kv ? sV : sK) + (pc / chunks) * Cfg::kKVPanelBytes + (64 * cw + r_first) * 128 +
+                            (pc % chunks) * 16;
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
+    }
+    fence_proxy_async_smem();
+  }
   if (wl == 0) cp_async_wait<0>();
   named_bar_sync(bar_rows, bar_rows_threads);
 #pragma unroll 1
@@ -281,38 +310,45 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   stage_acc_rows<D, Elem>(s_dk, 16 * wl + (lane >> 2), lane, dk, p.scale);
   stage_acc_rows<D, Elem>(s_dv, 16 * wl + (lane >> 2), lane, dv, 1.f);
   named_bar_sync(Cfg::kBarDs + 1 + cw, 128);
-  Elem* gdK = static_cast<Elem*>(g.dk) + b * g.dk_batch_stride + hk * g.dk_head_stride;
-  Elem* gdV = static_cast<Elem*>(g.dv) + b * g.dv_batch_stride + hk * g.dv_head_stride;
-  store_tile_rows<D, Elem>(gdK, g.dk_seq_stride, s_dk, kw0, len_k, tid - 128 * wg, 128, p.head_dim / 8);
-  store_tile_rows<D, Elem>(gdV, g.dv_seq_stride, s_dv, kw0, len_k, tid - 128 * wg, 128, p.head_dim / 8);
+  // Every row the sequence stores: 0 past its keys.
+  store_tile_rows<D, Elem>(seq_rows.dk(hk), g.dk_seq_stride, s_dk, kw0, seq_rows.rows_k(), tid - 128 * wg, 128,
+                           p.head_dim / 8);
+  store_tile_rows<D, Elem>(seq_rows.dv(hk), g.dv_seq_stride, s_dv, kw0, seq_rows.rows_k(), tid - 128 * wg, 128,
+                           p.head_dim / 8);
 }
 
-template <int D, typename Elem, bool kVariants, bool kCausal>
+template <int D, typename Elem, bool kVariants, bool kCausal, bool kSeq>
 cudaError_t launch_bwd_sm90_typed(const FlashBwdPlan& plan, const BwdArgs& args, const BwdHopperMaps& maps,
                                   cudaStream_t stream) {
-  void (*kernel)(BwdArgs, BwdHopperMaps) = flash_bwd_dkdv_sm90_kernel<D, Elem, kVariants, kCausal>;
+  void (*kernel)(BwdArgs, BwdHopperMaps) = flash_bwd_dkdv_sm90_kernel<D, Elem, kVariants, kCausal, kSeq>;
   const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), plan.device, plan.smem_dkdv);
   if (e != cudaSuccess) return e;
   kernel<<<plan.grid_dkdv, plan.threads, plan.smem_dkdv, stream>>>(args, maps);
   return cudaGetLastError();
 }
 
-template <int D, bool kVariants>
+// The kernels of the VariantMask policy and of sequence layouts take causal at run time, the others
+// as a template argument.
+template <int D, typename Elem, bool kVariants, bool kSeq>
+cudaError_t launch_bwd_sm90_causal(const FlashBwdPlan& plan, const BwdArgs& args, const BwdHopperMaps& maps,
+                                   cudaStream_t stream) {
+  if constexpr (kVariants || kSeq)
+    return launch_bwd_sm90_typed<D, Elem, kVariants, false, kSeq>(plan, args, maps, stream);
+  else
+    return args.p.fwd.causal ? launch_bwd_sm90_typed<D, Elem, false, true, false>(plan, args, maps, stream)
+                             : launch_bwd_sm90_typed<D, Elem, false, false, false>(plan, args, maps, stream);
+}
+
+template <int D, bool kVariants, bool kSeq>
 cudaError_t launch_bwd_sm90_head_dim(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
   BwdHopperMaps maps;
   std::memcpy(static_cast<void*>(&maps), plan.tensor_maps, sizeof maps);
-  if constexpr (kVariants) {  // the VariantMask kernel takes causal at run time
-    return args.p.fwd.bf16 ? launch_bwd_sm90_typed<D, __nv_bfloat16, true, false>(plan, args, maps, stream)
-                           : launch_bwd_sm90_typed<D, __half, true, false>(plan, args, maps, stream);
-  } else if (args.p.fwd.bf16)
-    return args.p.fwd.causal ? launch_bwd_sm90_typed<D, __nv_bfloat16, false, true>(plan, args, maps, stream)
-                             : launch_bwd_sm90_typed<D, __nv_bfloat16, false, false>(plan, args, maps, stream);
-  return args.p.fwd.causal ? launch_bwd_sm90_typed<D, __half, false, true>(plan, args, maps, stream)
-                           : launch_bwd_sm90_typed<D, __half, false, false>(plan, args, maps, stream);
+  return args.p.fwd.bf16 ? launch_bwd_sm90_causal<D, __nv_bfloat16, kVariants, kSeq>(plan, args, maps, stream)
+                         : launch_bwd_sm90_causal<D, __half, kVariants, kSeq>(plan, args, maps, stream);
 }
 
 }  // namespace flashcore::cuda::detail
 
-#define FLASHCORE_BWD_SM90_INSTANTIATE(D, VARIANTS)                                               \
-  template cudaError_t flashcore::cuda::detail::launch_bwd_sm90_head_dim<D, VARIANTS>(            \
+#define FLASHCORE_BWD_SM90_INSTANTIATE(D, VARIANTS, SEQ)                                          \
+  template cudaError_t flashcore::cuda::detail::launch_bwd_sm90_head_dim<D, VARIANTS, SEQ>(       \
       const flashcore::cuda::FlashBwdPlan&, const flashcore::cuda::detail::BwdArgs&, cudaStream_t);

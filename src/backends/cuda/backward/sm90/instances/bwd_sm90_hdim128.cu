@@ -2,4 +2,4 @@
 // bf16, causal and not); sm_90a only.
 #include "backends/cuda/backward/sm90/bwd_dkdv_sm90.cuh"
 
-FLASHCORE_BWD_SM90_INSTANTIATE(128, false)
+FLASHCORE_BWD_SM90_INSTANTIATE(128, false, false)

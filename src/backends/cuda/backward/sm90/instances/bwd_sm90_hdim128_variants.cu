@@ -2,4 +2,4 @@
 // fp16 and bf16, causal and not); sm_90a only.
 #include "backends/cuda/backward/sm90/bwd_dkdv_sm90.cuh"
 
-FLASHCORE_BWD_SM90_INSTANTIATE(128, true)
+FLASHCORE_BWD_SM90_INSTANTIATE(128, true, false)
