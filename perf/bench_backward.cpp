@@ -2,7 +2,13 @@
 // perf suite's backward rows (perf/run_backward.sh puts PyTorch's SDPA backward beside it, same run).
 //
 //   flashcore_bench_backward [--backends=a,b] [--shapes=B,H,L,D,causal;...] [--dtype=bf16|fp16] [--seconds=S]
-//                            [--variant=V]
+//                            [--variant=V] [--varlen=H,D:l1,l2,...;...]
+//
+// --varlen: causal batches of packed sequences (varlen Q and K/V, Lq_b = Lk_b = l_b; "LxN" = N
+// sequences of L), each followed by the fixed-length problem of the same tokens (B = sequences,
+// L = total / B). They replace the built-in shapes unless --shapes is given too. Timed calls pass
+// Options::check_sequences = false (a training loop that knows its offsets; the warm-up call checks
+// them). The JSON line adds "layout": "varlen:T<total>" or "contiguous".
 //
 // --variant: an attention variant for every shape, as flashcore_bench --variants writes one (window:L,R,
 // softcap:X, alibi, sinks:X, joined by '+'; ALiBi slopes 2^(-8(h+1)/H), the sinks' gradient asked for).
@@ -15,7 +21,7 @@
 // two CUDA events, up to --seconds per backend and shape; the median per call is reported. One JSON
 // line per (shape, backend) on stdout: {"B":..,"H":..,"L":..,"D":..,"causal":..,"backend":..,
 // "variant":..,"median_us":..,"reps":..,"tflops":..} with backward FLOPs = 2.5 x the forward's (Problem::flops:
-// 4·B·H·L²·D over the pairs a mask shows), or "error" when the backend declines.
+// 4·B·H·L²·D over the pairs a mask shows; sequences: summed per sequence), or "error" when the backend declines.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -62,19 +68,69 @@ void ck(cudaError_t e, const char* what) {
   }
 }
 
+// One benchmarked problem: the plain shapes, or a --varlen batch and its fixed-length twin.
+struct BenchCase {
+  fcbench::Geometry geo;  // problem, storage sizes, sequence arrays, FLOPs
+  std::string layout;     // "" (plain), "varlen:T<n>", "contiguous"
+};
+
+BenchCase plain_case(const Shape& s, flashcore::DType dt) {
+  fcbench::Case c;
+  c.shape.b = s.b, c.shape.h = s.h, c.shape.l = s.l, c.shape.d = s.d;
+  c.dtype = dt;
+  c.causal = s.causal;
+  return {fcbench::geometry(c), ""};
+}
+
+// "H,D:lengths;..." -> each batch packed, then its fixed-length twin.
+std::vector<BenchCase> varlen_cases(const std::string& text, flashcore::DType dt) {
+  std::vector<BenchCase> out;
+  std::stringstream all(text);
+  std::string one;
+  while (std::getline(all, one, ';')) {
+    int h = 0, d = 0;
+    std::vector<int> lens;
+    const auto colon = one.find(':');
+    if (colon == std::string::npos || std::sscanf(one.substr(0, colon).c_str(), "%d,%d", &h, &d) != 2 ||
+        !fcbench::parse_sequence_lengths(one.substr(colon + 1), &lens)) {
+      std::fprintf(stderr, "bad --varlen batch '%s' (H,D:l1,l2,...)\n", one.c_str());
+      std::exit(2);
+    }
+    fcbench::Case c;
+    int total = 0;
+    for (int x : lens) total += x;
+    c.shape.b = static_cast<int>(lens.size()), c.shape.h = h, c.shape.d = d;
+    c.shape.l = std::max(1, *std::max_element(lens.begin(), lens.end()));
+    c.dtype = dt;
+    c.causal = true;
+    c.layout.tagged = true;
+    c.layout.varlen = lens;
+    out.push_back({fcbench::geometry(c), c.layout.name()});
+    fcbench::Case twin = c;
+    twin.layout = fcbench::Layout{};
+    twin.layout.tagged = true;
+    twin.shape.l = std::max(1, total / c.shape.b);
+    out.push_back({fcbench::geometry(twin), twin.layout.name()});
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // The issue-13 shapes (torch's figures in the issue are bf16 on an H100).
   std::string shapes = "4,16,1024,64,0;8,16,2048,64,1;2,16,4096,128,0;2,16,4096,128,1;1,16,16384,128,1";
+  bool shapes_given = false;
   std::string backends = "cuda-flash,cuda-flash+deterministic,reference-cuda";
   std::string dtype_name = "bf16";
+  std::string varlen;
   double seconds = 2.0;
   fcbench::Variant variant;
   for (int n = 1; n < argc; ++n) {
     const std::string a = argv[n];
     auto val = [&](const char* flag) { return a.rfind(flag, 0) == 0 ? a.substr(std::string(flag).size()) : std::string(); };
-    if (!val("--shapes=").empty()) shapes = val("--shapes=");
+    if (!val("--shapes=").empty()) shapes = val("--shapes="), shapes_given = true;
+    else if (!val("--varlen=").empty()) varlen = val("--varlen=");
     else if (!val("--backends=").empty()) backends = val("--backends=");
     else if (!val("--dtype=").empty()) dtype_name = val("--dtype=");
     else if (!val("--seconds=").empty()) seconds = std::stod(val("--seconds="));
@@ -87,7 +143,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--backends=a,b] [--shapes=B,H,L,D,causal;...] [--dtype=bf16|fp16] [--seconds=S] "
-                   "[--variant=V]\n",
+                   "[--variant=V] [--varlen=H,D:l1,l2,...;...]\n",
                    argv[0]);
       return 2;
     }
@@ -102,24 +158,39 @@ int main(int argc, char** argv) {
   }
   cudaStream_t stream;
   ck(cudaStreamCreate(&stream), "cudaStreamCreate");
-  for (const Shape& s : parse_shapes(shapes)) {
-    flashcore::Problem p = flashcore::Problem::make(s.b, s.h, s.h, s.l, s.l, s.d, dt, s.causal);
+  std::vector<BenchCase> cases;
+  if (varlen.empty() || shapes_given)
+    for (const Shape& s : parse_shapes(shapes)) cases.push_back(plain_case(s, dt));
+  for (BenchCase& c : varlen_cases(varlen, dt)) cases.push_back(std::move(c));
+  for (const BenchCase& bc : cases) {
+    flashcore::Problem p = bc.geo.problem;
+    const Shape s{p.batch, p.heads_q, p.seqlen_q, p.head_dim, p.causal};
     p.window_left = variant.window_left;
     p.window_right = variant.window_right;
     p.softcap = variant.softcap;
-    const std::size_t n = static_cast<std::size_t>(s.b) * s.l * s.h * s.d, bytes = n * 2;
-    std::vector<std::uint16_t> host(n);
+    const std::size_t nq = static_cast<std::size_t>(bc.geo.q_elems), nk = static_cast<std::size_t>(bc.geo.kv_elems);
+    const std::size_t rows_q = nq / (static_cast<std::size_t>(s.h) * s.d);  // LSE entries per head
+    std::vector<std::uint16_t> host(std::max(nq, nk));
     std::mt19937_64 rng(1234);
     std::uniform_real_distribution<double> u(-1.0, 1.0);
     void *q, *k, *v, *o, *d_o, *dq, *dk, *dv;
     float* lse;
     for (void** buf : {&q, &k, &v, &d_o}) {
+      const std::size_t n = buf == &k || buf == &v ? nk : nq;
       for (std::size_t i = 0; i < n; ++i) flashcore::verify::store_element(dt, host.data(), i, u(rng));
-      ck(cudaMalloc(buf, bytes), "cudaMalloc");
-      ck(cudaMemcpy(*buf, host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+      ck(cudaMalloc(buf, n * 2), "cudaMalloc");
+      ck(cudaMemcpy(*buf, host.data(), n * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
     }
-    for (void** buf : {&o, &dq, &dk, &dv}) ck(cudaMalloc(buf, bytes), "cudaMalloc");
-    ck(cudaMalloc(reinterpret_cast<void**>(&lse), static_cast<std::size_t>(s.b) * s.h * s.l * sizeof(float)), "cudaMalloc");
+    for (void** buf : {&o, &dq}) ck(cudaMalloc(buf, nq * 2), "cudaMalloc");
+    for (void** buf : {&dk, &dv}) ck(cudaMalloc(buf, nk * 2), "cudaMalloc");
+    ck(cudaMalloc(reinterpret_cast<void**>(&lse), rows_q * s.h * sizeof(float)), "cudaMalloc");
+    // The sequence arrays (cu_seqlens_q/k of a varlen case) on the device.
+    const std::vector<int> arrays = bc.geo.arrays();
+    int* d_arrays = nullptr;
+    if (!arrays.empty()) {
+      ck(cudaMalloc(reinterpret_cast<void**>(&d_arrays), arrays.size() * sizeof(int)), "cudaMalloc");
+      ck(cudaMemcpy(d_arrays, arrays.data(), arrays.size() * sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy");
+    }
     // The variant's per-head arrays (ALiBi slopes, sinks) and the sinks' gradient.
     float *slopes = nullptr, *sinks = nullptr, *dsinks = nullptr;
     auto put_floats = [&](const std::vector<float>& x) {
@@ -142,22 +213,24 @@ int main(int argc, char** argv) {
     flashcore::Tensors t{q, k, v, o, lse};
     t.alibi_slopes = slopes;
     t.sinks = sinks;
+    if (d_arrays != nullptr) bc.geo.set_arrays(&t, d_arrays);
     flashcore::run(p, t, fo);
     flashcore::Gradients g{d_o, dq, dk, dv};
     g.dsinks = dsinks;
-    const double flops = 2.5 * p.flops();
+    const double flops = 2.5 * (bc.layout.empty() ? p.flops() : bc.geo.flops);
     for (const std::string& name : names) {
       flashcore::Options opts;
       const std::string suffix = "+deterministic";
       opts.deterministic = name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
       opts.backend = opts.deterministic ? name.substr(0, name.size() - suffix.size()) : name;
       opts.stream = stream;
-      std::printf("{\"B\":%d,\"H\":%d,\"L\":%d,\"D\":%d,\"causal\":%s,\"dtype\":\"%s\",\"variant\":\"%s\",\"backend\":\"%s\"",
+      std::printf("{\"B\":%d,\"H\":%d,\"L\":%d,\"D\":%d,\"causal\":%s,\"dtype\":\"%s\",\"variant\":\"%s\",\"layout\":\"%s\",\"backend\":\"%s\"",
                   s.b, s.h, s.l, s.d, s.causal ? "true" : "false", dtype_name.c_str(), variant.name().c_str(),
-                  name.c_str());
+                  bc.layout.c_str(), name.c_str());
       try {
-        const flashcore::Report r = flashcore::run_backward(p, t, g, opts);  // warm-up (and plan)
+        const flashcore::Report r = flashcore::run_backward(p, t, g, opts);  // warm-up (and plan): checks the arrays
         ck(cudaStreamSynchronize(stream), "warm-up");
+        opts.check_sequences = false;  // timed calls: a training loop that knows its offsets
         cudaEvent_t e0, e1;
         ck(cudaEventCreate(&e0), "event");
         ck(cudaEventCreate(&e1), "event");
@@ -196,6 +269,7 @@ int main(int argc, char** argv) {
     }
     for (void* buf : {q, k, v, o, d_o, dq, dk, dv}) cudaFree(buf);
     for (float* buf : {slopes, sinks, dsinks}) cudaFree(buf);
+    cudaFree(d_arrays);
     cudaFree(lse);
   }
   cudaStreamDestroy(stream);

@@ -277,6 +277,8 @@ bool parse_with_lengths(const std::string& s, std::size_t numbers, std::vector<i
 
 }  // namespace
 
+bool parse_sequence_lengths(const std::string& text, std::vector<int>* out) { return parse_lengths(text, out); }
+
 bool parse_variant(const std::string& text, Variant* out, std::string* bad_part) {
   Variant var;
   for (const std::string& part : split(text, "+")) {

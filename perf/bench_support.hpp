@@ -58,6 +58,9 @@ struct Case {
 /// One variant from its text: none, window:L,R, softcap:X, alibi, sinks:X, joined by '+'
 /// (e.g. "window:255,0+softcap:30"). False, with the part it could not read in *bad_part, if malformed.
 bool parse_variant(const std::string& text, Variant* out, std::string* bad_part);
+/// Sequence lengths from their text "l1,l2,..." ("LxN" = N sequences of L), as --varlen and --mixed
+/// read them. False if malformed.
+bool parse_sequence_lengths(const std::string& text, std::vector<int>* out);
 
 /// The per-head parameters of a case's variant (host arrays, empty when off).
 struct HeadParams {
