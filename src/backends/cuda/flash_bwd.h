@@ -72,6 +72,7 @@ struct FlashBwdPlan {
   // cache lengths (seqlens_k): the kernels that read them (one instance per mask policy; the others
   // read none). Blocks past their sequence's rows return at once.
   bool varlen_q = false, varlen_k = false, cache_lengths = false;
+  bool sequences() const { return varlen_q || varlen_k || cache_lengths; }  // the sequence instances run
   // The workspace's rows (BwdArgs): per batch entry (0 with varlen Q) and per query head.
   long long ws_batch_stride = 0, ws_head_stride = 0;
   alignas(128) unsigned char tensor_maps[4 * 128] = {};  // hopper: CUtensorMap of Q, K, V, dO

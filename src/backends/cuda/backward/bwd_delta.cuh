@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(kBwdDeltaThreads) flash_bwd_delta_kernel(const
   constexpr int kRowsPerBlock = kBwdDeltaThreads / kBwdDeltaThreadsPerRow;
   const FlashFwdParams& p = a.p.fwd;  // the forward call
   const FlashBwdParams& g = a.p;      // dO and the gradients
-  const numeric::Sequences seq = BwdSequenceRows<Elem, kSeq>(a, 0).seqs();
+  const numeric::Sequences seq = bwd_seqs<kSeq>(p);
   const int h = blockIdx.y, b = blockIdx.z;
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kBwdDeltaThreadsPerRow;
   const int sub = threadIdx.x % kBwdDeltaThreadsPerRow;

@@ -44,6 +44,19 @@ __device__ __forceinline__ long long bwd_ws_row(const BwdArgs& a, int b, int h, 
   }
 }
 
+// The launch's sequence layout, or kSeq false none (numeric::Sequences without arrays: the
+// fixed-length batch, whatever arrays the parameters hold).
+template <bool kSeq>
+__device__ __forceinline__ numeric::Sequences bwd_seqs(const FlashFwdParams& p) {
+  if constexpr (kSeq) {
+    return sequences_of(p);
+  } else {
+    numeric::Sequences s;
+    s.seqlen_q = p.seqlen_q, s.seqlen_k = p.seqlen_k;
+    return s;
+  }
+}
+
 // Row 0 of head h of sequence b in each tensor of the backward; kSeq false: of batch entry b of the
 // fixed-length layout.
 template <typename Elem, bool kSeq = true>
@@ -51,16 +64,7 @@ struct BwdSequenceRows {
   const BwdArgs& a;
   int b;
   __device__ BwdSequenceRows(const BwdArgs& args, int batch) : a(args), b(batch) {}
-  // Sequence b's layout, or none (numeric::Sequences without arrays: the fixed-length batch).
-  __device__ numeric::Sequences seqs() const {
-    if constexpr (kSeq) {
-      return sequences_of(a.p.fwd);
-    } else {
-      numeric::Sequences s;
-      s.seqlen_q = a.p.fwd.seqlen_q, s.seqlen_k = a.p.fwd.seqlen_k;
-      return s;
-    }
-  }
+  __device__ numeric::Sequences seqs() const { return bwd_seqs<kSeq>(a.p.fwd); }
 
   __device__ const Elem* q(int h) const {
     const FlashFwdParams& p = a.p.fwd;

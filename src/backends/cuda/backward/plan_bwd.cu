@@ -255,7 +255,7 @@ cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cud
   args.dq_accum = plan.atomic_dq ? args.lse2 + rows : nullptr;
   e = detail::launch_bwd_delta(plan, args, stream);
   if (e == cudaSuccess) {
-    const bool seq = plan.varlen_q || plan.varlen_k || plan.cache_lengths;
+    const bool seq = plan.sequences();
     e = plan.variants ? (seq ? launch_head_dim<true, true>(plan, args, stream) : launch_head_dim<true, false>(plan, args, stream))
                       : (seq ? launch_head_dim<false, true>(plan, args, stream) : launch_head_dim<false, false>(plan, args, stream));
   }

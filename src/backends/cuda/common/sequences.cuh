@@ -30,6 +30,22 @@ __host__ __device__ inline Strides o_strides(const FlashFwdParams& p) { return {
 
 // Whether K and V are pools of pages (the decode kernel and the Hopper kernel's paged instance read them).
 __host__ __device__ inline bool paged_kv(const FlashFwdParams& p) { return p.block_table != nullptr; }
+// Whether K/V rows end per sequence inside the tensor (packed K/V, cache lengths or pages): rows a
+// full tile reads past a sequence's keys are another sequence's, or a cache's unwritten ones.
+__host__ __device__ inline bool varlen_k(const FlashFwdParams& p) {
+  return p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr || p.block_table != nullptr;
+}
+// Where row 0 of sequence b is in a Hopper kernel's TMA tensor maps (sm90/tensor_maps.cpp): a packed
+// tensor is one batch entry of total rows, the sequence from its offset; otherwise batch entry b.
+struct TmaRows {
+  int row0, batch;
+};
+__device__ __forceinline__ TmaRows tma_q_rows(const FlashFwdParams& p, int b) {
+  return p.cu_seqlens_q != nullptr ? TmaRows{p.cu_seqlens_q[b], 0} : TmaRows{0, b};
+}
+__device__ __forceinline__ TmaRows tma_kv_rows(const FlashFwdParams& p, int b) {
+  return p.cu_seqlens_k != nullptr ? TmaRows{p.cu_seqlens_k[b], 0} : TmaRows{0, b};
+}
 // Whether any sequence array is set.
 __host__ __device__ inline bool has_sequences(const FlashFwdParams& p) {
   return p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr || p.block_table != nullptr;

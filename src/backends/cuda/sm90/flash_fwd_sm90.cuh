@@ -73,10 +73,6 @@ namespace flashcore::cuda::detail {
 // 1 + c (c = 0, 1) = consumer c, query rows m0 + 64c .. +63 (its warp w & 3 the accumulator rows
 // 16·(w & 3) + lane/4 (+8)).
 // ------------------------------------------------------------------------------------------------
-// Whether K/V rows end per sequence inside the tensor (packed K/V, cache lengths or pages).
-__device__ __forceinline__ bool varlen_k(const FlashFwdParams& p) {
-  return p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr || p.block_table != nullptr;
-}
 
 // Paged K/V: one K or V tile (keys key0 .. key0 + kBN of sequence b) into shared memory at dst,
 // completing on bar: one box per 64-column panel and piece of `box` keys, each piece from its page
@@ -171,12 +167,11 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       int t_first = 0, n_tiles = 0;
       if (live) item_tiles(mask, m0, &t_first, &n_tiles);
       if (live && lane == 0) {  // one thread issues every copy
-        const int q_row0 = p.cu_seqlens_q != nullptr ? p.cu_seqlens_q[b] : 0, q_b = p.cu_seqlens_q != nullptr ? 0 : b;
-        const int k_row0 = p.cu_seqlens_k != nullptr ? p.cu_seqlens_k[b] : 0, k_b = p.cu_seqlens_k != nullptr ? 0 : b;
+        const TmaRows qr = tma_q_rows(p, b), kr = tma_kv_rows(p, b);
         mbar_wait_parity(q_empty, (phases & 1) ^ 1);  // the consumers are done with Q's region
         st_shared_s32(item_slot, w);  // read by the consumers after bar_q (the arrival releases it)
         mbar_expect_tx(bar_q, Cfg::kQBytes);
-        for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, Cfg::kPanelCols * pn, q_row0 + m0, h, q_b, bar_q);
+        for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, Cfg::kPanelCols * pn, qr.row0 + m0, h, qr.batch, bar_q);
         // K/V tile t (keys from (t_first + t)·kBN) into slot dst, completing on bar: one box per 64-column
         // panel, or with pages one per panel and piece (load_paged_tile).
         const int table0 = kPaged ? b * p.pages_per_seq : 0;  // paged: this sequence's block_table row
@@ -187,7 +182,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
             load_paged_tile<D>(p, map, dst, (t_first + t) * kBN, hk, table0, last, bar);
           } else {
             for (int pn = 0; pn < Cfg::kPanels; ++pn)
-              tma_load_4d(dst + pn * Cfg::kKVPanelBytes, map, Cfg::kPanelCols * pn, k_row0 + (t_first + t) * kBN, hk, k_b, bar);
+              tma_load_4d(dst + pn * Cfg::kKVPanelBytes, map, Cfg::kPanelCols * pn, kr.row0 + (t_first + t) * kBN, hk, kr.batch, bar);
           }
         };
         for (int t = 0; t < n_tiles; ++t) {

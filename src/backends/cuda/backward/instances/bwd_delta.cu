@@ -5,7 +5,7 @@
 namespace flashcore::cuda::detail {
 
 cudaError_t launch_bwd_delta(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
-  const bool seq = plan.varlen_q || plan.varlen_k || plan.cache_lengths;  // (bwd_sequences.cuh)
+  const bool seq = plan.sequences();  // (bwd_sequences.cuh)
   void (*delta)(BwdArgs) = args.p.fwd.bf16 ? (seq ? flash_bwd_delta_kernel<__nv_bfloat16, true>
                                                   : flash_bwd_delta_kernel<__nv_bfloat16, false>)
                                            : (seq ? flash_bwd_delta_kernel<__half, true> : flash_bwd_delta_kernel<__half, false>);
