@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -511,5 +512,60 @@ TEST(GpuBackward, HopperHeavyFirstGroupsMatchTheMmaSyncKernel) {
     }
     EXPECT_EQ(bad, 0u) << name[x] << ": max |hopper - mma.sync| " << max_diff << " against max |mma.sync| " << max_ref;
     RecordProperty(name[x], std::to_string(max_diff / max_ref));
+  }
+}
+
+// A packed sequence's gradients do not depend on another sequence's inputs. Sequence 1's Q and dO are
+// +inf, which makes its own gradients NaN; the gradients of sequences 0 and 2 must still match the
+// oracle of the clean inputs. The Hopper kernel's Q tiles cross into the next sequence's rows (TMA
+// reads 64 rows from the sequence's offset: sequence 0 has 100 queries), where 0 times inf would be
+// NaN unless those rows are zeroed; the mma.sync kernels read rows up to the sequence's length.
+TEST(GpuBackward, APackedSequencesGradientsIgnoreTheOtherSequencesInputs) {
+  REQUIRE_DEVICE();
+  for (int head_dim : {64, 128}) {
+    const Case c = fctest::sequence_case(4, 2, head_dim, DType::BF16, head_dim == 64, {100, 70, 130}, {100, 70, 130},
+                                         Case::KvStore::Packed);
+    BackwardData h = fctest::make_backward_data(c, fctest::run_seed() ^ 0xb4c9);
+    verify::Gradients ref = fctest::backward_oracle(h, verify::Precision::Exact, 8);
+    const std::array<double, 3> naive =
+        verify::gradient_differences(fctest::backward_oracle(h, verify::Precision::Same, 8), ref);
+    const std::array<double, 3> scale = verify::gradient_scales(ref);
+    std::array<tolerance::Bound, 3> bounds;
+    for (int t = 0; t < 3; ++t) bounds[t] = tolerance::kernel_gradient_bound(c.dtype, naive[t], scale[t]);
+    const flashcore::Problem& p = h.fwd.problem;
+    // Sequence 1 is not compared (NaN in the oracle: skipped), and its Q and dO rows are +inf (bf16 0x7f80).
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (int i = 0; i < p.seqlen_q; ++i)
+      for (int hq = 0; hq < p.heads_q; ++hq)
+        for (int d = 0; d < p.head_dim; ++d) ref.dq[verify::o_index(p, 1, i, hq, d)] = nan;
+    for (int j = 0; j < p.seqlen_k; ++j)
+      for (int hk = 0; hk < p.heads_kv; ++hk)
+        for (int d = 0; d < p.head_dim; ++d) ref.dk[verify::kv_index(p, 1, j, hk, d)] = ref.dv[verify::kv_index(p, 1, j, hk, d)] = nan;
+    const std::uint16_t inf = 0x7f80;
+    for (int i = 0; i < h.fwd.len_q(1); ++i)
+      for (int hq = 0; hq < p.heads_q; ++hq) {
+        const long long q_at = h.fwd.sequences().q_offset(p, p.q, 1, i, hq), o_at = h.fwd.o_offset(1, i, hq);
+        for (int d = 0; d < p.head_dim; ++d) {
+          std::memcpy(&h.fwd.q[2 * (q_at + d)], &inf, 2);
+          std::memcpy(&h.d_o[2 * (o_at + d)], &inf, 2);
+        }
+      }
+    DeviceBackward dev(h);
+    int ran_backends = 0;
+    for (const char* backend : {"cuda-flash", "cuda-flash-allwarps", "cuda-flash-hopper"}) {
+      SCOPED_TRACE(std::string(backend) + ", D = " + std::to_string(head_dim));
+      flashcore::Options opts;
+      opts.backend = backend;
+      if (flashcore::explain_backward(p, dev.t, dev.g, opts).chosen.empty()) continue;  // (the oracle case says why)
+      CUDA_OK(cudaMemset(dev.g.dq, 0xff, h.dq.size()));  // NaN
+      CUDA_OK(cudaMemset(dev.g.dk, 0xff, h.dk.size()));
+      CUDA_OK(cudaMemset(dev.g.dv, 0xff, h.dv.size()));
+      const flashcore::Report ran = flashcore::run_backward(p, dev.t, dev.g, opts);
+      dev.download(h);
+      const fctest::GradientErrors e = fctest::compare_gradients(h, ref, bounds, tolerance::Bound{});
+      EXPECT_EQ(e.bad, 0) << ran.plan << ": " << e.summary();
+      ++ran_backends;
+    }
+    EXPECT_GT(ran_backends, 0) << "cuda-flash declined a packed bf16 case";
   }
 }

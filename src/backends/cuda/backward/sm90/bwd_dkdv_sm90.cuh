@@ -37,9 +37,10 @@
 // (TMA) and masked; query rows past seqlen_q are zeros with lse2 = +inf (P = 0: no mask needed).
 // Sequences (varlen Q and K/V, cache lengths; backward/bwd_sequences.cuh): packed tensors are one TMA
 // batch entry of total rows and a block's rows start at its sequence's offset. A Q tile's rows past the
-// sequence's queries are the next sequence's (finite) with lse2 = +inf: P = 0 as for the padding rows.
-// K and V rows past its keys may be anything (a cache's unwritten rows): the consumers zero them in
-// shared memory before the first wgmma.
+// sequence's queries are the next sequence's: the consumers zero them in shared memory before the
+// tile's first wgmma (kBarQTail), and their lse2 is +inf (P = 0 as for the padding rows). K and V rows
+// past its keys may be anything (a cache's unwritten rows): the consumers zero them in shared memory
+// before the first wgmma.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -112,15 +113,11 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   if (wg == 0) {  // ---------------- producer ----------------
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if (tid == 0) {
-      // Packed Q or K/V are one TMA batch entry of total rows (sm90/tensor_maps.cpp): sequence b starts
-      // at row cu_seqlens[b] of entry 0.
-      const bool packed_q = kSeq && p.cu_seqlens_q != nullptr, packed_k = kSeq && p.cu_seqlens_k != nullptr;
-      const int q_row0 = packed_q ? p.cu_seqlens_q[b] : 0, q_b = packed_q ? 0 : b;
-      const int k_row0 = packed_k ? p.cu_seqlens_k[b] : 0, k_b = packed_k ? 0 : b;
+      const TmaRows qr = kSeq ? tma_q_rows(p, b) : TmaRows{0, b}, kr = kSeq ? tma_kv_rows(p, b) : TmaRows{0, b};
       mbar_expect_tx(bar_kv, 2 * Cfg::kKVBytes);
       for (int pn = 0; pn < Cfg::kPanels; ++pn) {
-        tma_load_4d(sK + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, k_row0 + k0, hk, k_b, bar_kv);
-        tma_load_4d(sV + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, k_row0 + k0, hk, k_b, bar_kv);
+        tma_load_4d(sK + pn * Cfg::kKVPanelBytes, &maps.k, 64 * pn, kr.row0 + k0, hk, kr.batch, bar_kv);
+        tma_load_4d(sV + pn * Cfg::kKVPanelBytes, &maps.v, 64 * pn, kr.row0 + k0, hk, kr.batch, bar_kv);
       }
       for (int it = 0; it < n_iters; ++it) {
         const int s = it % kS;
@@ -128,9 +125,10 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
         const Tile t = tile_of(it);
         mbar_expect_tx(full(s), 2 * Cfg::kQBytes);
         for (int pn = 0; pn < Cfg::kPanels; ++pn) {
-          tma_load_4d(sQ + s * Cfg::kQBytes + pn * Cfg::kQPanelBytes, &maps.q, 64 * pn, q_row0 + t.q0, t.h, q_b, full(s));
-          tma_load_4d(sdO + s * Cfg::kQBytes + pn * Cfg::kQPanelBytes, &maps.d_o, 64 * pn, q_row0 + t.q0, t.h, q_b,
+          tma_load_4d(sQ + s * Cfg::kQBytes + pn * Cfg::kQPanelBytes, &maps.q, 64 * pn, qr.row0 + t.q0, t.h, qr.batch,
                       full(s));
+          tma_load_4d(sdO + s * Cfg::kQBytes + pn * Cfg::kQPanelBytes, &maps.d_o, 64 * pn, qr.row0 + t.q0, t.h,
+                      qr.batch, full(s));
         }
       }
     }
@@ -210,7 +208,7 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   // no one wrote: possibly NaN), where the fixed layout gets zeros. Their scores are masked, but P = 0
   // times a NaN in V (dPᵀ), or dS = 0 times a NaN in K (dQ), is NaN: the warpgroup zeroes its 64 rows
   // past the last key in K and V, then fences them for wgmma (the async proxy) before the barrier.
-  if (const int tail = mask.seq.len_k() - kw0; kSeq && tail < 64 && (p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr)) {
+  if (const int tail = mask.seq.len_k() - kw0; kSeq && tail < 64 && varlen_k(p)) {
     const int r_first = max(0, tail), chunks = (64 - r_first) * 8;  // 16-byte chunks per panel
     for (int c = tid - 128 * wg; c < 2 * Cfg::kPanels * chunks; c += 128) {
       const int kv = c / (Cfg::kPanels * chunks), pc = c % (Cfg::kPanels * chunks);
@@ -222,12 +220,28 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   }
   if (wl == 0) cp_async_wait<0>();
   named_bar_sync(bar_rows, bar_rows_threads);
+  // Packed Q: a tile's rows past the sequence's queries are the next sequence's Q and dO (TMA), where
+  // the fixed layout gets zeros. Their lse2 is +inf (P = 0, dS = 0), but 0 times an inf there (another
+  // sequence's input) would reach this sequence's dK and dV as NaN: the consumers zero those rows of
+  // the slot (each warpgroup half of the chunks), fence them for wgmma, and meet before either reads it.
+  const int q_tail_from = kSeq && p.cu_seqlens_q != nullptr ? mask.seq.len_q() : 1 << 30;
 #pragma unroll 1
   for (int it = 0; it < n_iters; ++it) {
     const int s = it % kS;
     mbar_wait_parity(full(s), (it / kS) & 1);
     const Tile t = tile_of(it);
     const uint32_t qo = (s * Cfg::kQBytes) >> 4;  // slot s in descriptor units
+    if (const int r_first = q_tail_from - t.q0; kSeq && r_first < Cfg::kBlockM) {  // block-uniform
+      const int chunks = (Cfg::kBlockM - r_first) * 8;  // 16-byte chunks per panel (whole rows: any swizzle)
+      for (int c = tid - 128; c < 2 * Cfg::kPanels * chunks; c += 128 * Cfg::kConsumerWGs) {
+        const int pc = c % (Cfg::kPanels * chunks);
+        const uint32_t addr = (c < Cfg::kPanels * chunks ? sQ : sdO) + s * Cfg::kQBytes + (pc / chunks) * Cfg::kQPanelBytes +
+                              r_first * 128 + (pc % chunks) * 16;
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
+      }
+      fence_proxy_async_smem();
+      named_bar_sync(Cfg::kBarQTail, 128 * Cfg::kConsumerWGs);
+    }
 
     float st[8][4], dpt[8][4];  // Sᵀ, dPᵀ: 64 keys x 64 queries per warpgroup
     auto& st_flat = reinterpret_cast<float (&)[32]>(st);

@@ -59,6 +59,7 @@ struct BwdHopperConfig {
   static_assert(2 * kStages * kQBytes >= 2 * kConsumerWGs * 64 * D * 2, "dK/dV staging fits the Q and dO slots");
   static constexpr int kBarDs = 1;  // named barrier: dSᵀ staged (256 consumer threads, or 2 + warpgroup for 128)
   static constexpr int kBarEpilogue = 4;
+  static constexpr int kBarQTail = 5;  // packed Q: a tile's rows past the sequence zeroed (256 consumer threads)
 };
 
 inline size_t bwd_sm90_smem_bytes(int head_dim) {
