@@ -135,16 +135,18 @@ struct VariantMaskOf {
   __device__ __forceinline__ void transform(float (&s)[N][4], int row0, int key0, int lane, int h) const {
     softcap_scores(s, p);
     if (p.alibi_slopes != nullptr) {
-      const float neg_slope = -__ldg(p.alibi_slopes + h) / p.scale;
-      const int t = lane & 3;
-      const int d0 = key0 + 2 * t - row0 - seq.diag();  // key − diagonal key of row0, column 0 of the lane
+      const float neg_slope = alibi_neg_slope(h);
+      // key − diagonal key of row0 at the lane's column 0, as a float: column 8i + e is base + 8i + e
+      // (row0 + 8: 8 less), exact below 2^24, so one conversion a fragment, not one a score (an I2F runs
+      // at the MUFU's rate; the backward steps it the same way, bwd_tile_ops.cuh).
+      const float base = (float)(key0 + 2 * (lane & 3) - row0 - seq.diag());
 #pragma unroll
       for (int i = 0; i < N; ++i)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const int d = d0 + 8 * i + e;
-          s[i][e] = fmaf(neg_slope, (float)abs(d), s[i][e]);
-          s[i][2 + e] = fmaf(neg_slope, (float)abs(d - 8), s[i][2 + e]);  // row0 + 8
+          const float d = base + (float)(8 * i + e);
+          s[i][e] = fmaf(neg_slope, fabsf(d), s[i][e]);
+          s[i][2 + e] = fmaf(neg_slope, fabsf(d - 8.f), s[i][2 + e]);  // row0 + 8
         }
     }
   }
