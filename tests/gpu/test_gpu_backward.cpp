@@ -566,6 +566,6 @@ TEST(GpuBackward, APackedSequencesGradientsIgnoreTheOtherSequencesInputs) {
       EXPECT_EQ(e.bad, 0) << ran.plan << ": " << e.summary();
       ++ran_backends;
     }
-    EXPECT_GT(ran_backends, 0) << "cuda-flash declined a packed bf16 case";
+    EXPECT_GT(ran_backends, 0) << "cuda-flash, cuda-flash-allwarps and cuda-flash-hopper all declined a packed bf16 case";
   }
 }

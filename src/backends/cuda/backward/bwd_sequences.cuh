@@ -44,7 +44,7 @@ __device__ __forceinline__ long long bwd_ws_row(const BwdArgs& a, int b, int h, 
   }
 }
 
-// The launch's sequence layout, or kSeq false none (numeric::Sequences without arrays: the
+// The launch's sequence layout; with kSeq false, none (numeric::Sequences without arrays: the
 // fixed-length batch, whatever arrays the parameters hold).
 template <bool kSeq>
 __device__ __forceinline__ numeric::Sequences bwd_seqs(const FlashFwdParams& p) {

@@ -32,7 +32,7 @@ __host__ __device__ inline Strides o_strides(const FlashFwdParams& p) { return {
 __host__ __device__ inline bool paged_kv(const FlashFwdParams& p) { return p.block_table != nullptr; }
 // Whether K/V rows end per sequence inside the tensor (packed K/V, cache lengths or pages): rows a
 // full tile reads past a sequence's keys are another sequence's, or a cache's unwritten ones.
-__host__ __device__ inline bool varlen_k(const FlashFwdParams& p) {
+__host__ __device__ inline bool kv_ends_per_sequence(const FlashFwdParams& p) {
   return p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr || p.block_table != nullptr;
 }
 // Where row 0 of sequence b is in a Hopper kernel's TMA tensor maps (sm90/tensor_maps.cpp): a packed

@@ -192,7 +192,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
           mbar_expect_tx(full_k(s), Cfg::kTileBytes);
           load_tile(&maps.k, sK + s * Cfg::kTileBytes, t, full_k(s));
           mbar_wait_parity(empty_v(s), parity);
-          const uint32_t v_bar = varlen_k(p) && t == n_tiles - 1 ? bar_vtail : full_v(s);  // see below
+          const uint32_t v_bar = kv_ends_per_sequence(p) && t == n_tiles - 1 ? bar_vtail : full_v(s);  // see below
           mbar_expect_tx(v_bar, Cfg::kTileBytes);
           if constexpr (Cfg::kFp8)  // Vᵀ: one box of kBN keys (columns) x 128 head-dim rows
             tma_load_4d(sV + s * Cfg::kTileBytes, &maps.v, (t_first + t) * kBN, 0, hk, b, v_bar);
@@ -207,7 +207,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       // completes the slot's full_v phase itself (its one arrival, no bytes). The consumers see a full_v
       // like any other. The warp waits for it before the next item's copies, so bar_vtail's phases
       // cannot run ahead of it.
-      if (live && varlen_k(p) && n_tiles > 0) {
+      if (live && kv_ends_per_sequence(p) && n_tiles > 0) {
         const int t = n_tiles - 1, s = (ring + t) % kS;
         const int row0 = mask.seq.len_k() - (t_first + t) * kBN;  // first row past the sequence (kBN: none)
         mbar_wait_parity(bar_vtail, (phases >> 1) & 1);

@@ -208,7 +208,7 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   // no one wrote: possibly NaN), where the fixed layout gets zeros. Their scores are masked, but P = 0
   // times a NaN in V (dPᵀ), or dS = 0 times a NaN in K (dQ), is NaN: the warpgroup zeroes its 64 rows
   // past the last key in K and V, then fences them for wgmma (the async proxy) before the barrier.
-  if (const int tail = mask.seq.len_k() - kw0; kSeq && tail < 64 && varlen_k(p)) {
+  if (const int tail = mask.seq.len_k() - kw0; kSeq && tail < 64 && kv_ends_per_sequence(p)) {
     const int r_first = max(0, tail), chunks = (64 - r_first) * 8;  // 16-byte chunks per panel
     for (int c = tid - 128 * wg; c < 2 * Cfg::kPanels * chunks; c += 128) {
       const int kv = c / (Cfg::kPanels * chunks), pc = c % (Cfg::kPanels * chunks);
