@@ -211,11 +211,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
         const int t = n_tiles - 1, s = (ring + t) % kS;
         const int row0 = mask.seq.len_k() - (t_first + t) * kBN;  // first row past the sequence (kBN: none)
         mbar_wait_parity(bar_vtail, (phases >> 1) & 1);
-        const int chunks = max(0, kBN - row0) * 8;  // 16-byte chunks per panel
-        for (int c = lane; c < Cfg::kPanels * chunks; c += 32) {
-          const uint32_t addr = sV + s * Cfg::kTileBytes + (c / chunks) * Cfg::kKVPanelBytes + row0 * 128 + (c % chunks) * 16;
-          asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
-        }
+        zero_smem_rows(sV + s * Cfg::kTileBytes, Cfg::kPanels, Cfg::kKVPanelBytes, row0, kBN, lane, 32);
         fence_proxy_async_smem();
         __syncwarp();
         if (lane == 0) mbar_arrive(full_v(s));

@@ -81,6 +81,17 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
       ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
       : "memory");
 }
+// Rows [r_first, rows) of a shared-memory tile of 128-byte rows in `panels` 64-column panels
+// panel_bytes apart set to 0 by threads thread, thread + nthreads, ... (16-byte stores of whole rows,
+// so whatever the 128-byte swizzle). The caller fences them for the async proxy (wgmma) before use.
+__device__ __forceinline__ void zero_smem_rows(uint32_t tile, int panels, uint32_t panel_bytes, int r_first, int rows,
+                                               int thread, int nthreads) {
+  const int chunks = max(0, rows - r_first) * 8;  // 16-byte chunks per panel
+  for (int c = thread; c < panels * chunks; c += nthreads) {
+    const uint32_t addr = tile + (c / chunks) * panel_bytes + r_first * 128 + (c % chunks) * 16;
+    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
+  }
+}
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
 template <int N>

@@ -209,13 +209,9 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
   // times a NaN in V (dPᵀ), or dS = 0 times a NaN in K (dQ), is NaN: the warpgroup zeroes its 64 rows
   // past the last key in K and V, then fences them for wgmma (the async proxy) before the barrier.
   if (const int tail = mask.seq.len_k() - kw0; kSeq && tail < 64 && kv_ends_per_sequence(p)) {
-    const int r_first = max(0, tail), chunks = (64 - r_first) * 8;  // 16-byte chunks per panel
-    for (int c = tid - 128 * wg; c < 2 * Cfg::kPanels * chunks; c += 128) {
-      const int kv = c / (Cfg::kPanels * chunks), pc = c % (Cfg::kPanels * chunks);
-      const uint32_t addr = (kv ? sV : sK) + (pc / chunks) * Cfg::kKVPanelBytes + (64 * cw + r_first) * 128 +
-                            (pc % chunks) * 16;
-      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
-    }
+    const int r_first = max(0, tail);
+    for (const uint32_t tile : {sK, sV})  // the warpgroup's 64 rows of each
+      zero_smem_rows(tile + 64 * cw * 128, Cfg::kPanels, Cfg::kKVPanelBytes, r_first, 64, tid - 128 * wg, 128);
     fence_proxy_async_smem();
   }
   if (wl == 0) cp_async_wait<0>();
@@ -232,13 +228,9 @@ flash_bwd_dkdv_sm90_kernel(const __grid_constant__ BwdArgs a, const __grid_const
     const Tile t = tile_of(it);
     const uint32_t qo = (s * Cfg::kQBytes) >> 4;  // slot s in descriptor units
     if (const int r_first = q_tail_from - t.q0; kSeq && r_first < Cfg::kBlockM) {  // block-uniform
-      const int chunks = (Cfg::kBlockM - r_first) * 8;  // 16-byte chunks per panel (whole rows: any swizzle)
-      for (int c = tid - 128; c < 2 * Cfg::kPanels * chunks; c += 128 * Cfg::kConsumerWGs) {
-        const int pc = c % (Cfg::kPanels * chunks);
-        const uint32_t addr = (c < Cfg::kPanels * chunks ? sQ : sdO) + s * Cfg::kQBytes + (pc / chunks) * Cfg::kQPanelBytes +
-                              r_first * 128 + (pc % chunks) * 16;
-        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
-      }
+      for (const uint32_t tile : {sQ, sdO})
+        zero_smem_rows(tile + s * Cfg::kQBytes, Cfg::kPanels, Cfg::kQPanelBytes, r_first, Cfg::kBlockM, tid - 128,
+                       128 * Cfg::kConsumerWGs);
       fence_proxy_async_smem();
       named_bar_sync(Cfg::kBarQTail, 128 * Cfg::kConsumerWGs);
     }
