@@ -6,8 +6,9 @@ shapes, one SDPA backend at a time -- FlashAttention-2 (SDPBackend.FLASH_ATTENTI
 (CUDNN_ATTENTION) -- and writes a markdown table (--out-md) and a JSON of everything (--out-json).
 
 Timing of torch: out = sdpa(q, k, v) once (forward, not timed), then out.backward(dO, retain_graph=True)
-back to back between two CUDA events, enough calls for >= 1 ms per repetition, median over
-repetitions within --seconds. Backward FLOPs = 2.5 x the forward's 4·B·H·L²·D, halved when causal.
+back to back between two CUDA events, enough calls for >= 1 ms per repetition (at least 5, after 2
+untimed ones, for calls under 20 ms), median over repetitions within --seconds. Backward FLOPs =
+2.5 x the forward's 4·B·H·L²·D, halved when causal.
 A run with an attention variant (flashcore_bench_backward --variant; its rows name it) times torch's
 options for that variant instead (time_torch_variant: windows and ALiBi through the memory-efficient
 kernel with an explicit mask, soft-capping and sinks in plain torch ops), µs only.
@@ -18,8 +19,14 @@ import statistics
 import sys
 
 
+MIN_CALLS, LEAD_CALLS = 5, 2  # as flashcore_bench_backward (kMinCalls, kLeadCalls)
+
+
 def time_backward(torch, out, do, seconds):
-    """Median µs of out.backward(do) back to back (the graph retained)."""
+    """Median µs of out.backward(do) back to back (the graph retained). Calls under 20 ms: each
+    repetition is at least MIN_CALLS calls, after LEAD_CALLS untimed ones that keep the GPU busy while
+    the first event and the timed calls are queued (flashcore_bench_backward times its calls the same
+    way)."""
     out.backward(do, retain_graph=True)  # warm-up
     torch.cuda.synchronize()
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -28,9 +35,13 @@ def time_backward(torch, out, do, seconds):
     e1.record()
     torch.cuda.synchronize()
     one_ms = e0.elapsed_time(e1)
-    calls = max(1, int(1.0 / max(one_ms, 1e-4)))
+    short = one_ms < 20.0
+    lead = LEAD_CALLS if short else 0
+    calls = max(MIN_CALLS if short else 1, int(1.0 / max(one_ms, 1e-4)))
     per_call, spent = [], 0.0
     while len(per_call) < 5 or (len(per_call) < 50 and spent < seconds * 1e3):
+        for _ in range(lead):
+            out.backward(do, retain_graph=True)
         e0.record()
         for _ in range(calls):
             out.backward(do, retain_graph=True)
