@@ -258,6 +258,57 @@ TEST(Backward, InvalidCallsNameTheFieldAndWriteNothing) {
   });
 }
 
+// fc_attention_backward_sized (the Fortran module's entry): with every buffer's length, the C++
+// gradients bit for bit; each buffer one element short is FC_ERROR_INVALID naming it, with no
+// gradient written.
+TEST(Backward, CApiSizedChecksEveryBufferBeforeAnyWork) {
+  const int B = 2, Hq = 4, Hkv = 2, Lq = 19, Lk = 33, D = 24;
+  Case c = make_case(B, Hq, Hkv, Lq, Lk, D, DType::F32, true);
+  c.sinks = true;
+  const BackwardData base = fctest::make_backward_data(c, fctest::run_seed() + 49);
+  BackwardData cpp = base, capi = base;
+  run_reference_backward(cpp);
+
+  fc_problem p;
+  fc_problem_init(&p, B, Hq, Hkv, Lq, Lk, D, FC_F32, 1);
+  p.sinks = capi.fwd.sinks.data();
+  auto n4 = [](const std::vector<unsigned char>& b) { return static_cast<int64_t>(b.size() / 4); };
+  // Lengths in the order q, k, v, o, lse, d_o, dq, dk, dv, dsinks; `shorten` takes one off one of them.
+  const char* names[] = {"q", "k", "v", "o", "lse", "d_o", "dq", "dk", "dv", "dsinks"};
+  auto call = [&](BackwardData& d, int shorten) {
+    int64_t n[10] = {n4(d.fwd.q), n4(d.fwd.k), n4(d.fwd.v), n4(d.fwd.o), static_cast<int64_t>(d.fwd.lse.size()),
+                     n4(d.d_o), n4(d.dq), n4(d.dk), n4(d.dv), static_cast<int64_t>(d.dsinks.size())};
+    if (shorten >= 0) n[shorten] -= 1;
+    return fc_attention_backward_sized(&p, 4, d.fwd.q.data(), n[0], d.fwd.k.data(), n[1], d.fwd.v.data(), n[2],
+                                       d.fwd.o.data(), n[3], d.fwd.lse.data(), n[4], d.d_o.data(), n[5], d.dq.data(),
+                                       n[6], d.dk.data(), n[7], d.dv.data(), n[8], d.dsinks.data(), n[9], FC_LOC_HOST,
+                                       "reference-host", nullptr);
+  };
+  ASSERT_EQ(call(capi, -1), FC_OK) << fc_last_error();
+  EXPECT_EQ(capi.dq, cpp.dq);
+  EXPECT_EQ(capi.dk, cpp.dk);
+  EXPECT_EQ(capi.dv, cpp.dv);
+  EXPECT_EQ(capi.dsinks, cpp.dsinks);
+  for (int i = 0; i < 10; ++i) {
+    BackwardData d = base;  // the gradients as make_backward_data poisoned them
+    EXPECT_EQ(call(d, i), FC_ERROR_INVALID) << names[i];
+    const std::string msg = fc_last_error();
+    EXPECT_EQ(msg.rfind(std::string(names[i]) + ":", 0), 0u) << names[i] << ": " << msg;
+    EXPECT_EQ(d.dq, base.dq) << names[i];
+    EXPECT_EQ(d.dk, base.dk) << names[i];
+    EXPECT_EQ(d.dv, base.dv) << names[i];
+    EXPECT_EQ(std::memcmp(d.dsinks.data(), base.dsinks.data(), d.dsinks.size() * sizeof(float)), 0) << names[i];
+  }
+  BackwardData d = base;  // 2-byte elements for an fp32 problem
+  EXPECT_EQ(fc_attention_backward_sized(&p, 2, d.fwd.q.data(), 1 << 20, d.fwd.k.data(), 1 << 20, d.fwd.v.data(),
+                                        1 << 20, d.fwd.o.data(), 1 << 20, d.fwd.lse.data(), 1 << 20, d.d_o.data(),
+                                        1 << 20, d.dq.data(), 1 << 20, d.dk.data(), 1 << 20, d.dv.data(), 1 << 20,
+                                        nullptr, 0, FC_LOC_HOST, nullptr, nullptr),
+            FC_ERROR_INVALID);
+  EXPECT_NE(std::string(fc_last_error()).find("dtype"), std::string::npos) << fc_last_error();
+  EXPECT_EQ(d.dq, base.dq);
+}
+
 TEST(Backward, CApiAndKokkosViewsGiveTheCppGradients) {
   const int B = 1, Hq = 4, Hkv = 2, Lq = 29, Lk = 41, D = 16;
   Case c = make_case(B, Hq, Hkv, Lq, Lk, D, DType::F32, true);

@@ -103,6 +103,19 @@ fc_status fc_attention_backward(const fc_problem* p, const void* q, const void* 
                                 const float* lse, const void* d_o, void* dq, void* dk, void* dv, float* dsinks,
                                 fc_location location, const char* backend, void* stream);
 
+/* fc_attention_backward for callers that know how large their buffers are (the Fortran module uses
+ * it), as fc_attention_sized for the forward: element_bytes is the size of q's, k's, v's, o's, d_o's,
+ * dq's, dk's and dv's elements (4 for fp32, 2 for fp16 or bf16 bits), each *_elems the number of
+ * elements its buffer holds; d_o and dq are checked against o's and q's layout, dk and dv against
+ * k's and v's, dsinks (when not NULL) must hold heads_q values. A buffer that is too small is
+ * FC_ERROR_INVALID naming it, before any work and with no output written. */
+fc_status fc_attention_backward_sized(const fc_problem* p, int element_bytes, const void* q, int64_t q_elems,
+                                      const void* k, int64_t k_elems, const void* v, int64_t v_elems, const void* o,
+                                      int64_t o_elems, const float* lse, int64_t lse_elems, const void* d_o,
+                                      int64_t d_o_elems, void* dq, int64_t dq_elems, void* dk, int64_t dk_elems,
+                                      void* dv, int64_t dv_elems, float* dsinks, int64_t dsinks_elems,
+                                      fc_location location, const char* backend, void* stream);
+
 /* Name of the backend that ran the last successful fc_attention or fc_attention_backward call on this thread. */
 const char* fc_last_backend(void);
 /* Message of the last error on this thread ("" when none). */

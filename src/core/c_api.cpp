@@ -121,6 +121,54 @@ fc_status guarded(Body&& body) {
   }
 }
 
+// The checks of the *_sized entry points (the Fortran module's): the problem is valid, the buffers'
+// element size is the dtype's, and each buffer holds the extent of its tensor in the problem's layout:
+// batch x seqlen rows, or total_q / total_k packed rows, or num_pages x page_size paged rows.
+// Each throws an Error naming the buffer, before any work.
+class SizedCheck {
+ public:
+  SizedCheck(const flashcore::Problem& cp, int element_bytes)
+      : cp_((flashcore::validate(cp), cp)),  // valid before the extents are taken
+        qx_(flashcore::detail::q_extents(cp)),
+        kx_(flashcore::detail::kv_extents(cp)) {
+    // element_bytes is the size of Q's, K's and V's elements; O's are of o_dtype() (fp16 or bf16
+    // for fp8 inputs), and o_elems counts them.
+    const int want = flashcore::dtype_size(cp.dtype);
+    if (element_bytes != want)
+      throw flashcore::Error("dtype", std::string("dtype: ") + flashcore::to_string(cp.dtype) + " takes " +
+                                          std::to_string(want) + "-byte elements; the buffers hold " +
+                                          std::to_string(element_bytes) + "-byte elements");
+    if (cp.total_q > 0) q_layout_ = " (packed: total_q " + std::to_string(cp.total_q) + " rows)";
+    if (cp.page_size > 0)
+      kv_layout_ = " (paged: num_pages " + std::to_string(cp.num_pages) + " x page_size " +
+                   std::to_string(cp.page_size) + " rows)";
+    else if (cp.total_k > 0)
+      kv_layout_ = " (packed: total_k " + std::to_string(cp.total_k) + " rows)";
+  }
+  void q(const char* name, std::int64_t have) const {
+    fits(name, q_layout_, flashcore::span_elements(cp_.q, qx_.outer, qx_.rows, cp_.heads_q, cp_.head_dim), have);
+  }
+  void o(const char* name, std::int64_t have) const {
+    fits(name, q_layout_, flashcore::span_elements(cp_.o, qx_.outer, qx_.rows, cp_.heads_q, cp_.head_dim), have);
+  }
+  void kv(const char* name, const flashcore::Strides& st, std::int64_t have) const {
+    fits(name, kv_layout_, flashcore::span_elements(st, kx_.outer, kx_.rows, cp_.heads_kv, cp_.head_dim), have);
+  }
+  void lse(std::int64_t have) const {
+    fits("lse", q_layout_, static_cast<std::int64_t>(qx_.outer) * cp_.heads_q * qx_.rows, have);
+  }
+
+ private:
+  static void fits(const char* name, const std::string& layout, std::int64_t need, std::int64_t have) {
+    if (need > have)
+      throw flashcore::Error(name, std::string(name) + ": the problem's layout" + layout + " reaches element " +
+                                       std::to_string(need) + " but the buffer holds " + std::to_string(have));
+  }
+  const flashcore::Problem& cp_;
+  const flashcore::detail::TensorExtents qx_, kx_;
+  std::string q_layout_, kv_layout_;
+};
+
 }  // namespace
 
 extern "C" {
@@ -181,35 +229,39 @@ fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void*
                              int64_t lse_elems, fc_location location, const char* backend, void* stream) {
   return guarded([&] {
     const flashcore::Problem cp = to_cpp(p);
-    flashcore::validate(cp);
-    // element_bytes is the size of Q's, K's and V's elements; O's are of o_dtype() (fp16 or bf16
-    // for fp8 inputs), and o_elems counts them.
-    const int want = flashcore::dtype_size(cp.dtype);
-    if (element_bytes != want)
-      throw flashcore::Error("dtype", std::string("dtype: ") + flashcore::to_string(cp.dtype) + " takes " +
-                                          std::to_string(want) + "-byte elements; the buffers hold " +
-                                          std::to_string(element_bytes) + "-byte elements");
-    // Each tensor's extent in the problem's layout: batch x seqlen rows, or total_q / total_k packed
-    // rows, or num_pages x page_size paged rows.
-    const flashcore::detail::TensorExtents qx = flashcore::detail::q_extents(cp), kx = flashcore::detail::kv_extents(cp);
-    const std::string q_layout = cp.total_q > 0 ? " (packed: total_q " + std::to_string(cp.total_q) + " rows)" : "";
-    const std::string kv_layout =
-        cp.page_size > 0 ? " (paged: num_pages " + std::to_string(cp.num_pages) + " x page_size " +
-                               std::to_string(cp.page_size) + " rows)"
-        : cp.total_k > 0 ? " (packed: total_k " + std::to_string(cp.total_k) + " rows)"
-                         : "";
-    auto fits = [](const char* name, const std::string& layout, std::int64_t need, std::int64_t have) {
-      if (need > have)
-        throw flashcore::Error(name, std::string(name) + ": the problem's layout" + layout + " reaches element " +
-                                         std::to_string(need) + " but the buffer holds " + std::to_string(have));
-    };
-    fits("q", q_layout, flashcore::span_elements(cp.q, qx.outer, qx.rows, cp.heads_q, cp.head_dim), q_elems);
-    fits("k", kv_layout, flashcore::span_elements(cp.k, kx.outer, kx.rows, cp.heads_kv, cp.head_dim), k_elems);
-    fits("v", kv_layout, flashcore::span_elements(cp.v, kx.outer, kx.rows, cp.heads_kv, cp.head_dim), v_elems);
-    fits("o", q_layout, flashcore::span_elements(cp.o, qx.outer, qx.rows, cp.heads_q, cp.head_dim), o_elems);
-    if (lse != nullptr)
-      fits("lse", q_layout, static_cast<std::int64_t>(qx.outer) * cp.heads_q * qx.rows, lse_elems);
+    const SizedCheck fits(cp, element_bytes);
+    fits.q("q", q_elems);
+    fits.kv("k", cp.k, k_elems);
+    fits.kv("v", cp.v, v_elems);
+    fits.o("o", o_elems);
+    if (lse != nullptr) fits.lse(lse_elems);
     return run_c(cp, *p, q, k, v, o, lse, location, backend, stream);
+  });
+}
+
+fc_status fc_attention_backward_sized(const fc_problem* p, int element_bytes, const void* q, int64_t q_elems,
+                                      const void* k, int64_t k_elems, const void* v, int64_t v_elems, const void* o,
+                                      int64_t o_elems, const float* lse, int64_t lse_elems, const void* d_o,
+                                      int64_t d_o_elems, void* dq, int64_t dq_elems, void* dk, int64_t dk_elems,
+                                      void* dv, int64_t dv_elems, float* dsinks, int64_t dsinks_elems,
+                                      fc_location location, const char* backend, void* stream) {
+  return guarded([&] {
+    const flashcore::Problem cp = to_cpp(p);
+    const SizedCheck fits(cp, element_bytes);
+    fits.q("q", q_elems);
+    fits.kv("k", cp.k, k_elems);
+    fits.kv("v", cp.v, v_elems);
+    fits.o("o", o_elems);
+    if (lse != nullptr) fits.lse(lse_elems);  // null: run_backward names it (required)
+    fits.o("d_o", d_o_elems);                  // the gradients have the strides of their tensors
+    fits.q("dq", dq_elems);
+    fits.kv("dk", cp.k, dk_elems);
+    fits.kv("dv", cp.v, dv_elems);
+    if (dsinks != nullptr && dsinks_elems < cp.heads_q)
+      throw flashcore::Error("dsinks", "dsinks: the problem has heads_q " + std::to_string(cp.heads_q) +
+                                           " sinks but the buffer holds " + std::to_string(dsinks_elems));
+    const flashcore::Gradients g{d_o, dq, dk, dv, dsinks};
+    return run_c(cp, *p, q, k, v, const_cast<void*>(o), const_cast<float*>(lse), location, backend, stream, &g);
   });
 }
 

@@ -19,6 +19,12 @@
 ! host_data use_device). Every call checks the arrays' element kind and size against the problem
 ! and fails with FC_ERROR_INVALID and a message naming the array, before any work.
 !
+! The backward pass (training): fc_attention_backward(p, q, k, v, o, lse, d_o, dq, dk, dv) from the
+! forward call's inputs, its O and LSE (required) and d_o = dL/dO, computes dq, dk, dv (the shapes of
+! q, k, v; dk and dv summed over each KV head's group); dsinks= (heads_q values) with p%sinks;
+! p%deterministic = 1 for bitwise-reproducible gradients. fp32 or fp16/bf16 bits; not fp8, not paged
+! K/V. fc_attention_backward_ptr takes pointers, as fc_attention_ptr.
+!
 ! Sequences of different lengths (varlen, KV cache, paged; flashcore.h): set the fields of p after
 ! fc_problem_init and point cu_seqlens_q, seqlens_k, block_table, ... at integer(c_int32_t) arrays
 ! (c_loc; offsets and page indices 0-based, as in C; block_table declared (pages_per_seq, batch)).
@@ -68,8 +74,8 @@ module flashcore
     integer(c_int) :: out_dtype
   end type
 
-  public :: fc_problem_init, fc_attention, fc_attention_ptr, fc_last_error, fc_last_backend, &
-            fc_initialize, fc_finalize, fc_version
+  public :: fc_problem_init, fc_attention, fc_attention_ptr, fc_attention_backward, fc_attention_backward_ptr, &
+            fc_last_error, fc_last_backend, fc_initialize, fc_finalize, fc_version
 
   !> Attention on contiguous rank-4 arrays: real(c_float) for FC_F32, integer(c_int16_t) for
   !> FC_F16 / FC_BF16, integer(c_int8_t) Q, K, V and an integer(c_int16_t) O for FC_E4M3. lse
@@ -78,7 +84,27 @@ module flashcore
     module procedure fc_attention_f32, fc_attention_16bit, fc_attention_fp8
   end interface
 
+  !> The backward pass on contiguous rank-4 arrays of one kind: real(c_float) for FC_F32,
+  !> integer(c_int16_t) for FC_F16 / FC_BF16 (q, k, v, o, d_o, dq, dk, dv); lse real(c_float)
+  !> (seqlen_q, heads_q, batch), required; dsinks (optional) real(c_float), heads_q values.
+  interface fc_attention_backward
+    module procedure fc_attention_backward_f32, fc_attention_backward_16bit
+  end interface
+
   interface
+    function c_attention_backward_sized(p, element_bytes, q, q_elems, k, k_elems, v, v_elems, o, o_elems, lse, &
+                                        lse_elems, d_o, d_o_elems, dq, dq_elems, dk, dk_elems, dv, dv_elems, &
+                                        dsinks, dsinks_elems, location, backend, stream) result(status) &
+        bind(c, name="fc_attention_backward_sized")
+      import :: fc_problem, c_int, c_int64_t, c_ptr
+      type(fc_problem), intent(in) :: p
+      integer(c_int), value :: element_bytes, location
+      type(c_ptr), value :: q, k, v, o, lse, d_o, dq, dk, dv, dsinks, backend, stream
+      integer(c_int64_t), value :: q_elems, k_elems, v_elems, o_elems, lse_elems, d_o_elems, dq_elems, dk_elems, &
+                                   dv_elems, dsinks_elems
+      integer(c_int) :: status
+    end function
+
     subroutine c_problem_init(p, batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim, dtype, causal) &
         bind(c, name="fc_problem_init")
       import :: fc_problem, c_int
@@ -245,6 +271,107 @@ contains
     end if
     status = c_attention_sized(p, int(element_bytes, c_int), q, nq, k, nk, v, nv, o, no, lse, nlse, location, &
                                name_ptr, stream)
+  end function
+
+  function fc_attention_backward_f32(p, q, k, v, o, lse, d_o, dq, dk, dv, dsinks, backend) result(status)
+    type(fc_problem), intent(in) :: p
+    real(c_float), intent(in), target, contiguous :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:), o(:,:,:,:), d_o(:,:,:,:)
+    real(c_float), intent(in), target, contiguous :: lse(:,:,:)
+    real(c_float), intent(inout), target, contiguous :: dq(:,:,:,:), dk(:,:,:,:), dv(:,:,:,:)
+    real(c_float), intent(inout), target, contiguous, optional :: dsinks(:)
+    character(len=*), intent(in), optional :: backend
+    integer(c_int) :: status
+    type(c_ptr) :: ds
+    integer(c_int64_t) :: nds
+    call dsinks_arg(dsinks, ds, nds)
+    status = backward_sized(p, 4, c_loc(q), size(q, kind=c_int64_t), c_loc(k), size(k, kind=c_int64_t), &
+                            c_loc(v), size(v, kind=c_int64_t), c_loc(o), size(o, kind=c_int64_t), c_loc(lse), &
+                            size(lse, kind=c_int64_t), c_loc(d_o), size(d_o, kind=c_int64_t), c_loc(dq), &
+                            size(dq, kind=c_int64_t), c_loc(dk), size(dk, kind=c_int64_t), c_loc(dv), &
+                            size(dv, kind=c_int64_t), ds, nds, FC_LOC_HOST, backend, c_null_ptr)
+  end function
+
+  function fc_attention_backward_16bit(p, q, k, v, o, lse, d_o, dq, dk, dv, dsinks, backend) result(status)
+    type(fc_problem), intent(in) :: p
+    integer(c_int16_t), intent(in), target, contiguous :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:), o(:,:,:,:), &
+                                                          d_o(:,:,:,:)
+    real(c_float), intent(in), target, contiguous :: lse(:,:,:)
+    integer(c_int16_t), intent(inout), target, contiguous :: dq(:,:,:,:), dk(:,:,:,:), dv(:,:,:,:)
+    real(c_float), intent(inout), target, contiguous, optional :: dsinks(:)
+    character(len=*), intent(in), optional :: backend
+    integer(c_int) :: status
+    type(c_ptr) :: ds
+    integer(c_int64_t) :: nds
+    call dsinks_arg(dsinks, ds, nds)
+    status = backward_sized(p, 2, c_loc(q), size(q, kind=c_int64_t), c_loc(k), size(k, kind=c_int64_t), &
+                            c_loc(v), size(v, kind=c_int64_t), c_loc(o), size(o, kind=c_int64_t), c_loc(lse), &
+                            size(lse, kind=c_int64_t), c_loc(d_o), size(d_o, kind=c_int64_t), c_loc(dq), &
+                            size(dq, kind=c_int64_t), c_loc(dk), size(dk, kind=c_int64_t), c_loc(dv), &
+                            size(dv, kind=c_int64_t), ds, nds, FC_LOC_HOST, backend, c_null_ptr)
+  end function
+
+  !> The optional dsinks array as a pointer and a length (null and 0 when absent).
+  subroutine dsinks_arg(dsinks, ptr, n)
+    real(c_float), intent(inout), target, contiguous, optional :: dsinks(:)
+    type(c_ptr), intent(out) :: ptr
+    integer(c_int64_t), intent(out) :: n
+    ptr = c_null_ptr
+    n = 0
+    if (present(dsinks)) then
+      ptr = c_loc(dsinks)
+      n = size(dsinks, kind=c_int64_t)
+    end if
+  end subroutine
+
+  !> The backward pass on raw pointers (host or device memory, any strides set in p; the gradients
+  !> have the strides of their tensors): element_bytes 4 (fp32) or 2 (fp16/bf16 bits), *_elems the
+  !> number of elements each buffer holds, location and stream as fc_attention_ptr.
+  function fc_attention_backward_ptr(p, element_bytes, q, q_elems, k, k_elems, v, v_elems, o, o_elems, lse, &
+                                     lse_elems, d_o, d_o_elems, dq, dq_elems, dk, dk_elems, dv, dv_elems, dsinks, &
+                                     dsinks_elems, location, backend, stream) result(status)
+    type(fc_problem), intent(in) :: p
+    integer, intent(in) :: element_bytes
+    type(c_ptr), intent(in) :: q, k, v, o, lse, d_o, dq, dk, dv
+    integer(c_int64_t), intent(in) :: q_elems, k_elems, v_elems, o_elems, lse_elems, d_o_elems, dq_elems, &
+                                      dk_elems, dv_elems
+    type(c_ptr), intent(in), optional :: dsinks, stream
+    integer(c_int64_t), intent(in), optional :: dsinks_elems
+    integer(c_int), intent(in), optional :: location
+    character(len=*), intent(in), optional :: backend
+    integer(c_int) :: status
+    type(c_ptr) :: ds, stream_ptr
+    integer(c_int64_t) :: nds
+    integer(c_int) :: loc
+    ds = c_null_ptr
+    stream_ptr = c_null_ptr
+    nds = 0
+    loc = FC_LOC_AUTO
+    if (present(dsinks)) ds = dsinks
+    if (present(dsinks_elems)) nds = dsinks_elems
+    if (present(stream)) stream_ptr = stream
+    if (present(location)) loc = location
+    status = backward_sized(p, element_bytes, q, q_elems, k, k_elems, v, v_elems, o, o_elems, lse, lse_elems, d_o, &
+                            d_o_elems, dq, dq_elems, dk, dk_elems, dv, dv_elems, ds, nds, loc, backend, stream_ptr)
+  end function
+
+  function backward_sized(p, element_bytes, q, nq, k, nk, v, nv, o, no, lse, nlse, d_o, ndo, dq, ndq, dk, ndk, dv, &
+                          ndv, dsinks, nds, location, backend, stream) result(status)
+    type(fc_problem), intent(in) :: p
+    integer, intent(in) :: element_bytes
+    type(c_ptr), intent(in) :: q, k, v, o, lse, d_o, dq, dk, dv, dsinks, stream
+    integer(c_int64_t), intent(in) :: nq, nk, nv, no, nlse, ndo, ndq, ndk, ndv, nds
+    integer(c_int), intent(in) :: location
+    character(len=*), intent(in), optional :: backend
+    integer(c_int) :: status
+    character(kind=c_char, len=:), allocatable, target :: name
+    type(c_ptr) :: name_ptr
+    name_ptr = c_null_ptr
+    if (present(backend)) then
+      name = trim(backend) // c_null_char
+      name_ptr = c_loc(name)
+    end if
+    status = c_attention_backward_sized(p, int(element_bytes, c_int), q, nq, k, nk, v, nv, o, no, lse, nlse, d_o, ndo, &
+                                        dq, ndq, dk, ndk, dv, ndv, dsinks, nds, location, name_ptr, stream)
   end function
 
   !> The message of the last failed call on this thread ("" when none).

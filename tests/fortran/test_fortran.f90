@@ -2,7 +2,8 @@
 ! against a plain-loop fp64 computation in this program, fp16 through integer(c_int16_t) bit
 ! patterns, fp8 e4m3 inputs through integer(c_int8_t) bytes (descales, bf16 O), a batch of sequences
 ! of different lengths (packed Q, cache lengths, paged K/V) against plain loops too, and invalid input (wrong element kind, arrays too small, a bad field or sequence
-! array): an error naming the array or field, with the output untouched.
+! array): an error naming the array or field, with the output untouched; the backward pass (fp32 dQ,
+! dK, dV against plain fp64 loops, a gradient buffer too small).
 program test_fortran
   use, intrinsic :: iso_c_binding, only: c_float, c_int8_t, c_int16_t, c_int32_t, c_int64_t, c_loc
   use, intrinsic :: ieee_arithmetic, only: ieee_value, ieee_quiet_nan, ieee_is_nan
@@ -109,6 +110,7 @@ program test_fortran
   call check(all(abs(o - ref_o) <= 2e-5 + 1e-5 * abs(ref_o)), 'fc_attention_ptr O matches the fp64 loops')
 
   call test_paged_varlen()
+  call test_backward()
 
   call fc_finalize()
   print '(i0, a, i0, a)', passed, ' passed, ', failed, ' failed'
@@ -217,6 +219,86 @@ contains
             o(:, ih, row, 1) = o(:, ih, row, 1) + exp(s(j + 1) - m) / l * real(v(:, hk, mod(j, ps) + 1, page), 8)
           end do
           lse(row, ih, 1) = m + log(l)
+        end do
+      end do
+    end do
+  end subroutine
+
+  ! The backward pass: fp32, GQA 4:2, causal with Lq < Lk, from the forward's O and LSE; dQ, dK, dV
+  ! (poisoned with NaN first) against plain fp64 loops, with the README's bound per gradient tensor:
+  ! |g - ref| <= atol + rtol |ref| + rtol max|ref| (fp32: atol 2e-5, rtol 1e-5). Then a dq buffer one
+  ! element short: an error naming dq, before any work (dk untouched).
+  subroutine test_backward()
+    real(c_float), allocatable, target :: bo(:,:,:,:), blse(:,:,:), d_o(:,:,:,:), dq(:,:,:,:), dk(:,:,:,:), &
+                                          dv(:,:,:,:), short_dq(:,:,:,:)
+    real(8), allocatable :: gq(:,:,:,:), gk(:,:,:,:), gv(:,:,:,:)
+    type(fc_problem) :: bp
+    integer :: st
+    allocate(bo(D, HQ, LQ, B), blse(LQ, HQ, B), d_o(D, HQ, LQ, B), dq(D, HQ, LQ, B), dk(D, HKV, LK, B), &
+             dv(D, HKV, LK, B), short_dq(D, HQ, LQ, B))
+    call fill(d_o, 4)
+    call fc_problem_init(bp, B, HQ, HKV, LQ, LK, D, FC_F32, causal=.true.)
+    st = fc_attention(bp, q, k, v, bo, blse)
+    call check(st == FC_OK, 'forward before the backward returns FC_OK: ' // fc_last_error())
+    dq = nan
+    dk = nan
+    dv = nan
+    st = fc_attention_backward(bp, q, k, v, bo, blse, d_o, dq, dk, dv)
+    call check(st == FC_OK, 'fp32 backward returns FC_OK: ' // fc_last_error())
+    call check(len(fc_last_backend()) > 0, 'the backward names its backend')
+    call naive_backward(q, k, v, d_o, gq, gk, gv)
+    call check(all(abs(dq - gq) <= 2e-5 + 1e-5 * abs(gq) + 1e-5 * maxval(abs(gq))), 'fp32 dQ matches the fp64 loops')
+    call check(all(abs(dk - gk) <= 2e-5 + 1e-5 * abs(gk) + 1e-5 * maxval(abs(gk))), 'fp32 dK matches the fp64 loops')
+    call check(all(abs(dv - gv) <= 2e-5 + 1e-5 * abs(gv) + 1e-5 * maxval(abs(gv))), 'fp32 dV matches the fp64 loops')
+    print '(a, 3es10.3, 2a)', 'test_fortran: backward max |dQ, dK, dV - fp64| = ', maxval(abs(dq - gq)), &
+      maxval(abs(dk - gk)), maxval(abs(dv - gv)), ' on ', fc_last_backend()
+
+    ! Too small a dq (the pointer form, one element short): FC_ERROR_INVALID naming dq, nothing written.
+    dk = nan
+    short_dq = nan
+    st = fc_attention_backward_ptr(bp, 4, c_loc(q), size(q, kind=c_int64_t), c_loc(k), size(k, kind=c_int64_t), &
+                                   c_loc(v), size(v, kind=c_int64_t), c_loc(bo), size(bo, kind=c_int64_t), c_loc(blse), &
+                                   size(blse, kind=c_int64_t), c_loc(d_o), size(d_o, kind=c_int64_t), c_loc(short_dq), &
+                                   size(short_dq, kind=c_int64_t) - 1, c_loc(dk), size(dk, kind=c_int64_t), c_loc(dv), &
+                                   size(dv, kind=c_int64_t), location=FC_LOC_HOST)
+    call expect_error(st, 'dq', 'a dq buffer one element short')
+    call check(all(ieee_is_nan(dk)) .and. all(ieee_is_nan(short_dq)), 'dq and dk untouched by the failed call')
+    ! fp16 bits through the generic interface: the dtype's element size is checked (fp32 data, FC_F16).
+    bp%dtype = FC_F16
+    st = fc_attention_backward(bp, q, k, v, bo, blse, d_o, dq, dk, dv)
+    call expect_error(st, 'dtype', 'fp32 arrays for an FC_F16 backward')
+  end subroutine
+
+  ! dQ, dK, dV in fp64 with plain loops (causal, bottom-right; GQA as naive): P = exp(s - lse),
+  ! dP = dO . v, delta = sum_j P dP, dS = P (dP - delta); dQ = scale dS K, dK = scale dS^T Q, dV = P^T dO.
+  subroutine naive_backward(q, k, v, d_o, gq, gk, gv)
+    real(c_float), intent(in) :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:), d_o(:,:,:,:)
+    real(8), allocatable, intent(out) :: gq(:,:,:,:), gk(:,:,:,:), gv(:,:,:,:)
+    real(8) :: s(LK), pr(LK), dp(LK), m, l, scale, delta
+    integer :: ib, ih, i, j, hk, last
+    allocate(gq(D, HQ, LQ, B), gk(D, HKV, LK, B), gv(D, HKV, LK, B))
+    gq = 0
+    gk = 0
+    gv = 0
+    scale = 1d0 / sqrt(real(D, 8))
+    do ib = 1, B
+      do ih = 1, HQ
+        hk = (ih - 1) / (HQ / HKV) + 1
+        do i = 1, LQ
+          last = min(LK, i + LK - LQ)
+          do j = 1, last
+            s(j) = scale * sum(real(q(:, ih, i, ib), 8) * real(k(:, hk, j, ib), 8))
+            dp(j) = sum(real(d_o(:, ih, i, ib), 8) * real(v(:, hk, j, ib), 8))
+          end do
+          m = maxval(s(1:last))
+          l = sum(exp(s(1:last) - m))
+          pr(1:last) = exp(s(1:last) - m) / l
+          delta = sum(pr(1:last) * dp(1:last))
+          do j = 1, last
+            gq(:, ih, i, ib) = gq(:, ih, i, ib) + scale * pr(j) * (dp(j) - delta) * real(k(:, hk, j, ib), 8)
+            gk(:, hk, j, ib) = gk(:, hk, j, ib) + scale * pr(j) * (dp(j) - delta) * real(q(:, ih, i, ib), 8)
+            gv(:, hk, j, ib) = gv(:, hk, j, ib) + pr(j) * real(d_o(:, ih, i, ib), 8)
+          end do
         end do
       end do
     end do
