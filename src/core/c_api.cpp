@@ -157,6 +157,15 @@ class SizedCheck {
   void lse(std::int64_t have) const {
     fits("lse", q_layout_, static_cast<std::int64_t>(qx_.outer) * cp_.heads_q * qx_.rows, have);
   }
+  // The forward call's buffers (the lse only when there is one).
+  void forward(std::int64_t q_elems, std::int64_t k_elems, std::int64_t v_elems, std::int64_t o_elems,
+               const float* lse_ptr, std::int64_t lse_elems) const {
+    q("q", q_elems);
+    kv("k", cp_.k, k_elems);
+    kv("v", cp_.v, v_elems);
+    o("o", o_elems);
+    if (lse_ptr != nullptr) lse(lse_elems);
+  }
 
  private:
   static void fits(const char* name, const std::string& layout, std::int64_t need, std::int64_t have) {
@@ -229,12 +238,7 @@ fc_status fc_attention_sized(const fc_problem* p, int element_bytes, const void*
                              int64_t lse_elems, fc_location location, const char* backend, void* stream) {
   return guarded([&] {
     const flashcore::Problem cp = to_cpp(p);
-    const SizedCheck fits(cp, element_bytes);
-    fits.q("q", q_elems);
-    fits.kv("k", cp.k, k_elems);
-    fits.kv("v", cp.v, v_elems);
-    fits.o("o", o_elems);
-    if (lse != nullptr) fits.lse(lse_elems);
+    SizedCheck(cp, element_bytes).forward(q_elems, k_elems, v_elems, o_elems, lse, lse_elems);
     return run_c(cp, *p, q, k, v, o, lse, location, backend, stream);
   });
 }
@@ -248,11 +252,7 @@ fc_status fc_attention_backward_sized(const fc_problem* p, int element_bytes, co
   return guarded([&] {
     const flashcore::Problem cp = to_cpp(p);
     const SizedCheck fits(cp, element_bytes);
-    fits.q("q", q_elems);
-    fits.kv("k", cp.k, k_elems);
-    fits.kv("v", cp.v, v_elems);
-    fits.o("o", o_elems);
-    if (lse != nullptr) fits.lse(lse_elems);  // null: run_backward names it (required)
+    fits.forward(q_elems, k_elems, v_elems, o_elems, lse, lse_elems);  // a null lse: run_backward names it
     fits.o("d_o", d_o_elems);                  // the gradients have the strides of their tensors
     fits.q("dq", dq_elems);
     fits.kv("dk", cp.k, dk_elems);

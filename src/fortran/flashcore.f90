@@ -241,14 +241,8 @@ contains
     type(c_ptr) :: lse_ptr, stream_ptr
     integer(c_int64_t) :: n_lse
     integer(c_int) :: loc
-    lse_ptr = c_null_ptr
-    stream_ptr = c_null_ptr
-    n_lse = 0
-    loc = FC_LOC_AUTO
-    if (present(lse)) lse_ptr = lse
-    if (present(lse_elems)) n_lse = lse_elems
-    if (present(stream)) stream_ptr = stream
-    if (present(location)) loc = location
+    call optional_buffer(lse, lse_elems, lse_ptr, n_lse)
+    call pointer_options(location, stream, loc, stream_ptr)
     status = call_sized(p, element_bytes, q, q_elems, k, k_elems, v, v_elems, o, o_elems, lse_ptr, n_lse, loc, &
                         backend, stream_ptr)
   end function
@@ -264,11 +258,7 @@ contains
     integer(c_int) :: status
     character(kind=c_char, len=:), allocatable, target :: name
     type(c_ptr) :: name_ptr
-    name_ptr = c_null_ptr
-    if (present(backend)) then
-      name = trim(backend) // c_null_char
-      name_ptr = c_loc(name)
-    end if
+    call backend_name(backend, name, name_ptr)
     status = c_attention_sized(p, int(element_bytes, c_int), q, nq, k, nk, v, nv, o, no, lse, nlse, location, &
                                name_ptr, stream)
   end function
@@ -342,14 +332,8 @@ contains
     type(c_ptr) :: ds, stream_ptr
     integer(c_int64_t) :: nds
     integer(c_int) :: loc
-    ds = c_null_ptr
-    stream_ptr = c_null_ptr
-    nds = 0
-    loc = FC_LOC_AUTO
-    if (present(dsinks)) ds = dsinks
-    if (present(dsinks_elems)) nds = dsinks_elems
-    if (present(stream)) stream_ptr = stream
-    if (present(location)) loc = location
+    call optional_buffer(dsinks, dsinks_elems, ds, nds)
+    call pointer_options(location, stream, loc, stream_ptr)
     status = backward_sized(p, element_bytes, q, q_elems, k, k_elems, v, v_elems, o, o_elems, lse, lse_elems, d_o, &
                             d_o_elems, dq, dq_elems, dk, dk_elems, dv, dv_elems, ds, nds, loc, backend, stream_ptr)
   end function
@@ -365,14 +349,46 @@ contains
     integer(c_int) :: status
     character(kind=c_char, len=:), allocatable, target :: name
     type(c_ptr) :: name_ptr
-    name_ptr = c_null_ptr
-    if (present(backend)) then
-      name = trim(backend) // c_null_char
-      name_ptr = c_loc(name)
-    end if
+    call backend_name(backend, name, name_ptr)
     status = c_attention_backward_sized(p, int(element_bytes, c_int), q, nq, k, nk, v, nv, o, no, lse, nlse, d_o, ndo, &
                                         dq, ndq, dk, ndk, dv, ndv, dsinks, nds, location, name_ptr, stream)
   end function
+
+  !> The optional arguments of the pointer forms: location (FC_LOC_AUTO when absent), stream (null).
+  subroutine pointer_options(location, stream, loc, stream_ptr)
+    integer(c_int), intent(in), optional :: location
+    type(c_ptr), intent(in), optional :: stream
+    integer(c_int), intent(out) :: loc
+    type(c_ptr), intent(out) :: stream_ptr
+    loc = FC_LOC_AUTO
+    stream_ptr = c_null_ptr
+    if (present(location)) loc = location
+    if (present(stream)) stream_ptr = stream
+  end subroutine
+
+  !> An optional buffer of the pointer forms (lse, dsinks) and its length: null and 0 when absent.
+  subroutine optional_buffer(buf, elems, ptr, n)
+    type(c_ptr), intent(in), optional :: buf
+    integer(c_int64_t), intent(in), optional :: elems
+    type(c_ptr), intent(out) :: ptr
+    integer(c_int64_t), intent(out) :: n
+    ptr = c_null_ptr
+    n = 0
+    if (present(buf)) ptr = buf
+    if (present(elems)) n = elems
+  end subroutine
+
+  !> The optional backend name as a C string: name holds it, ptr points at it (null when absent).
+  subroutine backend_name(backend, name, ptr)
+    character(len=*), intent(in), optional :: backend
+    character(kind=c_char, len=:), allocatable, target, intent(inout) :: name
+    type(c_ptr), intent(out) :: ptr
+    ptr = c_null_ptr
+    if (present(backend)) then
+      name = trim(backend) // c_null_char
+      ptr = c_loc(name)
+    end if
+  end subroutine
 
   !> The message of the last failed call on this thread ("" when none).
   function fc_last_error() result(msg)
