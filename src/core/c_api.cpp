@@ -253,7 +253,8 @@ fc_status fc_attention_backward_sized(const fc_problem* p, int element_bytes, co
     const flashcore::Problem cp = to_cpp(p);
     const SizedCheck fits(cp, element_bytes);
     fits.forward(q_elems, k_elems, v_elems, o_elems, lse, lse_elems);  // a null lse: run_backward names it
-    fits.o("d_o", d_o_elems);                  // the gradients have the strides of their tensors
+    // dO has O's strides, each gradient those of its tensor.
+    fits.o("d_o", d_o_elems);
     fits.q("dq", dq_elems);
     fits.kv("dk", cp.k, dk_elems);
     fits.kv("dv", cp.v, dv_elems);
