@@ -10,6 +10,7 @@
 #include "backends/cuda/flash_bwd.h"
 #include "backends/cuda/flash_fwd.h"
 #include "backends/cuda/common/work_list.h"
+#include "backends/cuda/sm90/config.h"
 
 using flashcore::cuda::FlashFwdParams;
 
@@ -65,7 +66,7 @@ TEST(CudaConfig, DeclinesWithReasons) {
     EXPECT_NE(why.find("head_dim " + std::to_string(d)), std::string::npos) << why;
   }
   // Kernels built for fewer head dims say so: warp-specialized (<= 128). The Hopper kernel takes every
-  // head dim the others do (64, 128, 192, 256 compiled, the rest zero-padded): what it declines here
+  // head dim the others do (32, 64, 128, 192, 256 compiled, the rest zero-padded): what it declines here
   // (no GPU, or no sm_90a image) is not the head dim.
   const auto forced = [](int d, flashcore::cuda::FlashVariant v) {
     return flashcore::cuda::flash_fwd_unsupported_reason(params(1, 8, 8, 64, 64, d, false, false), 9, 0, 227 * 1024, v);
@@ -85,6 +86,43 @@ TEST(CudaConfig, DeclinesWithReasons) {
   EXPECT_NE(flashcore::cuda::flash_fwd_unsupported_reason(params(1, 8, 8, 64, 64, 128, false, false), 8, 0, 8 * 1024)
                 .find("shared memory"),
             std::string::npos);
+}
+
+// The Hopper kernel's compiled head dims: every multiple of 8 up to 256 runs on the next one; 8..32 on
+// the D = 32 instance, whose rows are 64 bytes (TMA boxes of 32 columns, the 64-byte swizzle), the rest
+// on 128-byte rows. Its O staging holds rows of 64 elements (common/swizzle.cuh), and every instance
+// fits an H100's 227 KB.
+TEST(CudaConfig, HopperHeadDimsAndSwizzleRows) {
+  using namespace flashcore::cuda::detail;
+  for (int d = 8; d <= 256; d += 8) {
+    const int compiled = hopper_head_dim(d);
+    EXPECT_GE(compiled, d);
+    EXPECT_EQ(sm90_row_bytes(d), compiled == 32 ? 64 : 128) << d;
+    EXPECT_EQ(compiled == 32, d <= 32) << d;
+    EXPECT_LE(sm90_smem_bytes(d), size_t(227 * 1024)) << d;
+  }
+  using C32 = HopperConfig<32>;
+  EXPECT_EQ(C32::kPanels, 1);
+  EXPECT_EQ(C32::kKSteps, 2);  // S = Q·Kᵀ in two k16 steps, both in the one 64-byte row
+  EXPECT_EQ(C32::kStepsPerPanel, 2);
+  EXPECT_EQ(C32::kTileBytes, uint32_t(C32::kBlockN * 64));
+  EXPECT_EQ(C32::kOStageBytes, uint32_t(C32::kBlockM * 64 * 2));
+  EXPECT_EQ(sm90_row_bytes(128, /*fp8=*/true), 128);
+  // The instance a plan takes: Auto keeps 192-row blocks of the D = 32 instance for problems of at least
+  // as many items as SMs, else D = 64's 128-row blocks; forced, the D = 32 instance always.
+  flashcore::cuda::DeviceLimits h100;
+  h100.cc_major = 9, h100.sm_count = 132, h100.smem_optin_per_block = 227 * 1024;
+  using flashcore::cuda::FlashVariant;
+  using flashcore::cuda::hopper_instance_dim;
+  const FlashFwdParams small = params(1, 8, 8, 2048, 2048, 32, false, false);  // 8 x 11 = 88 items
+  const FlashFwdParams big = params(4, 16, 16, 1024, 1024, 24, true, true);    // 64 x 6 = 384 items
+  EXPECT_EQ(hopper_instance_dim(small, h100, FlashVariant::Auto), 64);
+  EXPECT_EQ(hopper_instance_dim(small, h100, FlashVariant::Hopper), 32);
+  EXPECT_EQ(hopper_instance_dim(big, h100, FlashVariant::Auto), 32);
+  EXPECT_EQ(hopper_instance_dim(params(1, 12, 12, 2112, 2112, 32, false, false), h100, FlashVariant::Auto), 32);  // 132
+  EXPECT_EQ(hopper_instance_dim(params(1, 12, 12, 1920, 1920, 32, false, false), h100, FlashVariant::Auto), 64);  // 120
+  EXPECT_EQ(hopper_instance_dim(params(1, 8, 8, 64, 64, 40, false, false), h100, FlashVariant::Auto), 64);
+  EXPECT_EQ(hopper_instance_dim(params(1, 8, 8, 64, 64, 96, false, false), h100, FlashVariant::Auto), 128);
 }
 
 // The plan is made once per call, for a device: kernel, launch shape and workspace follow from the

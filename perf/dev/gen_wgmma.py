@@ -117,6 +117,7 @@ for ty, tname in (("f16", "__half"), ("bf16", "__nv_bfloat16")):
     out.append(rsk(64, ty, tname, True))
     out.append(rsk(64, ty, tname, False))
     out.append(ss(64, ty, tname))
+    out.append(rs(32, ty, tname))  # P·V of the D = 32 kernel
     out.append(rs(64, ty, tname))
     out.append(rs(128, ty, tname))
     out.append(ss0(128, ty, tname))

@@ -125,7 +125,7 @@ bool accepts(const std::string& backend, const fctest::HostData& h, const Device
 }
 
 // The tuned kernels promise fp16/bf16 with every head_dim that is a multiple of 8 up to 256, on any
-// shape, mask and GQA: the Hopper kernel too (compiled for 64, 128, 192, 256; the rest zero-padded
+// shape, mask and GQA: the Hopper kernel too (compiled for 32, 64, 128, 192, 256; the rest zero-padded
 // by TMA), the warp-specialized one up to 128
 // and without the attention variants (window, softcap, ALiBi, sinks), which every other one runs.
 // Above 128 the smallest mma.sync tile (16 query rows, two stages of 64-key K and V tiles, rows of
@@ -300,7 +300,7 @@ std::vector<Case> variant_cases() {
   };
   int n = 0;
   for (bool causal : {false, true})
-    for (int d : {64, 128, 40, 96, 192, 256}) {
+    for (int d : {64, 128, 40, 96, 192, 256, 32}) {
       const DType dt = (n++ % 2) ? DType::BF16 : DType::F16;
       const Case sq = make_case(2, 6, 2, 300, 300, d, dt, causal);
       const Case lq = make_case(1, 4, 1, 203, 113, d, dt, causal, Layout::BHSD);  // rows above the diagonal
@@ -335,7 +335,7 @@ std::vector<Case> sequence_cases() {
   std::vector<Case> out;
   int n = 0;
   for (bool causal : {false, true})
-    for (int d : {64, 128, 96, 192}) {
+    for (int d : {64, 128, 96, 192, 32}) {
       const DType dt = (n++ % 2) ? DType::BF16 : DType::F16;
       // decode: one query per sequence, cache lengths 0 .. 3000 in a cache of 3100
       out.push_back(sequence_case(8, 2, d, dt, causal, {}, {1, 0, 3000, 17, 640, 64, 1000}, KvStore::Batched, 0, 1, 100));
@@ -585,6 +585,10 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
       check_on_device(backend, make_case(2, 12, 3, 1500, 1500, 96, DType::F16, causal), 304, 37);
       check_on_device(backend, make_case(2, 12, 4, 1337, 999, 80, DType::BF16, causal, Layout::Padded), 305, 37);
       check_on_device(backend, make_case(1, 16, 4, 2048, 2048, 256, DType::F16, causal), 306, 41);
+      // D = 32 and 24 with more 192-row items than SMs: cuda-flash takes the Hopper kernel's D = 32
+      // instance there (smaller problems run on its D = 64 one; cuda-flash-hopper always on D = 32)
+      check_on_device(backend, make_case(4, 16, 4, 1100, 1300, 32, DType::BF16, causal), 307, 37);
+      check_on_device(backend, make_case(2, 24, 8, 2000, 1777, 24, DType::F16, causal, Layout::BHSD), 308, 37);
     }
 }
 

@@ -132,6 +132,9 @@ struct FlashFwdPlan {
   // flash_fwd_run on the stream (cudaMallocAsync) and released there after the kernels.
   int fp8_keys_pad = 0;
   size_t fp8_vt_bytes = 0;
+  // Hopper: the compiled head dim whose instance runs (sm90/config.h): the next one up from head_dim,
+  // but D = 32's 192-row blocks give way to D = 64's 128-row ones where they would leave SMs idle.
+  int hopper_dim = 0;
   // e.g. "sm80-rows16 block_m=64 key_split_warps=2 stages=2 splits=3"
   std::string describe() const;
 };
@@ -141,6 +144,11 @@ struct FlashFwdPlan {
 // the Hopper kernel's TMA layout); nothing is checked again at run time.
 std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant,
                            FlashFwdPlan* plan);
+
+// The compiled head dim of the Hopper instance that runs p on dev (FlashFwdPlan::hopper_dim): the next
+// one up from head_dim; Auto runs D <= 32 on the D = 64 instance where the D = 32 one's 192-row blocks
+// would be fewer than the SMs. FP8: the FP8 instance's 128.
+int hopper_instance_dim(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant);
 
 // Launches a plan on `stream` (asynchronous); returns the launch status.
 //

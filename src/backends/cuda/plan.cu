@@ -70,7 +70,7 @@ constexpr LaunchRow kLaunchTable[] = {
     // D   rows <=     block_m  G  stages split  Auto                            Hopper
     {32, 1ll << 12, 64, 1, 3, true, FlashVariant::AllWarps, false},   // small problems: not measured (as D=64's main job)
     {32, 1ll << 14, 64, 1, 3, true, FlashVariant::AllWarps, true},    // (1,8,2048,32) H100: Hopper 24.0-24.4 us, this row's 16-row kernel 38.1-38.6 (run 62k)
-    {32, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // H100, persistent Hopper-64 (run 63i, one call) vs this row's wide kernel: (4,16,2048,32) 161 vs 179 us, causal 97 vs 120; (2,16,4096,32) 306-314 vs 345-349; (4,16,1024,32) 47.1-49.3 vs 47.5-50.5 (62k, before the persistent grid: wide ahead at 1024)
+    {32, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // H100, persistent Hopper-64 (run 63i, one call) vs this row's wide kernel: (4,16,2048,32) 161 vs 179 us, causal 97 vs 120; (2,16,4096,32) 306-314 vs 345-349; (4,16,1024,32) 47.1-49.3 vs 47.5-50.5 (62k, before the persistent grid: wide ahead at 1024). Hopper-32 (3 warpgroups; hopper_instance_dim) since run 26b: (4,16,2048,32) 140.0, (2,16,4096,32) 254.0
     {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps, false},         // (1,8,512,64): 8.9 us, H200
     {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, true},   // (1,8,1024,64) H100: Hopper 14.8 us, WS 17.1 (run 62c)
     {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, true},   // (1,8,2048,64): Hopper 24.3 us (62c), WS 43.4
@@ -96,8 +96,28 @@ size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {
 }
 
 
-// The Hopper kernel's own conditions; on success its TMA descriptors are in plan->tensor_maps.
-std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan) {
+// Which Hopper instance runs p (sm90/config.h): the compiled head dim next up from head_dim. Auto makes
+// one exception: the D = 32 instance's 192-row blocks (three consumer warpgroups) leave SMs idle on
+// problems of fewer items than SMs, where the D = 64 instance's 128-row blocks (columns 32..63
+// zero-filled) make more items. Forced (cuda-flash-hopper) runs the D = 32 instance whatever the size. H100, run 26b, µs: (1,8,2048,32) 88 items of 192 rows: 27.1 on the D = 32 instance, 24.6 on
+// D = 64; (4,16,1024,32) 384 items: 43.3 against 50.4, causal 34.1 against 35.4; (4,16,2048,32) 140.0
+// against 165.3.
+}  // namespace
+
+int hopper_instance_dim(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant) {
+  if (p.fp8) return detail::kHopperFp8HeadDim;
+  const int d = detail::hopper_head_dim(p.head_dim);
+  if (d != 32 || variant != FlashVariant::Auto) return d;
+  const int rows = detail::HopperConfig<32>::kBlockM;
+  const long long items = (long long)p.batch * p.heads_q * ((p.seqlen_q + rows - 1) / rows);
+  return items >= dev.sm_count ? 32 : 64;
+}
+
+namespace {
+
+// The Hopper kernel's own conditions; on success the instance is plan->hopper_dim and its TMA descriptors
+// are in plan->tensor_maps.
+std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan, FlashVariant variant) {
   if (p.head_dim % 8 != 0 || detail::hopper_head_dim(p.head_dim) == 0)
     return "the Hopper kernel needs head_dim a multiple of 8 up to 256, not " + std::to_string(p.head_dim);
   if (dev.cc_major != 9 || dev.cc_minor != 0)
@@ -109,11 +129,13 @@ std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, Flas
 #else
     return "the Hopper kernel was not built (sm_90 is not among the CUDA architectures of this build)";
 #endif
-  const size_t need = detail::sm90_smem_bytes(p.head_dim, p.fp8);
+  const int cd = hopper_instance_dim(p, dev, variant);
+  const size_t need = detail::sm90_smem_bytes(cd, p.fp8);
   if (need > dev.smem_optin_per_block)
     return "the Hopper kernel needs " + std::to_string(need) + " bytes of shared memory per block, device allows " +
            std::to_string(dev.smem_optin_per_block);
-  return detail::sm90_tensor_maps(p, plan->tensor_maps);
+  plan->hopper_dim = cd;
+  return detail::sm90_tensor_maps(p, plan->tensor_maps, cd);
 }
 
 // The Hopper kernel's persistent schedule (common/work_list.h): one block per SM, or one per item when
@@ -152,7 +174,7 @@ std::string plan_fp8(const FlashFwdParams& p, const DeviceLimits& dev, FlashVari
   if (detail::has_sequences(p))
     return "fp8_e4m3 inputs: the Hopper kernel takes fixed-length batches only, no varlen, cache lengths or pages yet "
            "(the reference runs them)";
-  std::string why = hopper_limits(p, dev, out);
+  std::string why = hopper_limits(p, dev, out, variant);
   if (!why.empty()) return why;
   out->kernel = FlashKernel::Hopper;
   out->block_m = detail::sm90_block_m(p.head_dim, true);
@@ -469,7 +491,8 @@ std::string FlashFwdPlan::describe() const {
   if (kernel != FlashKernel::Hopper) s += " stages=" + std::to_string(stages);
   if (fp8_vt_bytes > 0) s += " fp8_e4m3 vt_bytes=" + std::to_string(fp8_vt_bytes);
   if (kernel == FlashKernel::Hopper)
-    s += " persistent blocks=" + std::to_string(work_blocks) + " pair_groups=" + std::to_string(pair_groups) +
+    s += " instance=D" + std::to_string(hopper_dim) + " persistent blocks=" + std::to_string(work_blocks) +
+         " pair_groups=" + std::to_string(pair_groups) +
          (item_tickets ? " tickets" : "");
   else if (work_slots > 0)
     s += " balanced slots=" + std::to_string(work_slots) +
@@ -517,7 +540,7 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
   const bool short_sequences = detail::has_sequences(p) && variant == FlashVariant::Auto && decode_why.empty();
   std::string paged_hopper_why;  // why the Hopper kernel does not take Auto's paged prefill
   const bool paged_on_hopper =
-      paged && variant == FlashVariant::Auto && !decode_why.empty() && (paged_hopper_why = hopper_limits(p, dev, &out)).empty();
+      paged && variant == FlashVariant::Auto && !decode_why.empty() && (paged_hopper_why = hopper_limits(p, dev, &out, variant)).empty();
   if (!paged_on_hopper && (variant == FlashVariant::Decode || (paged && variant != FlashVariant::Hopper) || short_sequences)) {
     if (!decode_why.empty())
       return paged && variant == FlashVariant::Auto
@@ -538,7 +561,7 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
     }
   }
   if (variant == FlashVariant::Hopper) {
-    why = hopper_limits(p, dev, &out);
+    why = hopper_limits(p, dev, &out, variant);
     if (!why.empty()) return why;
   }
   const int native_d = detail::native_head_dim(p.head_dim);
@@ -555,12 +578,12 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
   // Auto takes the Hopper kernel where the table says so and the kernel accepts the problem.
   const bool hopper = variant == FlashVariant::Hopper || paged_on_hopper ||
                       (variant == FlashVariant::Auto && row->hopper && p.launch_override == nullptr &&
-                       hopper_limits(p, dev, &out).empty());
+                       hopper_limits(p, dev, &out, variant).empty());
   if (hopper) {
     out.kernel = FlashKernel::Hopper;
-    out.block_m = detail::sm90_block_m(p.head_dim);
+    out.block_m = detail::sm90_block_m(out.hopper_dim);
     out.key_split_warps = 1;
-    out.smem = detail::sm90_smem_bytes(p.head_dim);
+    out.smem = detail::sm90_smem_bytes(out.hopper_dim);
     out.n_mblocks = (p.seqlen_q + out.block_m - 1) / out.block_m;
     plan_hopper_schedule(p, dev, &out);
   } else {

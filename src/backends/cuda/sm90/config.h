@@ -11,11 +11,11 @@
 
 namespace flashcore::cuda::detail {
 
-// Compiled head dims (multiples of the 64-column swizzle panel). Any other head dim up to 256 runs on
-// the next one: its tensor maps have head_dim columns and TMA zero-fills the box past them (Q, K and
-// V), so the padding adds zeros to S and gives O columns the epilogue does not store (80, 96, 112 ->
-// 128; 160 -> 192; 200 -> 256).
-constexpr int kHopperHeadDims[] = {64, 128, 192, 256};
+// Compiled head dims (multiples of the 64-column swizzle panel, and 32: one 64-byte swizzle row). Any
+// other head dim up to 256 runs on the next one: its tensor maps have head_dim columns and TMA
+// zero-fills the box past them (Q, K and V), so the padding adds zeros to S and gives O columns the
+// epilogue does not store (8..24 -> 32; 40..56 -> 64; 80, 96, 112 -> 128; 160 -> 192; 200 -> 256).
+constexpr int kHopperHeadDims[] = {32, 64, 128, 192, 256};
 constexpr int hopper_head_dim(int head_dim) {
   for (int d : kHopperHeadDims)
     if (head_dim <= d) return d;
@@ -33,15 +33,24 @@ constexpr int hopper_head_dim(int head_dim) {
 // a wgmma k32 step reads 32 bytes of a row like a k16 step of 16-bit types. Tiles are half the bytes:
 // four stages (16 KB per K or Vᵀ tile). O (fp16/bf16) is staged in a region of 2 bytes per element,
 // twice Q's 16 KB.
+//
+// D = 32 (16-bit): a row is 64 bytes, so its tiles are one panel in the 64-byte swizzle (TMA and the
+// wgmma descriptors both say so: swizzle_row_bytes) instead of a 64-column panel half of zeros: S = Q·Kᵀ
+// takes 2 k16 steps instead of 4 and P·V is m64n32 instead of m64n64. Four stages of 8 KB tiles. Its
+// softmax, not its tensor work, is the longer part of a tile, so it has three consumer warpgroups (192
+// query rows a block, 160 registers each: O is 16 of them; no spills) to hide the softmax's dependent
+// chains behind each other, where the other head dims keep two at 240.
+// Shared by the host (tensor maps) and the kernel: the swizzle row of a compiled head dim.
+constexpr int swizzle_row_bytes(int d, int in_bytes) { return d * in_bytes >= 128 ? 128 : d * in_bytes; }
 template <int D, int kInBytes = 2>
 struct HopperConfig {
-  static_assert(D % 64 == 0 && D >= 64 && D <= 256, "compiled head dims: kHopperHeadDims");
+  static_assert((D % 64 == 0 && D >= 64 && D <= 256) || (D == 32 && kInBytes == 2), "compiled head dims: kHopperHeadDims");
   static_assert(kInBytes == 2 || (kInBytes == 1 && D == 128), "FP8 inputs: D = 128 only");
   static constexpr bool kFp8 = kInBytes == 1;
-  static constexpr int kConsumerWGs = 2;
+  static constexpr int kConsumerWGs = D == 32 ? 3 : 2;
   static constexpr int kBlockM = 64 * kConsumerWGs;        // query rows per block
   static constexpr int kBlockN = D <= 128 ? 128 : D == 192 ? 96 : 64;  // keys per K/V tile
-  static constexpr int kStages = kFp8 ? 4 : D == 64 ? 3 : 2;  // K/V ring depth
+  static constexpr int kStages = kFp8 || D == 32 ? 4 : D == 64 ? 3 : 2;  // K/V ring depth
   static constexpr int kThreads = 128 * (kConsumerWGs + 1);
   // setmaxnreg moves registers inside the block's launch allocation (the 64K register file over
   // kThreads, in steps of 8: 168 for 384 threads): consumers can only grow by what the producer gives
@@ -50,19 +59,22 @@ struct HopperConfig {
   // page lookups spill at 24 (8-32 bytes at D = 128-256), so there 232 and 40. At D = 64 the consumers
   // run 3-6 % faster at 240 than at 232 (H100, run 63c; D = 128 within 1 %).
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
-  static constexpr int consumer_regs(bool paged) { return paged ? 232 : 240; }
+  static constexpr int consumer_regs(bool paged) { return kConsumerWGs == 3 ? (paged ? 152 : 160) : paged ? 232 : 240; }
   static constexpr int producer_regs(bool paged) {
     return (kLaunchRegs * kThreads - consumer_regs(paged) * 128 * kConsumerWGs) / 128 / 8 * 8;
   }
   static_assert(producer_regs(false) >= 24 && producer_regs(true) >= 24, "setmaxnreg takes 24 registers at least");
   static_assert(producer_regs(true) * 128 + consumer_regs(true) * 128 * kConsumerWGs <= kLaunchRegs * kThreads,
                 "setmaxnreg budget exceeds the launch allocation");
-  static constexpr int kPanelCols = 128 / kInBytes;        // elements of a 128-byte swizzle row
-  static constexpr int kPanels = D / kPanelCols;           // 128-byte swizzle panels of a Q or K row
-  static constexpr uint32_t kQPanelBytes = kBlockM * 128;
-  static constexpr uint32_t kKVPanelBytes = kBlockN * 128;
+  static constexpr int kRowBytes = swizzle_row_bytes(D, kInBytes);  // a panel row: 128 bytes (64 at D = 32)
+  static constexpr int kPanelCols = kRowBytes / kInBytes;  // elements of a swizzle row
+  static constexpr int kPanels = D / kPanelCols;           // swizzle panels of a Q or K row
+  static constexpr int kStepsPerPanel = kRowBytes / 32;    // k16 (k32) steps of S in one panel row
+  static constexpr uint32_t kQPanelBytes = kBlockM * kRowBytes;
+  static constexpr uint32_t kKVPanelBytes = kBlockN * kRowBytes;
   static constexpr uint32_t kQBytes = kPanels * kQPanelBytes;
-  static constexpr uint32_t kOStageBytes = uint32_t(kBlockM) * D * 2;  // O (16-bit) staged for the stores
+  // O (16-bit) staged for the stores, in rows of D rounded up to 64 (common/swizzle.cuh: D = 32 stages 64)
+  static constexpr uint32_t kOStageBytes = uint32_t(kBlockM) * ((D + 63) / 64 * 64) * 2;
   static constexpr uint32_t kTileBytes = kPanels * kKVPanelBytes;  // one K or V tile
   static_assert(!kFp8 || kTileBytes == uint32_t(D) * kBlockN, "FP8: a Vᵀ tile (D rows of kBlockN bytes) is a K tile's size");
   static constexpr uint32_t kBarBytes = 8 * (4 + 4 * kStages);  // Q, 4 per stage, V tail, Q empty, item slot
@@ -87,6 +99,7 @@ struct HopperConfig {
 template <class F>
 decltype(auto) with_hopper_head_dim(int head_dim, F&& f) {
   switch (hopper_head_dim(head_dim)) {
+    case 32: return f(std::integral_constant<int, 32>{});
     case 64: return f(std::integral_constant<int, 64>{});
     case 128: return f(std::integral_constant<int, 128>{});
     case 192: return f(std::integral_constant<int, 192>{});
@@ -114,13 +127,18 @@ __host__ __device__ constexpr int paged_box_rows(int page_size, int block_n) {
   return low < low_n ? low : low_n;
 }
 inline int sm90_paged_box_rows(int head_dim, int page_size) { return paged_box_rows(page_size, sm90_block_n(head_dim)); }
+// Bytes of a swizzle row (TMA box width and swizzle mode; 128, or 64 on the D = 32 instance).
+inline int sm90_row_bytes(int head_dim, bool fp8 = false) {
+  if (fp8) return HopperFp8Config::kRowBytes;
+  return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kRowBytes; });
+}
 inline size_t sm90_smem_bytes(int head_dim, bool fp8 = false) {
   if (fp8) return HopperFp8Config::kSmemBytes;
   return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kSmemBytes; });
 }
 
-// The kernel's TMA tensor maps of Q, K, V: dims (head_dim, seqlen, heads, batch), boxes of 64 columns x
-// kBlockM (Q) or kBlockN (K, V) rows. Encoded by sm90/tensor_maps.cpp, kept in FlashFwdPlan.
+// The kernel's TMA tensor maps of Q, K, V: dims (head_dim, seqlen, heads, batch), boxes of one swizzle
+// row (64 columns; 32 at D = 32) x kBlockM (Q) or kBlockN (K, V) rows. Encoded by sm90/tensor_maps.cpp, kept in FlashFwdPlan.
 // FP8: v is the map of the transposed copy Vᵀ (dims (keys padded to kFp8KeyPad, head_dim, heads_kv, batch),
 // boxes of kBlockN keys x 128 rows), encoded at run time (its workspace is allocated per call).
 struct HopperMaps {

@@ -1,16 +1,16 @@
 // FlashCore forward attention, Hopper-native kernel (sm_90a only: TMA, mbarriers, warpgroup MMA).
 // Included by the per-head-dim translation units in sm90/instances/ (one per compiled head dim:
-// 64, 128, 192, 256, so they compile in parallel); sm90/launch_sm90.cu dispatches to them.
+// 32, 64, 128, 192, 256, so they compile in parallel); sm90/launch_sm90.cu dispatches to them.
 //
 // Same algorithm as the sm80/ kernels, with the same building blocks (common/: mask policy, online
 // softmax, epilogue), on a different machine:
 //
-//   block = 3 warpgroups, persistent (one per SM, common/work_list.h): it walks work items of 128 query
-//   rows of one (batch, head) each, K/V tiles of kBlockN keys (128 up to D = 128, 96 at 192, 64 at 256:
-//   sm90/config.h)
+//   block = 3 warpgroups (4 at D = 32), persistent (one per SM, common/work_list.h): it walks work items
+//   of 128 query rows (192 at D = 32) of one (batch, head) each, K/V tiles of kBlockN keys (128 up to
+//   D = 128, 96 at 192, 64 at 256: sm90/config.h)
 //   warpgroup 0 (producer): one thread issues the bulk tensor copies (TMA) of Q and of every K/V tile
 //                           into a kStages-deep ring; the warpgroup gives its registers back (setmaxnreg)
-//   warpgroups 1, 2 (consumers): 64 query rows each
+//   warpgroups 1, 2 (and 3 at D = 32) (consumers): 64 query rows each
 //     S  = Q · Kᵀ    wgmma m64n{kBlockN}k16, Q and K straight from shared memory
 //     S  = transform, mask(S)  the Mask policy (common/mask.cuh; VariantMask adds window, softcap, ALiBi, sinks)
 //     P  = softmax(S) in registers (accumulator layout = the mma.sync one: same masking arithmetic)
@@ -33,7 +33,8 @@
 //
 // Shared memory (1024-byte aligned): every tile is stored as 64-column panels (128 bytes per row) in
 // the 128-byte swizzle that TMA writes and wgmma reads: element (row, col) of a panel at byte
-// row·128 + ((col/8) ^ (row%8))·16 + (col%8)·2.
+// row·128 + ((col/8) ^ (row%8))·16 + (col%8)·2. At D = 32 a row is one panel of 64 bytes in the
+// 64-byte swizzle (sm90/config.h, kRowBytes).
 //   Q [D/64 panels x 128 rows] | K slots [kStages] | V slots [kStages] | O staging (D <= 128) | mbarriers
 // TMA zero-fills rows past seqlen (query tail, key tail): masked keys meet V rows of zeros, never NaN.
 // It zero-fills columns past head_dim too: a head dim between compiled ones (80 on the D = 128 kernel)
@@ -90,7 +91,8 @@ __device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const C
     const int key = min(key0 + c, last);
     const int page = p.block_table[table0 + (key >> shift)], row = key & (p.page_size - 1);
 #pragma unroll
-    for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(dst + pn * Cfg::kKVPanelBytes + c * 128, map, 64 * pn, row, hk, page, bar);
+    for (int pn = 0; pn < Cfg::kPanels; ++pn)
+      tma_load_4d(dst + pn * Cfg::kKVPanelBytes + c * Cfg::kRowBytes, map, Cfg::kPanelCols * pn, row, hk, page, bar);
   }
 }
 
@@ -98,7 +100,7 @@ __device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const C
 // layouts keep their producer lean (24 registers beside 240-register consumers; paged: 40 and 232).
 //
 // Persistent: the grid has at most one block per SM (plan: work_blocks) and each block walks its work
-// items (common/work_list.h): one item = 128 query rows of one (batch, head). The K/V ring
+// items (common/work_list.h): one item = kBlockM query rows of one (batch, head). The K/V ring
 // runs on across items (its slots and mbarrier phases count the block's tiles, not the item's), so the
 // producer loads the next item's Q (once the consumers are done with the current one's: q_empty) and
 // its first K/V tiles while the consumers finish the current item.
@@ -211,7 +213,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
         const int t = n_tiles - 1, s = (ring + t) % kS;
         const int row0 = mask.seq.len_k() - (t_first + t) * kBN;  // first row past the sequence (kBN: none)
         mbar_wait_parity(bar_vtail, (phases >> 1) & 1);
-        zero_smem_rows(sV + s * Cfg::kTileBytes, Cfg::kPanels, Cfg::kKVPanelBytes, row0, kBN, lane, 32);
+        zero_smem_rows(sV + s * Cfg::kTileBytes, Cfg::kPanels, Cfg::kKVPanelBytes, row0, kBN, lane, 32, Cfg::kRowBytes);
         fence_proxy_async_smem();
         __syncwarp();
         if (lane == 0) mbar_arrive(full_v(s));
@@ -240,10 +242,12 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   const int cw = wg - 1;  // consumer warpgroup index
   const int g = lane >> 2;
   // Descriptor address fields are in 16-byte units: adding (bytes >> 4) moves the start address. Inside
-  // a panel the k16 step kk moves 32 bytes along the (swizzled) row; the panel index moves kk / 4 panels.
-  const uint64_t q_desc = make_desc_sw128(sQ + cw * 64 * 128, 16);
-  const uint64_t k_desc = make_desc_sw128(sK, 16);
-  const uint64_t v_desc = make_desc_sw128(sV, Cfg::kFp8 ? 16 : Cfg::kKVPanelBytes);  // FP8: Vᵀ is K-major like K
+  // a panel the k16 step kk moves 32 bytes along the (swizzled) row; the panel index moves
+  // kk / kStepsPerPanel panels (4 steps in a 128-byte row, 2 in the 64-byte rows of D = 32).
+  constexpr int kRB = Cfg::kRowBytes, kSPP = Cfg::kStepsPerPanel;
+  const uint64_t q_desc = make_desc_swizzled<kRB>(sQ + cw * 64 * kRB, 16);
+  const uint64_t k_desc = make_desc_swizzled<kRB>(sK, 16);
+  const uint64_t v_desc = make_desc_swizzled<kRB>(sV, Cfg::kFp8 ? 16 : Cfg::kKVPanelBytes);  // FP8: Vᵀ is K-major like K
   const float sl2 = a.scale_log2;
   // Slot release: every consumer warp arrives once its wgmma reading the slot has completed.
   auto release = [&](uint32_t bar) {
@@ -286,8 +290,8 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       wgmma_qk_init(s, q_desc, kd, Elem{});
 #pragma unroll
       for (int kk = 1; kk < Cfg::kKSteps; ++kk) {
-        const uint32_t qo = ((kk / 4) * Cfg::kQPanelBytes + (kk % 4) * 32) >> 4;
-        const uint32_t ko = ((kk / 4) * Cfg::kKVPanelBytes + (kk % 4) * 32) >> 4;
+        const uint32_t qo = ((kk / kSPP) * Cfg::kQPanelBytes + (kk % kSPP) * 32) >> 4;
+        const uint32_t ko = ((kk / kSPP) * Cfg::kKVPanelBytes + (kk % kSPP) * 32) >> 4;
         wgmma_qk(s, q_desc + qo, kd + ko, Elem{});
       }
     };
@@ -295,7 +299,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       const uint64_t vd = v_desc + ((slot * Cfg::kTileBytes) >> 4);
 #pragma unroll
       for (int k = 0; k < Cfg::kPVSteps; ++k)  // FP8: step k reads bytes 32k.. of Vᵀ's rows; else 16 V rows further
-        wgmma_pv<Elem>(o_flat, pf[k], vd + ((Cfg::kFp8 ? k * 32 : k * 16 * 128) >> 4));
+        wgmma_pv<Elem>(o_flat, pf[k], vd + ((Cfg::kFp8 ? k * 32 : k * 16 * kRB) >> 4));
     };
     // Mask (tiles from wg_full on), online softmax of S(tile) in place, alpha for O. A tile with no key
     // this warpgroup's rows see (causal: the item's last tiles for its first warpgroup) is masked in

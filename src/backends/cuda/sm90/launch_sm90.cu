@@ -1,4 +1,4 @@
-// The Hopper kernel's dispatch: the compiled head dim that runs the problem's (sm90/config.h,
+// The Hopper kernel's dispatch: the compiled head dim the plan chose (FlashFwdPlan::hopper_dim; sm90/config.h,
 // hopper_head_dim) picks the translation unit in sm90/instances/ (fwd_hdim*.cu), which launches it with
 // the plan's TMA descriptors. Built for sm_90a only, with the instances.
 #include <cuda_runtime.h>
@@ -60,11 +60,12 @@ bool sm90_kernel_loads(int device) {
 }
 
 cudaError_t launch_sm90(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream) {
-  if (hopper_head_dim(args.p.head_dim) == 0) return cudaErrorInvalidValue;  // the plan never gets here
+  if (plan.hopper_dim < args.p.head_dim || hopper_head_dim(plan.hopper_dim) != plan.hopper_dim)
+    return cudaErrorInvalidValue;  // the plan never gets here
   HopperMaps maps;
   std::memcpy(static_cast<void*>(&maps), plan.tensor_maps, sizeof maps);
   if (args.p.fp8) return run_fp8(plan, args, maps, stream);
-  return with_hopper_head_dim(args.p.head_dim, [&](auto d) {
+  return with_hopper_head_dim(plan.hopper_dim, [&](auto d) {
     return launch_sm90_head_dim<decltype(d)::value>(plan, args, maps, stream);
   });
 }

@@ -14,14 +14,19 @@ namespace flashcore::cuda::detail {
 
 #include "backends/cuda/sm90/wgmma_ops.inc"
 
-// wgmma shared-memory descriptor with 128-byte swizzle: bits 0-13 address >> 4, 16-29 LBO >> 4,
-// 32-45 SBO >> 4, 62-63 = 1 (128B swizzle). K-major operands (Q, K): SBO = 1024 B between 8-row
-// groups, LBO unused (1). V (MN-major B of P·V): SBO = 1024 B between 8-key groups, LBO = step
+// wgmma shared-memory descriptor of a tile stored in rows of kRowBytes (128, 64 or 32) in the swizzle of
+// that width: bits 0-13 address >> 4, 16-29 LBO >> 4, 32-45 SBO >> 4, 62-63 the swizzle (1: 128-byte,
+// 2: 64-byte, 3: 32-byte). K-major operands (Q, K): SBO = 8 rows (1024 B at 128-byte rows) between
+// 8-row groups, LBO unused (1). V (MN-major B of P·V): SBO = 8 keys between 8-key groups, LBO = step
 // between 64-column panels.
-__device__ __forceinline__ uint64_t make_desc_sw128(uint32_t saddr, uint32_t lbo) {
-  return uint64_t((saddr & 0x3FFFFu) >> 4) | (uint64_t(lbo >> 4) << 16) | (uint64_t(1024 >> 4) << 32) |
-         (uint64_t(1) << 62);
+template <int kRowBytes>
+__device__ __forceinline__ uint64_t make_desc_swizzled(uint32_t saddr, uint32_t lbo) {
+  static_assert(kRowBytes == 128 || kRowBytes == 64 || kRowBytes == 32, "wgmma swizzles: 128, 64 or 32 bytes");
+  constexpr uint64_t kMode = kRowBytes == 128 ? 1 : kRowBytes == 64 ? 2 : 3;
+  return uint64_t((saddr & 0x3FFFFu) >> 4) | (uint64_t(lbo >> 4) << 16) | (uint64_t(8 * kRowBytes >> 4) << 32) |
+         (kMode << 62);
 }
+__device__ __forceinline__ uint64_t make_desc_sw128(uint32_t saddr, uint32_t lbo) { return make_desc_swizzled<128>(saddr, lbo); }
 // Orders this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma, TMA).
 __device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -56,6 +61,8 @@ __device__ __forceinline__ void wgmma_qk(float (&s)[64], uint64_t da, uint64_t d
 __device__ __forceinline__ void wgmma_qk_init(float (&s)[64], uint64_t da, uint64_t db, __nv_fp8_e4m3 e) { wgmma_ss_m64n128k32_init(s, da, db, e); }
 __device__ __forceinline__ void wgmma_qk(float (&s)[64], uint64_t da, uint64_t db, __nv_fp8_e4m3 e) { wgmma_ss_m64n128k32(s, da, db, e); }
 template <typename Elem>
+__device__ __forceinline__ void wgmma_pv(float (&o)[16], const uint32_t* a, uint64_t db) { wgmma_rs_m64n32k16(o, a, db, Elem{}); }
+template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[32], const uint32_t* a, uint64_t db) { wgmma_rs_m64n64k16(o, a, db, Elem{}); }
 template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[64], const uint32_t* a, uint64_t db) { wgmma_rs_m64n128k16(o, a, db, Elem{}); }
@@ -81,14 +88,15 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
       ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
       : "memory");
 }
-// Rows [r_first, rows) of a shared-memory tile of 128-byte rows in `panels` 64-column panels
-// panel_bytes apart set to 0 by threads thread, thread + nthreads, ... (16-byte stores of whole rows,
-// so whatever the 128-byte swizzle). The caller fences them for the async proxy (wgmma) before use.
+// Rows [r_first, rows) of a shared-memory tile of row_bytes-byte rows (128 unless named) in `panels`
+// panels panel_bytes apart set to 0 by threads thread, thread + nthreads, ... (16-byte stores of whole
+// rows, so whatever the swizzle). The caller fences them for the async proxy (wgmma) before use.
 __device__ __forceinline__ void zero_smem_rows(uint32_t tile, int panels, uint32_t panel_bytes, int r_first, int rows,
-                                               int thread, int nthreads) {
-  const int chunks = max(0, rows - r_first) * 8;  // 16-byte chunks per panel
+                                               int thread, int nthreads, int row_bytes = 128) {
+  const int per_row = row_bytes / 16;
+  const int chunks = max(0, rows - r_first) * per_row;  // 16-byte chunks per panel
   for (int c = thread; c < panels * chunks; c += nthreads) {
-    const uint32_t addr = tile + (c / chunks) * panel_bytes + r_first * 128 + (c % chunks) * 16;
+    const uint32_t addr = tile + (c / chunks) * panel_bytes + r_first * row_bytes + (c % chunks) * 16;
     asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
   }
 }

@@ -1,5 +1,6 @@
 // The Hopper kernel's TMA descriptors (host side): Q, K and V as 4-D tensor maps (head_dim, seqlen,
 // heads, batch) with 64-column x kBlockM/kBlockN-row boxes and the 128-byte swizzle the kernel reads
+// (32 columns in the 64-byte swizzle for the D = 32 kernel)
 // (a box past head_dim is zero-filled: the kernel compiled for the next head dim reads zeros); packed
 // (varlen) Q or K/V as one batch entry of total rows. The
 // plan encodes them once per call (flash_fwd_plan); layouts TMA cannot describe are declined here,
@@ -43,7 +44,8 @@ TmaElem tma_elem(const FlashFwdParams& p) { return p.fp8 ? TmaElem::U8 : p.bf16 
 int elem_bytes(TmaElem e) { return e == TmaElem::U8 ? 1 : 2; }
 
 // A [batch][heads][seqlen][D] view (element strides; the D stride is 1) as TMA sees it: dims innermost
-// first and byte strides of dims 1..3; boxes of one 128-byte row (64 16-bit or 128 FP8 columns) by box_rows.
+// first and byte strides of dims 1..3; boxes of one swizzle row of row_bytes (128: 64 16-bit or 128 FP8
+// columns; 64 at D = 32, in the 64-byte swizzle) by box_rows.
 struct TmaView {
   const char* name;
   const void* ptr;
@@ -51,19 +53,21 @@ struct TmaView {
   cuuint64_t stride[3];
   cuuint32_t box_rows;
   TmaElem elem;
+  int row_bytes;
 };
 
 // Empty string if TMA can read the view, else why not (naming the tensor, the stride and its value).
 std::string make_view(TmaView* v, const char* name, const void* ptr, int batch, int heads, int seqlen, int d,
                       long long batch_stride, long long head_stride, long long seq_stride, int box_rows,
-                      TmaElem elem) {
+                      TmaElem elem, int row_bytes = 128) {
   const std::string who = std::string("the Hopper kernel (TMA) needs ") + name;
   if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return who + " 16-byte aligned";
   const long long strides[3] = {seq_stride, head_stride, batch_stride};
   const int extents[3] = {seqlen, heads, batch};
   const char* sname[3] = {"seq_stride", "head_stride", "batch_stride"};
   const int bytes = elem_bytes(elem), multiple = 16 / bytes;  // strides in elements of 16 bytes
-  *v = TmaView{name, ptr, {(cuuint64_t)d, (cuuint64_t)seqlen, (cuuint64_t)heads, (cuuint64_t)batch}, {}, (cuuint32_t)box_rows, elem};
+  *v = TmaView{name, ptr, {(cuuint64_t)d, (cuuint64_t)seqlen, (cuuint64_t)heads, (cuuint64_t)batch}, {}, (cuuint32_t)box_rows, elem,
+               row_bytes};
   long long span = d;  // elements spanned by the inner dimensions: stand-in stride of extent-1 dims
   for (int i = 0; i < 3; ++i) {
     long long s = strides[i];
@@ -80,14 +84,17 @@ std::string make_view(TmaView* v, const char* name, const void* ptr, int batch, 
 std::string encode_view(CUtensorMap* map, const TmaView& v) {
   EncodeTiledFn enc = encode_tiled_fn();
   if (enc == nullptr) return "the Hopper kernel needs cuTensorMapEncodeTiled (driver entry point not found)";
-  const cuuint32_t box[4] = {cuuint32_t(128 / elem_bytes(v.elem)), v.box_rows, 1, 1};
+  const cuuint32_t box[4] = {cuuint32_t(v.row_bytes / elem_bytes(v.elem)), v.box_rows, 1, 1};
+  const CUtensorMapSwizzle swizzle = v.row_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                     : v.row_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                         : CU_TENSOR_MAP_SWIZZLE_32B;
   const cuuint32_t estride[4] = {1, 1, 1, 1};
   const CUtensorMapDataType type = v.elem == TmaElem::U8     ? CU_TENSOR_MAP_DATA_TYPE_UINT8
                                    : v.elem == TmaElem::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                              : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   const CUresult r = enc(map, type, 4,
                          const_cast<void*>(v.ptr), v.dim, v.stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                         swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return std::string("the Hopper kernel (TMA) needs ") + v.name + " in a layout cuTensorMapEncodeTiled accepts (error " +
            std::to_string((int)r) + ")";
@@ -103,9 +110,10 @@ std::string encode_views(std::initializer_list<std::pair<CUtensorMap*, const Tma
   return {};
 }
 
-// Every layout check first (they need no driver), then the three encodings.
-std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
-  const int bm = sm90_block_m(p.head_dim, p.fp8);  // box rows of Q
+// Every layout check first (they need no driver), then the three encodings. cd: the compiled head dim
+// of the instance that reads them (its block rows, tiles and swizzle row).
+std::string encode_maps(const FlashFwdParams& p, int cd, HopperMaps* m) {
+  const int bm = sm90_block_m(cd, p.fp8);  // box rows of Q
   // Packed Q (cu_seqlens_q) or K/V (cu_seqlens_k): one batch entry of total rows; the kernel starts a
   // sequence at row cu_seqlens[b]. Cache lengths keep the batch layout (seqlen_k rows per entry).
   // Paged K/V: the pools as (D, page_size, heads, num_pages), boxes of sm90_paged_box_rows rows (a
@@ -117,20 +125,21 @@ std::string encode_maps(const FlashFwdParams& p, HopperMaps* m) {
   if (paged && (p.page_size < 16 || (p.page_size & (p.page_size - 1)) != 0 || p.num_pages < 1))
     return "the Hopper kernel reads paged K/V with a power-of-two page_size >= 16 and num_pages >= 1, got page_size " +
            std::to_string(p.page_size) + ", num_pages " + std::to_string(p.num_pages);
-  const int bn = paged ? sm90_paged_box_rows(p.head_dim, p.page_size) : sm90_block_n(p.head_dim, p.fp8);  // box rows of K, V
+  const int bn = paged ? sm90_paged_box_rows(cd, p.page_size) : sm90_block_n(cd, p.fp8);  // box rows of K, V
   const int q_batch = packed_q ? 1 : p.batch, q_rows = packed_q ? p.total_q : p.seqlen_q;
   const int k_batch = paged ? p.num_pages : packed_k ? 1 : p.batch;
   const int k_rows = paged ? p.page_size : packed_k ? p.total_k : p.seqlen_k;
   const TmaElem el = tma_elem(p);
+  const int rb = sm90_row_bytes(cd, p.fp8);  // the compiled head dim's swizzle row
   TmaView q, k, v;
   std::string why = make_view(&q, "q", p.q, q_batch, p.heads_q, q_rows, p.head_dim, p.q_batch_stride,
-                              p.q_head_stride, p.q_seq_stride, bm, el);
+                              p.q_head_stride, p.q_seq_stride, bm, el, rb);
   if (why.empty())
     why = make_view(&k, "k", p.k, k_batch, p.heads_kv, k_rows, p.head_dim, p.k_batch_stride, p.k_head_stride,
-                    p.k_seq_stride, bn, el);
+                    p.k_seq_stride, bn, el, rb);
   if (why.empty())
     why = make_view(&v, "v", p.v, k_batch, p.heads_kv, k_rows, p.head_dim, p.v_batch_stride, p.v_head_stride,
-                    p.v_seq_stride, bn, el);
+                    p.v_seq_stride, bn, el, rb);
   if (why.empty() && p.fp8) return encode_views({{&m->q, &q}, {&m->k, &k}});  // V: its transposed copy, per call
   if (why.empty()) why = encode_views({{&m->q, &q}, {&m->k, &k}, {&m->v, &v}});
   return why;
@@ -189,10 +198,10 @@ std::string sm90_fp8_vt_map(const FlashFwdParams& p, const void* vt, int keys_pa
   return why;
 }
 
-std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps) {
+std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps, int compiled_dim) {
   static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) <= 128, "FlashFwdPlan::tensor_maps holds 3 of them");
   HopperMaps m;
-  const std::string why = encode_maps(p, &m);
+  const std::string why = encode_maps(p, compiled_dim > 0 ? compiled_dim : hopper_head_dim(p.head_dim), &m);
   if (why.empty() && maps != nullptr) {
     CUtensorMap* out = static_cast<CUtensorMap*>(maps);
     out[0] = m.q;

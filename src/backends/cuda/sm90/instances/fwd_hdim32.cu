@@ -1,0 +1,6 @@
+// The Hopper forward kernel compiled for head dim 32 (8..32 run here too: sm90/config.h,
+// hopper_head_dim), in 64-byte rows and the 64-byte swizzle: fp16 and bf16, the causal/key-tail mask
+// and VariantMask.
+#include "backends/cuda/sm90/flash_fwd_sm90.cuh"
+
+FLASHCORE_SM90_INSTANTIATE(32)
