@@ -99,9 +99,10 @@ size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {
 // Which Hopper instance runs p (sm90/config.h): the compiled head dim next up from head_dim. Auto makes
 // one exception: the D = 32 instance's 192-row blocks (three consumer warpgroups) leave SMs idle on
 // problems of fewer items than SMs, where the D = 64 instance's 128-row blocks (columns 32..63
-// zero-filled) make more items. Forced (cuda-flash-hopper) runs the D = 32 instance whatever the size. H100, run 26b, µs: (1,8,2048,32) 88 items of 192 rows: 27.1 on the D = 32 instance, 24.6 on
-// D = 64; (4,16,1024,32) 384 items: 43.3 against 50.4, causal 34.1 against 35.4; (4,16,2048,32) 140.0
-// against 165.3.
+// zero-filled) make more items. Forced (cuda-flash-hopper) runs the D = 32 instance whatever the size.
+// H100, run 26b, µs: (1,8,2048,32), 88 items of 192 rows: 27.1 on the D = 32 instance, 24.6 on D = 64;
+// (4,16,1024,32), 384 items: 43.3 against 50.4, causal 34.1 against 35.4; (4,16,2048,32) 140.0 against
+// 165.3.
 }  // namespace
 
 int hopper_instance_dim(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant) {

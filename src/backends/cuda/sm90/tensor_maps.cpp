@@ -1,6 +1,6 @@
 // The Hopper kernel's TMA descriptors (host side): Q, K and V as 4-D tensor maps (head_dim, seqlen,
 // heads, batch) with 64-column x kBlockM/kBlockN-row boxes and the 128-byte swizzle the kernel reads
-// (32 columns in the 64-byte swizzle for the D = 32 kernel)
+// (32-column boxes and the 64-byte swizzle for the D = 32 instance; the plan says which instance)
 // (a box past head_dim is zero-filled: the kernel compiled for the next head dim reads zeros); packed
 // (varlen) Q or K/V as one batch entry of total rows. The
 // plan encodes them once per call (flash_fwd_plan); layouts TMA cannot describe are declined here,
