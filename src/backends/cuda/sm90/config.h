@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "backends/cuda/common/swizzle.cuh"  // smem_row: the O staging's rows
+
 namespace flashcore::cuda::detail {
 
 // Compiled head dims (multiples of the 64-column swizzle panel, and 32: one 64-byte swizzle row). Any
@@ -73,8 +75,8 @@ struct HopperConfig {
   static constexpr uint32_t kQPanelBytes = kBlockM * kRowBytes;
   static constexpr uint32_t kKVPanelBytes = kBlockN * kRowBytes;
   static constexpr uint32_t kQBytes = kPanels * kQPanelBytes;
-  // O (16-bit) staged for the stores, in rows of D rounded up to 64 (common/swizzle.cuh: D = 32 stages 64)
-  static constexpr uint32_t kOStageBytes = uint32_t(kBlockM) * ((D + 63) / 64 * 64) * 2;
+  // O (16-bit) staged for the stores, in the epilogue's rows (common/swizzle.cuh, smem_row: D = 32 stages 64)
+  static constexpr uint32_t kOStageBytes = uint32_t(kBlockM) * smem_row<D>() * 2;
   static constexpr uint32_t kTileBytes = kPanels * kKVPanelBytes;  // one K or V tile
   static_assert(!kFp8 || kTileBytes == uint32_t(D) * kBlockN, "FP8: a Vᵀ tile (D rows of kBlockN bytes) is a K tile's size");
   static constexpr uint32_t kBarBytes = 8 * (4 + 4 * kStages);  // Q, 4 per stage, V tail, Q empty, item slot
