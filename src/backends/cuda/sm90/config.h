@@ -95,6 +95,12 @@ struct HopperConfig {
   static constexpr int kPVSteps = kBlockN * kInBytes / 32; // k16 (k32) steps of P·V
   static constexpr int kOAcc = D / 2;                      // O accumulator floats per thread (64 x D / 128)
   static constexpr int kBarEpilogue = 1;                   // named barrier of the consumer threads
+  // The item hand-off (flash_fwd_sm90.cuh), one pair per consumer warpgroup c, each of the producer
+  // warp and that warpgroup (160 threads): ITEM_FULL(c) the slot is written, ITEM_EMPTY(c) it is read.
+  static constexpr int kBarItemFull = 2;                   // + c
+  static constexpr int kBarItemEmpty = 2 + kConsumerWGs;   // + c
+  static constexpr int kItemBarThreads = 32 + 128;
+  static_assert(kBarItemEmpty + kConsumerWGs <= 16, "16 named barriers");
 };
 
 // f(std::integral_constant<int, D>{}) for the compiled head dim D that runs head_dim (1..256).

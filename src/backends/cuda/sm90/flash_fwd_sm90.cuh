@@ -23,7 +23,8 @@
 // the next item's Q. The producer picks the items (ticket counter
 // or static order, common/work_list.h), skips those past their sequence's queries and writes the next
 // one into a shared-memory slot before its Q's copy (-1 and a plain arrival on BAR_Q: no more); the
-// consumers read it after BAR_Q. No block-wide barrier after the prologue.
+// consumers read it after BAR_Q, the slot's write and reads ordered by a pair of named barriers per
+// consumer warpgroup (ITEM_FULL, ITEM_EMPTY). No block-wide barrier after the prologue.
 //
 // Pipelining inside a consumer warpgroup (wgmma is asynchronous): step i issues S(i+1) = Q·K(i+1)ᵀ,
 // rescales O, issues P(i)·V(i), waits for S(i+1) only and runs the softmax of tile i+1 while
@@ -157,6 +158,31 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     // for parity 1 before its first phase completes returns at once (a fresh mbarrier counts the phase
     // before its first as complete): the first use of every slot and of Q's region waits for nothing.
     int ring = 0, phases = 0;
+    // The item hand-off: lane 0 writes the item into the slot and issues its Q copy; the whole warp then
+    // arrives on each consumer warpgroup's ITEM_FULL (a barrier instruction counts whole warps, so lane 0
+    // cannot arrive alone), before the item's K/V copies, which wait for slots the consumers free only
+    // once they have read the item. Before the next write the warp waits on every ITEM_EMPTY (each
+    // warpgroup has read the slot). The named barriers order the slot's write and reads for
+    // compute-sanitizer racecheck too, which does not follow mbarriers for plain shared-memory accesses.
+    bool handed = false;  // a slot value is out: wait for its reads before the next write
+    auto hand_item = [&](int item, int b, int h, int m0) {
+      if (handed)
+        for (int c = 0; c < Cfg::kConsumerWGs; ++c) named_bar_sync(Cfg::kBarItemEmpty + c, Cfg::kItemBarThreads);
+      if (lane == 0) {
+        mbar_wait_parity(q_empty, (phases & 1) ^ 1);  // the consumers are done with Q's region
+        st_shared_s32(item_slot, item);
+        if (item >= 0) {  // Q rows m0.. of (b, h)
+          const TmaRows qr = tma_q_rows(p, b);
+          mbar_expect_tx(bar_q, Cfg::kQBytes);
+          for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, Cfg::kPanelCols * pn, qr.row0 + m0, h, qr.batch, bar_q);
+        } else {
+          mbar_arrive(bar_q);  // no more: bar_q completes by a plain arrival, the consumers read -1 and stop
+        }
+      }
+      __syncwarp();
+      for (int c = 0; c < Cfg::kConsumerWGs; ++c) named_bar_arrive(Cfg::kBarItemFull + c, Cfg::kItemBarThreads);
+      handed = true;
+    };
     // The schedule (common/work_list.h): the block's first item is its index; the next ones come from
     // the plan's ticket counter (dynamic: a block takes the next item when it is free, so that blocks
     // on faster SMs or with lighter items take more), or without one from the static snake.
@@ -168,12 +194,9 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       const bool live = m0 < mask.seq.len_q();  // else past this sequence's queries: skipped
       int t_first = 0, n_tiles = 0;
       if (live) item_tiles(mask, m0, &t_first, &n_tiles);
+      if (live) hand_item(w, b, h, m0);
       if (live && lane == 0) {  // one thread issues every copy
-        const TmaRows qr = tma_q_rows(p, b), kr = tma_kv_rows(p, b);
-        mbar_wait_parity(q_empty, (phases & 1) ^ 1);  // the consumers are done with Q's region
-        st_shared_s32(item_slot, w);  // read by the consumers after bar_q (the arrival releases it)
-        mbar_expect_tx(bar_q, Cfg::kQBytes);
-        for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, Cfg::kPanelCols * pn, qr.row0 + m0, h, qr.batch, bar_q);
+        const TmaRows kr = tma_kv_rows(p, b);
         // K/V tile t (keys from (t_first + t)·kBN) into slot dst, completing on bar: one box per 64-column
         // panel, or with pages one per panel and piece (load_paged_tile).
         const int table0 = kPaged ? b * p.pages_per_seq : 0;  // paged: this sequence's block_table row
@@ -224,10 +247,8 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       if (lane == 0) w = a.counters != nullptr ? next_ticket(a.counters, (int)gridDim.x, work.total) : work.item(round);
       w = __shfl_sync(0xffffffffu, w, 0);
     }
-    if (lane == 0) {  // no more: the consumers stop at -1 (bar_q completes by a plain arrival)
-      mbar_wait_parity(q_empty, (phases & 1) ^ 1);
-      st_shared_s32(item_slot, -1);
-      mbar_arrive(bar_q);
+    hand_item(-1, 0, 0, 0);  // no more
+    if (lane == 0) {
       // Dynamic: the last block to finish drawing sets the counter back to 0 for the next launch.
       if (a.counters != nullptr && atomicAdd(a.counters + 1, 1) == (int)gridDim.x - 1) {
         a.counters[0] = 0;
@@ -259,8 +280,10 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   int ring = 0, n_items = 0;  // as the producer counts them
   for (;;) {
     mbar_wait_parity(bar_q, n_items & 1);  // the item's Q has landed (or the producer says there is none)
+    named_bar_sync(Cfg::kBarItemFull + cw, Cfg::kItemBarThreads);
     const int w = ld_shared_s32(item_slot);
     if (w < 0) break;
+    named_bar_arrive(Cfg::kBarItemEmpty + cw, Cfg::kItemBarThreads);
     const WorkItem blk = work.coord(w);
     const int h = blk.h, b = blk.b, m0 = blk.mblock * Cfg::kBlockM;
     const ItemMask mask(p, b);
