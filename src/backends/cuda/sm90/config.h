@@ -100,7 +100,14 @@ struct HopperConfig {
   static constexpr int kBarItemFull = 2;                   // + c
   static constexpr int kBarItemEmpty = 2 + kConsumerWGs;   // + c
   static constexpr int kItemBarThreads = 32 + 128;
-  static_assert(kBarItemEmpty + kConsumerWGs <= 16, "16 named barriers");
+  // Tensor-core turns (flash_fwd_sm90.cuh, "turns"): consumer warpgroup c issues a step's wgmmas only
+  // once warpgroup c - 1 has issued its own (TURN(c), 256 threads: c syncs, c - 1 arrives), so the
+  // warpgroups take the tensor cores one after the other and one's softmax and epilogue run under the
+  // others' wgmmas, where otherwise they run in step and wait together. Head dims up to 128, 16-bit.
+  static constexpr bool kTurns = !kFp8 && D <= 128;
+  static constexpr int kBarTurn = 2 + 2 * kConsumerWGs;    // + c
+  static constexpr int kTurnBarThreads = 2 * 128;
+  static_assert(kBarTurn + kConsumerWGs <= 16, "16 named barriers");
 };
 
 // f(std::integral_constant<int, D>{}) for the compiled head dim D that runs head_dim (1..256).

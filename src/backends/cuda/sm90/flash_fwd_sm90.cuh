@@ -28,7 +28,9 @@
 //
 // Pipelining inside a consumer warpgroup (wgmma is asynchronous): step i issues S(i+1) = Q·K(i+1)ᵀ,
 // rescales O, issues P(i)·V(i), waits for S(i+1) only and runs the softmax of tile i+1 while
-// P(i)·V(i) is on the tensor cores; the last step has only P·V. S is declared inside the step (never
+// P(i)·V(i) is on the tensor cores; the last step has only P·V. Up to D = 128 the consumer warpgroups
+// take turns issuing a step's wgmmas (HopperConfig::kTurns), so that one's softmax and epilogue run
+// under another's wgmmas instead of all at once. S is declared inside the step (never
 // loop-carried): loop-carried S rewritten while a wgmma group is in flight makes ptxas 13.0 serialise
 // every wgmma (C7513).
 //
@@ -278,6 +280,16 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
 
   const WorkList work(a.n_mblocks, p.heads_q, p.batch, a.q_heads_per_kv, a.pair_groups, (int)gridDim.x, (int)blockIdx.x);
   int ring = 0, n_items = 0;  // as the producer counts them
+  // Turns (HopperConfig::kTurns): each step's wgmmas are issued between turn_take() and turn_pass(), the
+  // warpgroups in order 0, 1, .., 0, ... Every warpgroup runs the same steps (an item's tiles are the
+  // block's), so the turns go round; the data waits of a step's first wgmma come before its turn.
+  auto turn_take = [&] {
+    if constexpr (Cfg::kTurns) named_bar_sync(Cfg::kBarTurn + cw, Cfg::kTurnBarThreads);
+  };
+  auto turn_pass = [&] {
+    if constexpr (Cfg::kTurns) named_bar_arrive(Cfg::kBarTurn + (cw + 1) % Cfg::kConsumerWGs, Cfg::kTurnBarThreads);
+  };
+  if (cw == Cfg::kConsumerWGs - 1) turn_pass();  // warpgroup 0 takes the first turn
   for (;;) {
     mbar_wait_parity(bar_q, n_items & 1);  // the item's Q has landed (or the producer says there is none)
     named_bar_sync(Cfg::kBarItemFull + cw, Cfg::kItemBarThreads);
@@ -350,9 +362,11 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       const int s0 = ring % kS;
       float s[Cfg::kSTiles][4];
       mbar_wait_parity(full_k(s0), (ring / kS) & 1);
+      turn_take();
       wgmma_fence();
       issue_qk(s, s0);
       wgmma_commit();
+      turn_pass();
       wgmma_wait<0>();
       fence_regs(reinterpret_cast<float (&)[kBN / 2]>(s));
       release(empty_k(s0));
@@ -364,14 +378,16 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       const int rc = ring + i, sc = rc % kS, sn = (rc + 1) % kS;
       mbar_wait_parity(full_k(sn), ((rc + 1) / kS) & 1);
       float s[Cfg::kSTiles][4];
+      turn_take();
       wgmma_fence();
       issue_qk(s, sn);
       wgmma_commit();
       scale_rows(o, alpha);  // O is idle: P(i-1)·V(i-1) completed in the last step
-      mbar_wait_parity(full_v(sc), (rc / kS) & 1);
+      mbar_wait_parity(full_v(sc), (rc / kS) & 1);  // issued with K(i), before K(i + 1): no wait on a turn
       wgmma_fence();
       issue_pv(sc);
       wgmma_commit();
+      turn_pass();
       wgmma_wait<1>();  // S(i+1) done; P(i)·V(i) runs under the softmax
       fence_regs(reinterpret_cast<float (&)[kBN / 2]>(s));
       release(empty_k(sn));
@@ -386,11 +402,13 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     if constexpr (Cfg::kOwnOStage) release(q_empty);
     if (n_tiles > 0) {  // the last step: P·V of the last tile
       const int rc = ring + n_tiles - 1, sc = rc % kS;
-      scale_rows(o, alpha);
       mbar_wait_parity(full_v(sc), (rc / kS) & 1);
+      turn_take();
+      scale_rows(o, alpha);
       wgmma_fence();
       issue_pv(sc);
       wgmma_commit();
+      turn_pass();
       wgmma_wait<0>();
       fence_regs(o_flat);
       release(empty_v(sc));
