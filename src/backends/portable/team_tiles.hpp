@@ -177,7 +177,7 @@ struct Kernel {
       team.team_barrier();
     }
     for (int j0 = blk.kmin; j0 < blk.kmax; j0 += BN) {
-      // 1. S = Q·Kᵀ, kQ slices of DK head dims.
+      // S = 0 for the tile.
       for (int v = 0; v < VPT; ++v) {
         FC_PORTABLE_UNROLL
         for (int r = 0; r < RM; ++r) {
@@ -185,121 +185,138 @@ struct Kernel {
           for (int w = 0; w < KS; ++w) th[v].s[r][w] = 0.f;
         }
       }
-      for (int k = 0; k < kQ; ++k) {
-        step(team, rw, blk, sh, t0, pre, cur, b, [&](const float* buf) {
-          for (int v = 0; v < VPT; ++v) {
-            const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
-            const float* qt = buf + rg * RM;
-            const float* kt = buf + DK * TS + cg * KS;
-            float(&s)[RM][KS] = th[v].s;
+      // 1. S += Q·Kᵀ over the DK head dims of a Q/K slice.
+      auto qk = [&](const float* buf) {
+        for (int v = 0; v < VPT; ++v) {
+          const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+          const float* qt = buf + rg * RM;
+          const float* kt = buf + DK * TS + cg * KS;
+          float(&s)[RM][KS] = th[v].s;
+          FC_PORTABLE_UNROLL
+          for (int d = 0; d < DK; ++d) {
+            const F4 q0 = load4(qt + d * TS), q1 = load4(qt + d * TS + 4), kk = load4(kt + d * TS);
             FC_PORTABLE_UNROLL
-            for (int d = 0; d < DK; ++d) {
-              const F4 q0 = load4(qt + d * TS), q1 = load4(qt + d * TS + 4), kk = load4(kt + d * TS);
+            for (int w = 0; w < KS; ++w) {
               FC_PORTABLE_UNROLL
-              for (int w = 0; w < KS; ++w) {
+              for (int r = 0; r < 4; ++r) {
+                s[r][w] += q0.v[r] * kk.v[w];
+                s[r + 4][w] += q1.v[r] * kk.v[w];
+              }
+            }
+          }
+        }
+      };
+      // 2. The softmax of S: logits, mask, the rows' max and sums, O rescaled, P -> pt.
+      auto softmax = [&] {
+        // 2. Logits, mask, each thread's max of its 4 keys per row -> part.
+        const bool whole = j0 >= blk.free_begin && j0 + BN <= blk.free_end;  // every row sees every key
+        for (int v = 0; v < VPT; ++v) {
+          const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+          FC_PORTABLE_UNROLL
+          for (int r = 0; r < RM; ++r) {
+            const int i = rg * RM + r;
+            float(&s)[KS] = th[v].s[r];
+            int lo = 0, hi = KS;  // the thread's keys row i sees
+            if (!whole) {
+              const numeric::KeyRange kr = i < blk.rows ? blk.keys(a, i) : numeric::KeyRange{0, 0};
+              lo = kr.begin - (j0 + cg * KS), hi = kr.end - (j0 + cg * KS);
+            }
+            float mx = kc::neg_inf<float>();
+            FC_PORTABLE_UNROLL
+            for (int w = 0; w < KS; ++w) {
+              float x;
+              if constexpr (Variants)
+                x = a.logit(blk.h, blk.i0 + i, blk.len_q, blk.len_k)(s[w], j0 + cg * KS + w);
+              else
+                x = s[w] * a.scale;
+              s[w] = w >= lo && w < hi ? x : kc::neg_inf<float>();
+              mx = s[w] > mx ? s[w] : mx;
+            }
+            sh.part[i * RS + cg] = mx;
+          }
+        }
+        team.team_barrier();
+
+        // The row's new max; p, c, the rescaled o and l; P -> pt.
+        for (int v = 0; v < VPT; ++v) {
+          const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+          Thread<CO>& tv = th[v];
+          FC_PORTABLE_UNROLL
+          for (int r = 0; r < RM; ++r) {
+            const int i = rg * RM + r;
+            float mx = tv.m[r];
+            FC_PORTABLE_UNROLL
+            for (int g = 0; g < kColGroups; g += 4) {
+              const F4 x = load4(sh.part + i * RS + g);
+              FC_PORTABLE_UNROLL
+              for (int e = 0; e < 4; ++e) mx = x.v[e] > mx ? x.v[e] : mx;
+            }
+            const float mu = mx == kc::neg_inf<float>() ? 0.f : mx;  // no key seen yet: p = 0
+            const float c = kc::exp(tv.m[r] - mu);
+            tv.m[r] = mx;
+            float sum = 0.f;
+            FC_PORTABLE_UNROLL
+            for (int w = 0; w < KS; ++w) {
+              tv.s[r][w] = kc::exp(tv.s[r][w] - mu);
+              sum += tv.s[r][w];
+            }
+            tv.l[r] = tv.l[r] * c + sum;
+            FC_PORTABLE_UNROLL
+            for (int e = 0; e < CO; ++e) tv.o[r][e] *= c;
+          }
+          FC_PORTABLE_UNROLL
+          for (int w = 0; w < KS; ++w) {
+            float* dst = sh.pt + (cg * KS + w) * TS + rg * RM;
+            store4(dst, F4{{tv.s[0][w], tv.s[1][w], tv.s[2][w], tv.s[3][w]}});
+            store4(dst + 4, F4{{tv.s[4][w], tv.s[5][w], tv.s[6][w], tv.s[7][w]}});
+          }
+        }
+        team.team_barrier();  // pt written (the first V slice is in its buffer already)
+      };
+      // 3. o += P·V over the VK keys of V slice kv (none past the block's last key).
+      auto pv = [&](const float* buf, int kv) {
+        for (int v = 0; v < VPT; ++v) {
+          const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+          const float* pt = sh.pt + kv * VK * TS + rg * RM;
+          const float* vt = buf + cg * CO;
+          float(&o)[RM][CO] = th[v].o;
+          FC_PORTABLE_UNROLL
+          for (int jj = 0; jj < VK; ++jj) {
+            const F4 p0 = load4(pt + jj * TS), p1 = load4(pt + jj * TS + 4);
+            FC_PORTABLE_UNROLL
+            for (int e = 0; e < CO; e += 4) {
+              const F4 x = load4(vt + jj * DP + e);
+              FC_PORTABLE_UNROLL
+              for (int f = 0; f < 4; ++f) {
                 FC_PORTABLE_UNROLL
                 for (int r = 0; r < 4; ++r) {
-                  s[r][w] += q0.v[r] * kk.v[w];
-                  s[r + 4][w] += q1.v[r] * kk.v[w];
+                  o[r][e + f] += p0.v[r] * x.v[f];
+                  o[r + 4][e + f] += p1.v[r] * x.v[f];
                 }
               }
             }
           }
-        });
-      }
-
-      // 2. Logits, mask, each thread's max of its 4 keys per row -> part.
-      const bool whole = j0 >= blk.free_begin && j0 + BN <= blk.free_end;  // every row sees every key
-      for (int v = 0; v < VPT; ++v) {
-        const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
-        FC_PORTABLE_UNROLL
-        for (int r = 0; r < RM; ++r) {
-          const int i = rg * RM + r;
-          float(&s)[KS] = th[v].s[r];
-          int lo = 0, hi = KS;  // the thread's keys row i sees
-          if (!whole) {
-            const numeric::KeyRange kr = i < blk.rows ? blk.keys(a, i) : numeric::KeyRange{0, 0};
-            lo = kr.begin - (j0 + cg * KS), hi = kr.end - (j0 + cg * KS);
-          }
-          float mx = kc::neg_inf<float>();
-          FC_PORTABLE_UNROLL
-          for (int w = 0; w < KS; ++w) {
-            float x;
-            if constexpr (Variants)
-              x = a.logit(blk.h, blk.i0 + i, blk.len_q, blk.len_k)(s[w], j0 + cg * KS + w);
-            else
-              x = s[w] * a.scale;
-            s[w] = w >= lo && w < hi ? x : kc::neg_inf<float>();
-            mx = s[w] > mx ? s[w] : mx;
-          }
-          sh.part[i * RS + cg] = mx;
         }
-      }
-      team.team_barrier();
-
-      // The row's new max; p, c, the rescaled o and l; P -> pt.
-      for (int v = 0; v < VPT; ++v) {
-        const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
-        Thread<CO>& tv = th[v];
-        FC_PORTABLE_UNROLL
-        for (int r = 0; r < RM; ++r) {
-          const int i = rg * RM + r;
-          float mx = tv.m[r];
-          FC_PORTABLE_UNROLL
-          for (int g = 0; g < kColGroups; g += 4) {
-            const F4 x = load4(sh.part + i * RS + g);
-            FC_PORTABLE_UNROLL
-            for (int e = 0; e < 4; ++e) mx = x.v[e] > mx ? x.v[e] : mx;
-          }
-          const float mu = mx == kc::neg_inf<float>() ? 0.f : mx;  // no key seen yet: p = 0
-          const float c = kc::exp(tv.m[r] - mu);
-          tv.m[r] = mx;
-          float sum = 0.f;
-          FC_PORTABLE_UNROLL
-          for (int w = 0; w < KS; ++w) {
-            tv.s[r][w] = kc::exp(tv.s[r][w] - mu);
-            sum += tv.s[r][w];
-          }
-          tv.l[r] = tv.l[r] * c + sum;
-          FC_PORTABLE_UNROLL
-          for (int e = 0; e < CO; ++e) tv.o[r][e] *= c;
-        }
-        FC_PORTABLE_UNROLL
-        for (int w = 0; w < KS; ++w) {
-          float* dst = sh.pt + (cg * KS + w) * TS + rg * RM;
-          store4(dst, F4{{tv.s[0][w], tv.s[1][w], tv.s[2][w], tv.s[3][w]}});
-          store4(dst + 4, F4{{tv.s[4][w], tv.s[5][w], tv.s[6][w], tv.s[7][w]}});
-        }
-      }
-      team.team_barrier();  // pt written (the first V slice is in its buffer already)
-
-      // 3. o += P·V, slices of VK keys (none past the block's last key).
+      };
       const int nv = v_slices(blk, j0);
-      for (int k = 0; k < nv; ++k) {
-        step(team, rw, blk, sh, t0, pre, cur, b, [&](const float* buf) {
-          for (int v = 0; v < VPT; ++v) {
-            const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
-            const float* pt = sh.pt + k * VK * TS + rg * RM;
-            const float* vt = buf + cg * CO;
-            float(&o)[RM][CO] = th[v].o;
-            FC_PORTABLE_UNROLL
-            for (int jj = 0; jj < VK; ++jj) {
-              const F4 p0 = load4(pt + jj * TS), p1 = load4(pt + jj * TS + 4);
-              FC_PORTABLE_UNROLL
-              for (int e = 0; e < CO; e += 4) {
-                const F4 x = load4(vt + jj * DP + e);
-                FC_PORTABLE_UNROLL
-                for (int f = 0; f < 4; ++f) {
-                  FC_PORTABLE_UNROLL
-                  for (int r = 0; r < 4; ++r) {
-                    o[r][e + f] += p0.v[r] * x.v[f];
-                    o[r + 4][e + f] += p1.v[r] * x.v[f];
-                  }
-                }
-              }
-            }
-          }
-        });
+      if constexpr (CO <= 4) {
+        // One step() for all the tile's slices (one copy of fetch/put in the code): at D <= 64 the
+        // kernel is then smaller with fewer spills (stack 160 -> 80 bytes) and 5-17 % faster (H100,
+        // perf/dev/NOTES.md 2026-11-27); at D = 128/256 the same made ptxas spill more (248 -> 384
+        // bytes) and run 1.35-1.96x slower, so those keep a step() for each kind of slice.
+        for (int k = 0; k < kQ + nv; ++k) {
+          if (k == kQ) softmax();
+          step(team, rw, blk, sh, t0, pre, cur, b, [&](const float* buf) {
+            if (k < kQ)
+              qk(buf);
+            else
+              pv(buf, k - kQ);
+          });
+        }
+      } else {
+        for (int k = 0; k < kQ; ++k) step(team, rw, blk, sh, t0, pre, cur, b, qk);
+        softmax();
+        for (int k = 0; k < nv; ++k) step(team, rw, blk, sh, t0, pre, cur, b, [&](const float* buf) { pv(buf, k); });
       }
     }
 
