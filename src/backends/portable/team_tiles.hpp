@@ -208,7 +208,7 @@ struct Kernel {
       };
       // 2. The softmax of S: logits, mask, the rows' max and sums, O rescaled, P -> pt.
       auto softmax = [&] {
-        // 2. Logits, mask, each thread's max of its 4 keys per row -> part.
+        // Logits, mask, each thread's max of its 4 keys per row -> part.
         const bool whole = j0 >= blk.free_begin && j0 + BN <= blk.free_end;  // every row sees every key
         for (int v = 0; v < VPT; ++v) {
           const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
