@@ -3,12 +3,14 @@
 #
 #   perf/run_forward.sh [BIN_DIR]    BIN_DIR (default .gpu/bin) holds flashcore_bench
 #
-# 1. flashcore_bench --device-only --backends=cuda-flash --dtypes=$DTYPES on $SHAPES (causal and not)
+# 1. flashcore_bench --device-only --backends=$BACKENDS --dtypes=$DTYPES on $SHAPES (causal and not)
 # 2. perf/sdpa_compare.py --paths=flash,cudnn on the same shapes and dtypes (fp8 rows: torch's paths on
 #    bf16 inputs of the same shape, since torch SDPA has no fp8 kernel)
 # Writes ${OUT:-perf/results/tmp}/<date>_<device-slug>_$NAME.{md,json,log} and _$NAME_flashcore.json.
 # Environment: DTYPES (default fp16,bf16), SHAPES (B,H,L,D;...: default the forward shapes of issue 14's
-# table), NAME (default forward), QUICK=1 fewer repetitions, BENCH_ARGS / SDPA_ARGS extra flags.
+# table), NAME (default forward), BACKENDS (default cuda-flash; e.g. cuda-flash-allwarps,cuda-flash-warpspec
+# for the mma.sync kernels forced, as an Ampere/Ada GPU runs them), QUICK=1 fewer repetitions,
+# BENCH_ARGS / SDPA_ARGS extra flags.
 # perf/run_fp8.sh is this with the FP8 rows.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -30,7 +32,7 @@ extra=(${BENCH_ARGS:-})
 sdpa_extra=(${SDPA_ARGS:-})
 {
   echo "== run_forward.sh ($NAME): $(date -Is), GPU: ${GPU_NAME:-none found}"
-  timeout -k 10 200 "$BIN/flashcore_bench" --device-only --backends=cuda-flash --dtypes="$DTYPES" \
+  timeout -k 10 200 "$BIN/flashcore_bench" --device-only --backends="${BACKENDS:-cuda-flash}" --dtypes="$DTYPES" \
     --shapes="$SHAPES" --max-seconds=180 "${quick[@]}" "${extra[@]}" --benchmark_color=false \
     --benchmark_out="${PREFIX}_flashcore.json" --benchmark_out_format=json
   echo "== flashcore_bench exit $?"

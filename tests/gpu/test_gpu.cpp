@@ -402,8 +402,9 @@ std::vector<Case> sequence_cases() {
 
 // fp8 (e4m3) inputs: head dims 64, 96, 128 (and 256 and an odd one for the Kokkos tiers), odd lengths,
 // GQA and MQA, causal with Lq < Lk and Lq > Lk, descales other than 1 (stored values on e4m3's top
-// binades and on its subnormals), both output dtypes, the LSE; long rows (several key tiles, sampled
-// by the oracle), decode rows, layouts; variants and sequence layouts (the tuned kernels may decline).
+// binades and on its subnormals), both output dtypes, with and without the LSE; long rows (several key
+// tiles, sampled by the oracle), decode rows, layouts; variants and sequence layouts (the tuned kernels
+// may decline).
 std::vector<Case> fp8_cases() {
   using fctest::fp8_case;
   std::vector<Case> out;
@@ -419,6 +420,11 @@ std::vector<Case> fp8_cases() {
       out.push_back(fp8_case(make_case(2, 8, 2, 1, 333, d, e4m3, causal), DType::F16, 2, 0.5, 1));
       out.push_back(fp8_case(make_case(1, 4, 1, 4097, 4097, d, e4m3, causal), DType::BF16, 0.25, 0.25, 2));
       out.push_back(fp8_case(make_case(1, 16, 4, 2048, 2048, d, e4m3, causal), DType::F16, 3, 0.125, 0.75));
+    }
+    // Without an LSE output (the kernel's epilogue writes O only).
+    for (Case c : {make_case(2, 6, 2, 113, 203, 128, e4m3, causal), make_case(1, 4, 1, 4097, 4097, 64, e4m3, causal)}) {
+      c.lse = false;
+      out.push_back(fp8_case(c, causal ? DType::F16 : DType::BF16, 0.37, 1.9, 0.6));
     }
     out.push_back(fp8_case(make_case(1, 4, 2, 77, 130, 256, e4m3, causal), DType::BF16, 0.5, 2, 0.25));
     out.push_back(fp8_case(make_case(1, 4, 2, 77, 130, 40, e4m3, causal), DType::F16, 0.5, 2, 0.25));

@@ -35,6 +35,7 @@ std::string Case::name() const {
       os << text;
     }
   }
+  if (!lse) os << "_nolse";
   auto side = [](int w) { return w < 0 ? std::string("inf") : std::to_string(w); };
   if (window_left >= 0 || window_right >= 0) os << "_win" << side(window_left) << "_" << side(window_right);
   if (softcap > 0) os << "_cap" << static_cast<int>(softcap);

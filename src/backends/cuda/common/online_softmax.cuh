@@ -19,9 +19,15 @@ constexpr float kLn2 = 0.6931471805599453f;
 // this thread's running sum updated, alpha = the factor the O rows must be scaled by.
 // kPLog2: P comes out scaled by 2^kPLog2 (and so does the sum, so O / l is unchanged; the caller takes
 // kPLog2 off the LSE): the FP8 kernel's P, rounded to e4m3, then stays in its normal range (sm90/fp8.cuh).
+// slack > 0: a lazy reference max (FlashAttention-4's conditional rescale). A row keeps the max it has
+// unless the tile's scores exceed it by more than slack (log2 domain, after scale_log2), so P may come
+// out up to 2^slack (times 2^kPLog2: the caller picks slack so that P's type holds it) and alpha is 1
+// for every row that kept its max, whose O then needs no rescale (the caller may skip it where a whole
+// warp's alphas are 1). Nothing else changes: l and the LSE are taken against the max a row holds. The
+// constant 0 (the default) is the plain online softmax.
 template <int N, int kPLog2 = 0>
 __device__ __forceinline__ void softmax_update(float (&s)[N][4], float (&row_max)[2], float (&row_sum)[2],
-                                               float scale_log2, float (&alpha)[2]) {
+                                               float scale_log2, float (&alpha)[2], float slack = 0.f) {
   float mx[2] = {row_max[0], row_max[1]};
 #pragma unroll
   for (int i = 0; i < N; ++i) {
@@ -33,10 +39,14 @@ __device__ __forceinline__ void softmax_update(float (&s)[N][4], float (&row_max
   for (int r = 0; r < 2; ++r) {
     mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
     mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    // Lazy: keep the row's max unless this tile exceeds it by more than slack (-inf to finite: by inf;
+    // -inf to -inf: NaN, kept). A kept -inf has alpha 1 too: its O and l are 0.
+    const bool keep = slack > 0.f && !(mx[r] * scale_log2 - row_max[r] * scale_log2 > slack);
+    if (keep) mx[r] = row_max[r];
     // A row that has seen only masked keys keeps max -inf; subtract 0 instead so that
     // exp2(-inf - 0) = 0 rather than exp2(-inf + inf) = NaN.
     ms[r] = (mx[r] == -INFINITY) ? 0.f : mx[r] * scale_log2;
-    alpha[r] = fast_exp2(row_max[r] * scale_log2 - ms[r]);  // old max -inf -> 0 (accumulators are 0 then)
+    alpha[r] = keep ? 1.f : fast_exp2(row_max[r] * scale_log2 - ms[r]);  // old max -inf -> 0 (accumulators are 0 then)
     row_max[r] = mx[r];
   }
   ms[0] -= float(kPLog2), ms[1] -= float(kPLog2);
@@ -103,8 +113,8 @@ struct SoftmaxRows {
     row_sum[0] = row_sum[1] = 0.f;
   }
   template <int kPLog2 = 0, int N>
-  __device__ __forceinline__ void update(float (&s)[N][4], float scale_log2, float (&alpha)[2]) {
-    softmax_update<N, kPLog2>(s, row_max, row_sum, scale_log2, alpha);
+  __device__ __forceinline__ void update(float (&s)[N][4], float scale_log2, float (&alpha)[2], float slack = 0.f) {
+    softmax_update<N, kPLog2>(s, row_max, row_sum, scale_log2, alpha, slack);
   }
   __device__ __forceinline__ void finish(float scale_log2, float (&inv)[2], float (&lse2)[2]) const {
     softmax_finish(row_max, row_sum, scale_log2, inv, lse2);
@@ -119,6 +129,12 @@ struct SoftmaxRows {
       softmax_finish(row_max, row_sum, scale_log2, inv, lse2);
   }
 };
+
+// Whether any row of the warp has alpha != 1 (a lazy max moved: softmax_update's slack), i.e. whether
+// its O rows need scale_rows; warp-uniform, so the skip is a branch, not predicated multiplies.
+__device__ __forceinline__ bool warp_needs_rescale(const float (&alpha)[2]) {
+  return __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f);
+}
 
 // O rows (accumulator fragments, n8 column tile j) times the factors of their rows.
 template <int N>

@@ -105,6 +105,13 @@ struct HopperConfig {
   // warpgroups take the tensor cores one after the other and one's softmax and epilogue run under the
   // others' wgmmas, where otherwise they run in step and wait together. Head dims up to 128, 16-bit.
   static constexpr bool kTurns = !kFp8 && D <= 128;
+  // The lazy max of the online softmax (common/online_softmax.cuh, slack; FlashAttention-4's conditional
+  // rescale): a row's max moves only when a tile exceeds it by more than this (log2 domain), so most
+  // steps skip O's rescale (D/2 multiplies a thread) for a compare and a warp vote; P then reaches 2^8,
+  // which fp16 and bf16 hold with room to spare. H100 (runs 29a, 29b; perf/dev/NOTES.md): D = 128-256
+  // mostly 1-9 % faster; D = 64 within 1.3 % either way (its rescale is 32 multiplies), so 0 (off)
+  // below 128; FP8 1-7.5 % slower with the slack e4m3 leaves (0.75: 2^(0.75 + kFp8PLog2) = 431 < 448).
+  static constexpr float kMaxSlack = !kFp8 && D >= 128 ? 8.f : 0.f;
   static constexpr int kBarTurn = 2 + 2 * kConsumerWGs;    // + c
   static constexpr int kTurnBarThreads = 2 * 128;
   static_assert(kBarTurn + kConsumerWGs <= 16, "16 named barriers");

@@ -13,7 +13,9 @@
 //   warpgroups 1, 2 (and 3 at D = 32) (consumers): 64 query rows each
 //     S  = Q · Kᵀ    wgmma m64n{kBlockN}k16, Q and K straight from shared memory
 //     S  = transform, mask(S)  the Mask policy (common/mask.cuh; VariantMask adds window, softcap, ALiBi, sinks)
-//     P  = softmax(S) in registers (accumulator layout = the mma.sync one: same masking arithmetic)
+//     P  = softmax(S) in registers (accumulator layout = the mma.sync one: same masking arithmetic; from
+//          D = 128 with a lazy max: O is rescaled only in steps where a row's max grew by more than
+//          8 in the log2 domain, which P, up to 2^8 in between, absorbs; config.h, kMaxSlack)
 //     O += P · V     wgmma m64nDk16, P from registers, V from shared memory (MN-major: transposed)
 //
 // Synchronisation: FULL_K[s], FULL_V[s] mbarriers complete when slot s's bytes have landed (TMA
@@ -346,7 +348,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       const int key0 = (t_first + tile) * kBN;
       if constexpr (Mask::kTransformsScores) mask.transform(s, row_lo + g, key0, lane, h);
       if (tile >= wg_full || (Mask::kHasLeftBound && tile < wg_full_lo)) mask.apply(s, row_lo + g, key0, lane);
-      sm.update<Cfg::kFp8 ? kFp8PLog2 : 0>(s, sl2, alpha);
+      sm.update<Cfg::kFp8 ? kFp8PLog2 : 0>(s, sl2, alpha, Cfg::kMaxSlack);
     };
     auto pack_p = [&](const float (&s)[Cfg::kSTiles][4]) {
 #pragma unroll
@@ -382,7 +384,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       wgmma_fence();
       issue_qk(s, sn);
       wgmma_commit();
-      scale_rows(o, alpha);  // O is idle: P(i-1)·V(i-1) completed in the last step
+      if (Cfg::kMaxSlack == 0.f || warp_needs_rescale(alpha)) scale_rows(o, alpha);  // O is idle: P(i-1)·V(i-1) completed
       mbar_wait_parity(full_v(sc), (rc / kS) & 1);  // issued with K(i), before K(i + 1): no wait on a turn
       wgmma_fence();
       issue_pv(sc);
@@ -404,7 +406,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       const int rc = ring + n_tiles - 1, sc = rc % kS;
       mbar_wait_parity(full_v(sc), (rc / kS) & 1);
       turn_take();
-      scale_rows(o, alpha);
+      if (Cfg::kMaxSlack == 0.f || warp_needs_rescale(alpha)) scale_rows(o, alpha);
       wgmma_fence();
       issue_pv(sc);
       wgmma_commit();
