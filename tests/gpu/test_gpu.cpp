@@ -14,6 +14,7 @@
 
 #include "gpu/gpu_support.hpp"
 #include "support/testing.hpp"
+#include "verify/elements.hpp"
 #include "verify/fp8.hpp"
 #include "verify/tolerance.hpp"
 #if defined(FLASHCORE_HAVE_KOKKOS_CUDA)
@@ -200,6 +201,11 @@ const fctest::OracleOut& cached_oracle(const fctest::HostData& h, const std::str
   return it->second;
 }
 
+// check_on_device for given host data (tests that shape their inputs); key names the data for the
+// oracle's cache ("<case name>/<salt>").
+bool check_data_on_device(const std::string& backend, fctest::HostData h, const std::string& key, int row_stride,
+                          std::string* declined);
+
 // Returns false (and sets *declined) when the backend declines a case it does not promise; a
 // declined promised case is a failure.
 bool check_on_device(const std::string& backend, const Case& c, std::uint64_t salt, int row_stride = 0,
@@ -210,7 +216,13 @@ bool check_on_device(const std::string& backend, const Case& c, std::uint64_t sa
     const double work = 1.0 * c.batch * c.heads_q * c.seqlen_q * c.seqlen_k * c.head_dim;
     row_stride = work > 2e8 ? static_cast<int>(std::ceil(work / 2e8)) : 1;
   }
-  fctest::HostData h = fctest::make_data(c, fctest::run_seed() ^ (salt * 0x9e3779b97f4a7c15ull));
+  return check_data_on_device(backend, fctest::make_data(c, fctest::run_seed() ^ (salt * 0x9e3779b97f4a7c15ull)),
+                              c.name() + "/" + std::to_string(salt), row_stride, declined);
+}
+
+bool check_data_on_device(const std::string& backend, fctest::HostData h, const std::string& key, int row_stride,
+                          std::string* declined) {
+  const std::string name = key.substr(0, key.find('/'));
   DeviceData d;
   upload(h, d);
   std::string why;
@@ -224,7 +236,7 @@ bool check_on_device(const std::string& backend, const Case& c, std::uint64_t sa
   EXPECT_EQ(flashcore::run(h.problem, d.tensors(), opts).chosen, backend);
   CUDA_OK(cudaDeviceSynchronize());
   download(d, h);
-  const fctest::OracleOut& ref = cached_oracle(h, c.name() + "/" + std::to_string(salt), row_stride);
+  const fctest::OracleOut& ref = cached_oracle(h, key, row_stride);
   if (h.problem.dtype == DType::E4M3 && !is_kokkos_tier(backend)) {
     // A tuned kernel on fp8 inputs rounds P to e4m3: tolerance::fp8_kernel_bound, per element and as
     // an RMS over O (the Kokkos tiers keep the output dtype's reference bound, below).
@@ -232,7 +244,7 @@ bool check_on_device(const std::string& backend, const Case& c, std::uint64_t sa
         h.problem, h.q.data(), h.k.data(), h.v.data(), ref, h.o.data(), h.lse.empty() ? nullptr : h.lse.data(),
         h.sequences());
     std::printf("[gpu] %-22s %-42s max_abs %.3e rms %.3e of rms ref %.3e, worst/bound %.3f, LSE worst/bound %.3f\n",
-                backend.c_str(), c.name().c_str(), f.max_abs, f.rms_err, f.rms_ref, f.worst_ratio, f.lse_worst_ratio);
+                backend.c_str(), name.c_str(), f.max_abs, f.rms_err, f.rms_ref, f.worst_ratio, f.lse_worst_ratio);
     EXPECT_TRUE(f.passed()) << f.summary() << "; first: " << f.first_bad;
     return true;
   }
@@ -246,7 +258,7 @@ bool check_on_device(const std::string& backend, const Case& c, std::uint64_t sa
     bound_abs = bound.atol;
     e = fctest::compare_o(h, ref, bound.atol, bound.rtol, /*kernel_lse=*/true);
   }
-  std::printf("[gpu] %-22s %-42s max_abs %.3e rel_l2 %.3e%s\n", backend.c_str(), c.name().c_str(), e.max_abs, e.rel_l2,
+  std::printf("[gpu] %-22s %-42s max_abs %.3e rel_l2 %.3e%s\n", backend.c_str(), name.c_str(), e.max_abs, e.rel_l2,
               bound_abs > 0 ? (" bound " + std::to_string(bound_abs)).c_str() : "");
   EXPECT_EQ(e.bad, 0) << "max abs " << e.max_abs << ", worst/bound " << e.worst_ratio << "; first: " << e.first_bad;
   EXPECT_EQ(e.lse_bad, 0) << e.first_bad;
@@ -595,6 +607,47 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
       // instance there (smaller problems run on its D = 64 one; cuda-flash-hopper always on D = 32)
       check_on_device(backend, make_case(4, 16, 4, 1100, 1300, 32, DType::BF16, causal), 307, 37);
       check_on_device(backend, make_case(2, 24, 8, 2000, 1777, 24, DType::F16, causal, Layout::BHSD), 308, 37);
+    }
+}
+
+// Scores that grow from key tile to key tile, by less and by more than the Hopper kernel's lazy max
+// lets pass without a rescale (sm90/config.h, kMaxSlack: 8 in the log2 domain): P then comes out up to
+// 2^8 in the tiles whose growth a row's held max absorbs, and O is rescaled in the others. Q has +0.5
+// and K a ramp on their first 16 head dims (on top of make_data's random values), so that, in the log2
+// domain, the scores of key tile t (128 keys) climb by 5 or 12 alternately across the tile.
+TEST(Gpu, ScoresGrowingAcrossKeyTiles) {
+  REQUIRE_DEVICE();
+  for (DType dt : {DType::F16, DType::BF16})
+    for (bool causal : {false, true}) {
+      const Case c = make_case(1, 4, 2, 300, 1600, 128, dt, causal);
+      fctest::HostData h = fctest::make_data(c, fctest::run_seed() ^ 0x51ac5u);
+      const flashcore::Problem& p = h.problem;
+      // s·scale·log2e per unit of the ramp: 16 dims x 0.5 x scale x log2e (scale 0 stands for 1/sqrt(D))
+      const double scale = p.scale > 0 ? p.scale : 1.0 / std::sqrt(double(p.head_dim));
+      const double per_unit = 16 * 0.5 * scale * 1.4426950408889634;
+      ASSERT_GT(per_unit, 0.0);
+      for (int b = 0; b < p.batch; ++b) {
+        for (int i = 0; i < p.seqlen_q; ++i)
+          for (int hq = 0; hq < p.heads_q; ++hq)
+            for (int dd = 0; dd < 16; ++dd) {
+              const std::int64_t at = flashcore::element_offset(p.q, b, i, hq, dd);
+              const double q = flashcore::verify::load_element(p.dtype, h.q.data(), at);
+              flashcore::verify::store_element(p.dtype, h.q.data(), at, 0.5 + 0.25 * q);
+            }
+        double ramp = 0;  // log2-domain height of key j's score above the random part
+        for (int j = 0; j < p.seqlen_k; ++j) {
+          const int tile = j / 128;
+          ramp += (tile % 2 == 0 ? 5.0 : 12.0) / 128;
+          for (int hk = 0; hk < p.heads_kv; ++hk)
+            for (int dd = 0; dd < 16; ++dd) {
+              const std::int64_t at = flashcore::element_offset(p.k, b, j, hk, dd);
+              const double k = flashcore::verify::load_element(p.dtype, h.k.data(), at);
+              flashcore::verify::store_element(p.dtype, h.k.data(), at, ramp / per_unit + 0.25 * k);
+            }
+        }
+      }
+      for (const auto& backend : device_backends())
+        check_data_on_device(backend, h, c.name() + "/growing", 1, nullptr);
     }
 }
 
