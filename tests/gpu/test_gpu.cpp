@@ -611,10 +611,11 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
 }
 
 // Scores that grow from key tile to key tile, by less and by more than the Hopper kernel's lazy max
-// lets pass without a rescale (sm90/config.h, kMaxSlack: 8 in the log2 domain): P then comes out up to
-// 2^8 in the tiles whose growth a row's held max absorbs, and O is rescaled in the others. Q has +0.5
-// and K a ramp on their first 16 head dims (on top of make_data's random values), so that, in the log2
-// domain, the scores of key tile t (128 keys) climb by 5 or 12 alternately across the tile.
+// lets pass without a rescale (sm90/config.h, kMaxSlack: 8 in the log2 domain): P then comes out above
+// 1 (up to 2^5 here) in the tiles whose growth a row's held max absorbs, and O is rescaled in the
+// others. Every device backend against the fp64 oracle. Q has +0.5 and K a ramp on their first 16 head
+// dims (on top of a quarter of make_data's random values), so that, in the log2 domain, the scores of
+// key tile t (128 keys) climb by 5 or 12 alternately across the tile.
 TEST(Gpu, ScoresGrowingAcrossKeyTiles) {
   REQUIRE_DEVICE();
   for (DType dt : {DType::F16, DType::BF16})
