@@ -130,12 +130,6 @@ struct SoftmaxRows {
   }
 };
 
-// Whether any row of the warp has alpha != 1 (a lazy max moved: softmax_update's slack), i.e. whether
-// its O rows need scale_rows; warp-uniform, so the skip is a branch, not predicated multiplies.
-__device__ __forceinline__ bool warp_needs_rescale(const float (&alpha)[2]) {
-  return __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f);
-}
-
 // O rows (accumulator fragments, n8 column tile j) times the factors of their rows.
 template <int N>
 __device__ __forceinline__ void scale_rows(float (&o)[N][4], const float (&f)[2]) {
@@ -144,6 +138,14 @@ __device__ __forceinline__ void scale_rows(float (&o)[N][4], const float (&f)[2]
     o[j][0] *= f[0]; o[j][1] *= f[0];
     o[j][2] *= f[1]; o[j][3] *= f[1];
   }
+}
+
+// O rows times the alpha of a softmax_update with this slack. With a lazy max (slack > 0) a warp whose
+// rows all kept their max (every alpha 1) skips the multiplies: one vote, a warp-uniform branch.
+template <int N>
+__device__ __forceinline__ void rescale_rows(float (&o)[N][4], const float (&alpha)[2], float slack) {
+  if (slack > 0.f && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
+  scale_rows(o, alpha);
 }
 
 }  // namespace flashcore::cuda::detail

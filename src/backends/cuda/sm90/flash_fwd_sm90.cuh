@@ -384,7 +384,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       wgmma_fence();
       issue_qk(s, sn);
       wgmma_commit();
-      if (Cfg::kMaxSlack == 0.f || warp_needs_rescale(alpha)) scale_rows(o, alpha);  // O is idle: P(i-1)·V(i-1) completed
+      rescale_rows(o, alpha, Cfg::kMaxSlack);  // O is idle: P(i-1)·V(i-1) completed in the last step
       mbar_wait_parity(full_v(sc), (rc / kS) & 1);  // issued with K(i), before K(i + 1): no wait on a turn
       wgmma_fence();
       issue_pv(sc);
@@ -406,7 +406,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       const int rc = ring + n_tiles - 1, sc = rc % kS;
       mbar_wait_parity(full_v(sc), (rc / kS) & 1);
       turn_take();
-      if (Cfg::kMaxSlack == 0.f || warp_needs_rescale(alpha)) scale_rows(o, alpha);
+      rescale_rows(o, alpha, Cfg::kMaxSlack);
       wgmma_fence();
       issue_pv(sc);
       wgmma_commit();
