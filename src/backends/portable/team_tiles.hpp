@@ -31,10 +31,13 @@
 
 #include "backends/portable/portable.hpp"
 
+#define FC_PORTABLE_PRAGMA(x) _Pragma(#x)
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #define FC_PORTABLE_UNROLL _Pragma("unroll")
+#define FC_PORTABLE_UNROLL_BY(n) FC_PORTABLE_PRAGMA(unroll n)  // n: an integral constant expression
 #else
 #define FC_PORTABLE_UNROLL
+#define FC_PORTABLE_UNROLL_BY(n)
 #endif
 
 namespace flashcore::portable::team {
@@ -125,6 +128,12 @@ struct Kernel {
   using member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   static constexpr int VPT = kThreads / team_threads<ExecSpace>();  // team threads one thread plays
   static constexpr int DP = 16 * CO, VK = vk_for(CO), kQ = DP / DK;
+  // The loops over a slice's head dims (S) and keys (P·V) are unrolled by this much, not fully: less
+  // code (the instruction fetch stalled 0.62 cycles per issued instruction with full unrolling). H100,
+  // perf/dev/NOTES.md (thirtieth session), against full unrolling: by 4, 0.88-1.014 of its time at
+  // D = 64/128 (12 of 16 rows 1-12 % faster, four 0.1-1.4 % slower); by 2, 0.87-0.97 at D = 256 but
+  // 0.92-1.04 below.
+  static constexpr int kSliceUnroll = CO >= 16 ? 2 : 4;
   Args<S, typename Out::storage> a;
 
   /// One slice of the pipeline: the k-th Q/K slice (v = false) or V slice of the tile at j0.
@@ -192,7 +201,7 @@ struct Kernel {
           const float* qt = buf + rg * RM;
           const float* kt = buf + DK * TS + cg * KS;
           float(&s)[RM][KS] = th[v].s;
-          FC_PORTABLE_UNROLL
+          FC_PORTABLE_UNROLL_BY(kSliceUnroll)
           for (int d = 0; d < DK; ++d) {
             const F4 q0 = load4(qt + d * TS), q1 = load4(qt + d * TS + 4), kk = load4(kt + d * TS);
             FC_PORTABLE_UNROLL
@@ -280,7 +289,7 @@ struct Kernel {
           const float* pt = sh.pt + kv * VK * TS + rg * RM;
           const float* vt = buf + cg * CO;
           float(&o)[RM][CO] = th[v].o;
-          FC_PORTABLE_UNROLL
+          FC_PORTABLE_UNROLL_BY(kSliceUnroll)
           for (int jj = 0; jj < VK; ++jj) {
             const F4 p0 = load4(pt + jj * TS), p1 = load4(pt + jj * TS + 4);
             FC_PORTABLE_UNROLL
