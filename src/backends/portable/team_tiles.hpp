@@ -27,6 +27,7 @@
 // head dim lives in the registers of the 16 column groups (perf/dev/NOTES.md, eleventh session).
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 
 #include "backends/portable/portable.hpp"
@@ -62,13 +63,40 @@ KOKKOS_INLINE_FUNCTION constexpr int co_for(int head_dim) { return head_dim <= 6
 /// Keys per V slice at dp = 16·CO: a slice has kSlice elements (32, 16 or 8 keys).
 KOKKOS_INLINE_FUNCTION constexpr int vk_for(int co) { return kSlice / (16 * co); }
 
-/// A stored element as fp32 (In::load; fp16 without a branch on the exponent).
+/// A stored element as fp32 (In::load). fp16: on an NVIDIA GPU the conversion instruction (cvt.f32.f16,
+/// exact for every value), elsewhere without a branch on the exponent. The software form costs ~7
+/// instructions and 2 temporaries an element, 16 elements a slice and thread: at D = 128 about 1100
+/// instructions a tile against the thread's 8192 FMAs, and ptxas spilled 856 bytes at F16 against 316 at
+/// BF16 (perf/dev/NOTES.md, thirty-first session).
 template <class In>
 KOKKOS_FORCEINLINE_FUNCTION float to_float(typename In::storage x) {
-  if constexpr (std::is_same<In, numeric::F16Elem>::value)
+  if constexpr (std::is_same<In, numeric::F16Elem>::value) {
+#if defined(__CUDA_ARCH__)
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
+    return f;
+#else
     return numeric::half_to_float_branchless(x);
-  else
+#endif
+  } else {
     return In::load(&x, 0);
+  }
+}
+
+/// O's element i = x (Out::store). fp16 on an NVIDIA GPU: the conversion instruction (cvt.rn.f16.f32, round
+/// to nearest even, as numeric::float_to_half); its software form with the subnormal branch was ~30
+/// instructions an element, 64 elements a thread at D = 128.
+template <class Out>
+KOKKOS_FORCEINLINE_FUNCTION void store_out(typename Out::storage* p, std::int64_t i, float x) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same<Out, numeric::F16Elem>::value) {
+    std::uint16_t h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    p[i] = h;
+    return;
+  }
+#endif
+  Out::store(p, i, x);
 }
 
 /// Four floats, for 16-byte loads and stores of shared memory (addresses are multiples of 16).
@@ -351,7 +379,7 @@ struct Kernel {
         FC_PORTABLE_UNROLL
         for (int c = 0; c < CO; ++c) {
           const int d = cg * CO + c;
-          if (d < a.head_dim) Out::store(a.o, row + d, th[v].o[r][c] * e.factor);
+          if (d < a.head_dim) store_out<Out>(a.o, row + d, th[v].o[r][c] * e.factor);
         }
       }
     }
@@ -392,6 +420,36 @@ struct Kernel {
     constexpr int kHalf = kPerThread / 2;
     for (int v = 0; v < VPT; ++v) {
       const int t = t0 + v;
+      // Whole slices of contiguous K/V (every slice but a block's last tile's, its last rows' and a head
+      // dim below 64/128/256's): no bounds and no page lookup per element, one pointer and one stride.
+      // The checked loops below cost ~12 instructions an element, a third of a slice's arithmetic at D = 64.
+      if (s.v) {
+        const int key0 = s.j0 + s.k * VK;
+        if (rw.v != nullptr && key0 + VK <= blk.kmax && a.head_dim == DP) {
+          if constexpr (DP <= kThreads) {
+            const S* p = rw.v + (key0 + t / DP) * rw.sv + t % DP;
+            const std::int64_t step = (kThreads / DP) * rw.sv;
+            FC_PORTABLE_UNROLL
+            for (int e = 0; e < kPerThread; ++e) pre[v][e] = p[e * step];
+          } else {
+            constexpr int kRowParts = DP / kThreads;  // elements of one key a thread takes
+            const S* p = rw.v + key0 * rw.sv + t;
+            FC_PORTABLE_UNROLL
+            for (int e = 0; e < kPerThread; ++e) pre[v][e] = p[(e / kRowParts) * rw.sv + (e % kRowParts) * kThreads];
+          }
+          continue;
+        }
+      } else if (rw.k != nullptr && blk.rows == BM && s.j0 + BN <= blk.kmax && (s.k + 1) * DK <= a.head_dim) {
+        const int d = s.k * DK + qk_dim(t), r0 = qk_row(t);
+        const S* q = rw.q + r0 * rw.sq + d;
+        const S* k = rw.k + (s.j0 + r0) * rw.sk + d;
+        FC_PORTABLE_UNROLL
+        for (int e = 0; e < kHalf; ++e) {
+          pre[v][e] = q[8 * e * rw.sq];
+          pre[v][kHalf + e] = k[8 * e * rw.sk];
+        }
+        continue;
+      }
       if (s.v) {
         FC_PORTABLE_UNROLL
         for (int e = 0; e < kPerThread; ++e) {
