@@ -9,10 +9,11 @@
 //   1. S = Q·Kᵀ: the thread scores its 8 rows against keys cg·4 .. cg·4+3 (32 accumulators),
 //      reading Q and K slices of 16 head dims staged in shared memory, transposed (qt[d][row],
 //      kt[d][key]) so that each step is 2 + 1 four-float loads for 32 FMAs.
-//   2. logit, mask (only in tiles some row does not see whole), the row's max over the tile: the
-//      16 threads of a row group each post the max of their 4 keys; after one barrier each reads
-//      the 16 and has m' = max(m, tile max). p = exp(s - m'), c = exp(m - m'), o *= c, l = c·l +
-//      sum p; P goes to shared memory transposed (pt[key][row]).
+//   2. logit (in the log2 domain), mask (only in tiles some row does not see whole), the row's max
+//      over the tile: the 16 threads of a row group (half a warp) combine the max of their 4 keys by
+//      shuffles on an NVIDIA GPU, elsewhere each posts its max and after one barrier reads the 16;
+//      m' = max(m, tile max). p = 2^(s - m'), c = 2^(m - m'), o *= c, l = c·l + sum p; P goes to
+//      shared memory transposed (pt[key][row]).
 //   3. o += P·V: V staged in slices of 2048 elements (32, 16 or 8 keys; vt[key][d], as stored);
 //      each step 2 + CO/4 four-float loads for 8·CO FMAs.
 // The slices (a tile's Q/K slices, then its V slices, then the next tile's) form one pipeline
@@ -44,6 +45,7 @@
 namespace flashcore::portable::team {
 
 constexpr int kThreads = 128, kRowGroups = 8, kColGroups = 16;
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 constexpr int RM = 8;                     // rows per thread
 constexpr int KS = 4;                     // keys per thread in S
 constexpr int BM = kRowGroups * RM;       // 64 query rows a block
@@ -99,6 +101,37 @@ KOKKOS_FORCEINLINE_FUNCTION void store_out(typename Out::storage* p, std::int64_
   Out::store(p, i, x);
 }
 
+/// 2^x for the softmax (x <= 0 or -inf). On an NVIDIA GPU the SFU instruction alone (ex2.approx.ftz: relative
+/// error below 2^-22, results below 2^-126 flushed to 0, against a row sum >= 1); expf was ~8 instructions.
+KOKKOS_FORCEINLINE_FUNCTION float exp2_approx(float x) {
+#if defined(__CUDA_ARCH__)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return kc::exp2(x);
+#endif
+}
+
+/// The row max of a tile through warp shuffles: on an NVIDIA GPU (CUDA lays a team's 128 threads out as
+/// four warps, team rank = lane + 32·warp) the 16 column groups of a row group are half a warp, so four
+/// xor-shuffles give each the max of the 16 without shared memory and without a barrier. Elsewhere
+/// (host, other GPUs with other wave sizes) the shared-memory exchange.
+#if defined(__CUDA_ARCH__)
+constexpr bool kWarpMax = true;
+KOKKOS_FORCEINLINE_FUNCTION float half_warp_max(float x) {
+  static_assert(kColGroups == 16, "a row group is half a warp");
+  for (int o = kColGroups / 2; o > 0; o /= 2) {
+    const float y = __shfl_xor_sync(0xffffffffu, x, o);
+    x = y > x ? y : x;
+  }
+  return x;
+}
+#else
+constexpr bool kWarpMax = false;
+KOKKOS_FORCEINLINE_FUNCTION float half_warp_max(float x) { return x; }
+#endif
+
 /// Four floats, for 16-byte loads and stores of shared memory (addresses are multiples of 16).
 struct alignas(16) F4 {
   float v[4];
@@ -146,7 +179,7 @@ template <int CO>
 struct Thread {
   float o[RM][CO];  // O accumulators of its rows, head dims cg·CO ..
   float s[RM][KS];  // S (then P) of the current tile
-  float m[RM];      // running max of each row (the same in the row group's 16 threads)
+  float m[RM];      // running max of each row's logits in the log2 domain (the same in the row group's 16 threads)
   float l[RM];      // sum of p over the keys this thread scored, rescaled with m
 };
 
@@ -183,6 +216,7 @@ struct Kernel {
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
     const Block blk = Block::of(a, team.league_rank());
+    const float scale_log2 = a.scale * kLog2e;  // scores -> logits in the log2 domain (the softmax's exp2)
     if (blk.rows <= 0) return;  // a block past its sequence
     void* base = a.tiles.level0 > 0 ? team.team_scratch(0).get_shmem(a.tiles.level0)
                                      : team.team_scratch(1).get_shmem(a.tiles.level1);
@@ -245,7 +279,8 @@ struct Kernel {
       };
       // 2. The softmax of S: logits, mask, the rows' max and sums, O rescaled, P -> pt.
       auto softmax = [&] {
-        // Logits, mask, each thread's max of its 4 keys per row -> part.
+        // Logits, mask, each thread's max of its 4 keys per row -> the row group's max (tile_max) or part.
+        float tile_max[VPT][RM];
         const bool whole = j0 >= blk.free_begin && j0 + BN <= blk.free_end;  // every row sees every key
         for (int v = 0; v < VPT; ++v) {
           const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
@@ -261,18 +296,22 @@ struct Kernel {
             float mx = kc::neg_inf<float>();
             FC_PORTABLE_UNROLL
             for (int w = 0; w < KS; ++w) {
-              float x;
+              float x;  // the logit in the log2 domain
               if constexpr (Variants)
-                x = a.logit(blk.h, blk.i0 + i, blk.len_q, blk.len_k)(s[w], j0 + cg * KS + w);
+                x = a.logit(blk.h, blk.i0 + i, blk.len_q, blk.len_k)(s[w], j0 + cg * KS + w) * kLog2e;
               else
-                x = s[w] * a.scale;
+                x = s[w] * scale_log2;
               s[w] = w >= lo && w < hi ? x : kc::neg_inf<float>();
               mx = s[w] > mx ? s[w] : mx;
             }
-            sh.part[i * RS + cg] = mx;
+            if constexpr (kWarpMax) {
+              tile_max[v][r] = half_warp_max(mx);
+            } else {
+              sh.part[i * RS + cg] = mx;
+            }
           }
         }
-        team.team_barrier();
+        if constexpr (!kWarpMax) team.team_barrier();
 
         // The row's new max; p, c, the rescaled o and l; P -> pt.
         for (int v = 0; v < VPT; ++v) {
@@ -282,19 +321,23 @@ struct Kernel {
           for (int r = 0; r < RM; ++r) {
             const int i = rg * RM + r;
             float mx = tv.m[r];
-            FC_PORTABLE_UNROLL
-            for (int g = 0; g < kColGroups; g += 4) {
-              const F4 x = load4(sh.part + i * RS + g);
+            if constexpr (kWarpMax) {
+              mx = tile_max[v][r] > mx ? tile_max[v][r] : mx;
+            } else {
               FC_PORTABLE_UNROLL
-              for (int e = 0; e < 4; ++e) mx = x.v[e] > mx ? x.v[e] : mx;
+              for (int g = 0; g < kColGroups; g += 4) {
+                const F4 x = load4(sh.part + i * RS + g);
+                FC_PORTABLE_UNROLL
+                for (int e = 0; e < 4; ++e) mx = x.v[e] > mx ? x.v[e] : mx;
+              }
             }
             const float mu = mx == kc::neg_inf<float>() ? 0.f : mx;  // no key seen yet: p = 0
-            const float c = kc::exp(tv.m[r] - mu);
+            const float c = exp2_approx(tv.m[r] - mu);
             tv.m[r] = mx;
             float sum = 0.f;
             FC_PORTABLE_UNROLL
             for (int w = 0; w < KS; ++w) {
-              tv.s[r][w] = kc::exp(tv.s[r][w] - mu);
+              tv.s[r][w] = exp2_approx(tv.s[r][w] - mu);
               sum += tv.s[r][w];
             }
             tv.l[r] = tv.l[r] * c + sum;
@@ -373,7 +416,7 @@ struct Kernel {
         if (i >= blk.rows) continue;
         float l = 0.f;
         for (int g = 0; g < kColGroups; ++g) l += sh.part[i * RS + g];
-        const RowEnd e = RowEnd::of(th[v].m[r], l, a.sinks, blk.h, a.o_scale);
+        const RowEnd e = RowEnd::of(th[v].m[r] * kLn2, l, a.sinks, blk.h, a.o_scale);  // m: log2 domain
         if (cg == 0 && a.lse != nullptr) a.lse[a.seqs.lse_index(blk.b, blk.h, blk.i0 + i, a.heads_q)] = e.lse;
         const std::int64_t row = a.seqs.q_row(a.so, blk.b, blk.i0 + i) + o_off;
         FC_PORTABLE_UNROLL

@@ -24,12 +24,16 @@ namespace flashcore::kc {
 template <class T>
 KOKKOS_INLINE_FUNCTION T exp(T x) { return Kokkos::exp(x); }
 template <class T>
+KOKKOS_INLINE_FUNCTION T exp2(T x) { return Kokkos::exp2(x); }
+template <class T>
 KOKKOS_INLINE_FUNCTION T log(T x) { return Kokkos::log(x); }
 template <class T>
 KOKKOS_INLINE_FUNCTION T tanh(T x) { return Kokkos::tanh(x); }
 #else
 template <class T>
 KOKKOS_INLINE_FUNCTION T exp(T x) { return Kokkos::Experimental::exp(x); }
+template <class T>
+KOKKOS_INLINE_FUNCTION T exp2(T x) { return Kokkos::Experimental::exp2(x); }
 template <class T>
 KOKKOS_INLINE_FUNCTION T log(T x) { return Kokkos::Experimental::log(x); }
 template <class T>
