@@ -16,7 +16,8 @@
 //                        varlen timing against the fixed layout; a plain gather read of the same pages
 //   decode_dev mixed     16 caches of 1..8192 keys (contiguous, pages of 16/64/256): the balanced
 //                        schedule's waves against the fixed grid; equal lengths through seqlens_k too
-//   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be)
+//   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be): plain
+//                        16-byte loads, and TMA bulk copies into shared memory
 //
 // Build (CPU machine, after `cmake --build build/cuda-sm90 --target flashcore`): perf/dev/build_decode_dev.sh
 #include <cuda_runtime.h>
@@ -541,6 +542,60 @@ static void peak(size_t bytes_each) {
   }
 }
 
+// The same two buffers through TMA bulk copies (sm_90 cp.async.bulk, global -> shared, no registers):
+// one thread of each block keeps `stages` copies of `chunk` bytes in flight through a ring of shared-memory
+// slots, each with its mbarrier (the bytes land; nothing reads them). Does a copy engine that needs no
+// warps to keep loads in flight read faster than the plain loads above? It is the decode kernel's other
+// way to load K/V on sm_90.
+__global__ void bulk_read_kernel(const char* a, const char* b, size_t bytes_each, int chunk, int stages) {
+  extern __shared__ __align__(128) unsigned char ring[];
+  __shared__ __align__(8) unsigned long long bars[16];
+  if (threadIdx.x != 0) return;
+  const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring);
+  const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(bars);
+  for (int s = 0; s < stages; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0 + 8 * s));
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  const size_t per = bytes_each / chunk, total = 2 * per;
+  auto wait = [&](int s, uint32_t parity) {
+    asm volatile(
+        "{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}" ::"r"(
+            bar0 + 8 * s),
+        "r"(parity)
+        : "memory");
+  };
+  size_t i = 0;
+  for (size_t c = blockIdx.x; c < total; c += gridDim.x, ++i) {
+    const int s = (int)(i % stages);
+    if (i >= (size_t)stages) wait(s, (uint32_t)((i / stages - 1) & 1));
+    const char* src = c < per ? a + c * chunk : b + (c - per) * chunk;
+    const uint32_t bar = bar0 + 8 * s, dst = ring0 + (uint32_t)(s * chunk);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(chunk) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(chunk), "r"(bar)
+                 : "memory");
+  }
+  for (size_t j = i > (size_t)stages ? i - stages : 0; j < i; ++j) wait((int)(j % stages), (uint32_t)((j / stages) & 1));
+}
+
+static void bulk_peak(size_t bytes_each) {
+  ReadBuffers buf(bytes_each);
+  CK(cudaFuncSetAttribute(bulk_read_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+  struct Cfg {
+    int chunk, stages, blocks_per_sm;
+  };
+  for (const Cfg c : {Cfg{4096, 8, 2}, Cfg{8192, 4, 2}, Cfg{8192, 8, 2}, Cfg{16384, 2, 2}, Cfg{16384, 3, 2},
+                      Cfg{16384, 6, 1}, Cfg{16384, 4, 2}, Cfg{32768, 3, 2}, Cfg{32768, 6, 1}, Cfg{8192, 6, 4},
+                      Cfg{16384, 3, 4}}) {
+    const int grid = c.blocks_per_sm * g_dev.sm_count;
+    const double us = median_launch_us([&] {
+      bulk_read_kernel<<<grid, 32, (size_t)c.chunk * c.stages>>>((const char*)buf.a, (const char*)buf.b, bytes_each, c.chunk, c.stages);
+    });
+    printf("bulk read 2 x %.0f MB, %d blocks/SM, %d x %d KB in flight each: %.1f us, %.0f GB/s\n", bytes_each / 1e6,
+           c.blocks_per_sm, c.stages, c.chunk / 1024, us, 2.0 * bytes_each / us * 1e-3);
+  }
+  CK(cudaGetLastError());
+}
+
 // The memory system alone on a paged read: K and V of every (sequence, KV head) read once, 256 bytes
 // (D = 128) per key row, rows through the block table (table == nullptr: contiguous sequences), 64 rows
 // per step of a block, 8 rows x 2 tensors in flight per thread. No math: what pages cost the loads.
@@ -734,6 +789,8 @@ int main(int argc, char** argv) {
   if (mode == "peak") {
     peak(134217728);  // K or V of (8,32,8,1,8192,128)
     peak(268435456);
+    bulk_peak(134217728);
+    bulk_peak(268435456);
     return 0;
   }
   if (mode == "cross64") {
