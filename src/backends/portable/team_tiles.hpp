@@ -191,10 +191,10 @@ struct Kernel {
   static constexpr int DP = 16 * CO, VK = vk_for(CO), kQ = DP / DK;
   // The loops over a slice's head dims (S) and keys (P·V) are unrolled by this much, not fully: less
   // code (the instruction fetch stalled 0.62 cycles per issued instruction with full unrolling). H100,
-  // perf/dev/NOTES.md (thirtieth session), against full unrolling: by 4, 0.88-1.014 of its time at
-  // D = 64/128 (12 of 16 rows 1-12 % faster, four 0.1-1.4 % slower); by 2, 0.87-0.97 at D = 256 but
-  // 0.92-1.04 below.
-  static constexpr int kSliceUnroll = CO >= 16 ? 2 : 4;
+  // perf/dev/NOTES.md: against full unrolling (thirtieth session), by 4 took 0.88-1.014 of the time at
+  // D = 64/128, by 2 0.87-0.97 at D = 256; after the unchecked slice loads (thirty-first session), by 8
+  // took 0.963-1.016 at D = 128 (10 of 12 rows faster) but up to 1.04 at D = 64, fully (16) 0.96-1.09.
+  static constexpr int kSliceUnroll = CO >= 16 ? 2 : CO >= 8 ? 8 : 4;
   Args<S, typename Out::storage> a;
 
   /// One slice of the pipeline: the k-th Q/K slice (v = false) or V slice of the tile at j0.
