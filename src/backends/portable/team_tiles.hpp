@@ -3,8 +3,9 @@
 // (run_team_kernel_on_host), where one thread plays the team's 128 in turn.
 //
 // The team is 8 row groups x 16 column groups. Thread (rg, cg) owns rows rg·8 .. rg·8+7 of the
-// block for the whole call: their O accumulators (8 rows x CO head dims: cg·CO .. cg·CO+CO-1),
-// their running max m and their partial sum l (over the keys the thread scores) stay in registers.
+// block for the whole call: their O accumulators (8 rows x CO head dims: cg·CO .. cg·CO+CO-1) stay
+// in registers; so do their running max m and their partial sum l (over the keys the thread scores),
+// except at D > 64 on an NVIDIA GPU, where they wait in shared memory between tiles (stats_shared).
 // Per tile of 64 keys:
 //   1. S = Q·Kᵀ: the thread scores its 8 rows against keys cg·4 .. cg·4+3 (32 accumulators),
 //      reading Q and K slices of 16 head dims staged in shared memory, transposed (qt[d][row],
@@ -17,18 +18,19 @@
 //   3. o += P·V: V staged in slices of 2048 elements (32, 16 or 8 keys; vt[key][d], as stored);
 //      each step 2 + CO/4 four-float loads for 8·CO FMAs.
 // The slices (a tile's Q/K slices, then its V slices, then the next tile's) form one pipeline
-// through two buffers: while a slice is used, each thread has the next slice's 16 loads in flight
-// in registers, and stores them after; one barrier a slice. At the end the 16 partial sums of a
-// row are added (one barrier), the sink joins, O = o / l.
+// through two buffers: while a slice is used, each thread has the next slice's 16 elements in flight
+// in registers (16-bit inputs: 8 pairs of adjacent head dims), and stores them after; one barrier a
+// slice. At the end the 16 partial sums of a row are added (one barrier), the sink joins, O = o / l.
 //
 // Why this shape: the first team kernel (4x4 register tiles, the whole tile in scratch, one
 // thread per row for the softmax) reached 2-8 % of the fp32 peak on an H100, bound by shared
 // memory traffic (8 loads per 16 FMAs) and by Kokkos 3.4's 40 KB of level-0 scratch, which left
-// 16x16 tiles at D = 128. Here only slices are staged (39.9 KB whatever the head dim), and the
+// 16x16 tiles at D = 128. Here only slices are staged (40.2 KB whatever the head dim), and the
 // head dim lives in the registers of the 16 column groups (perf/dev/NOTES.md, eleventh session).
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "backends/portable/portable.hpp"
@@ -127,10 +129,24 @@ KOKKOS_FORCEINLINE_FUNCTION float half_warp_max(float x) {
   }
   return x;
 }
+/// The lanes of a warp meet (a row group's 16 threads are half of one).
+KOKKOS_FORCEINLINE_FUNCTION void sync_warp() { __syncwarp(); }
 #else
 constexpr bool kWarpMax = false;
 KOKKOS_FORCEINLINE_FUNCTION float half_warp_max(float x) { return x; }
+KOKKOS_FORCEINLINE_FUNCTION void sync_warp() {}
 #endif
+
+/// Whether the running max m of a row and a thread's partial sum l live in shared memory between tiles
+/// (Kernel::kStats), for a head dim of 16·CO. Where the tile max goes through shuffles (kWarpMax),
+/// `part` is free during the loop: l stays there as part[cg][row] and m in its own array, so that the
+/// S and P·V loops, the kernel's hot code, hold 16 registers fewer. At D = 128 ptxas spilled 300 bytes
+/// at the 168-register cap, and reloads of spilled addresses and counters drew ~15 % of the warp stall
+/// samples; with m and l in shared memory (and the slice loads by 32-bit offsets) D = 128 took 0.91-0.96
+/// of the time and D = 256 0.93-1.00, but fp32 D = 64 (CO = 4, spilling little) 1.03 (H200, run 32b;
+/// perf/dev/NOTES.md, thirty-second session), so CO = 4 keeps them in registers. Elsewhere part carries
+/// the tile max exchange, and m and l stay in registers.
+KOKKOS_INLINE_FUNCTION constexpr bool stats_shared(int co) { return kWarpMax && co >= 8; }
 
 /// Four floats, for 16-byte loads and stores of shared memory (addresses are multiples of 16).
 struct alignas(16) F4 {
@@ -141,12 +157,13 @@ KOKKOS_FORCEINLINE_FUNCTION void store4(float* p, const F4& x) { *reinterpret_ca
 
 /// The kernel's scratch arrays, laid out by one list (Carve).
 struct Arrays {
-  float *stage, *pt, *part;
+  float *stage, *pt, *part, *m;
   KOKKOS_INLINE_FUNCTION static Arrays carve(Carve& level0) {
     Arrays a;
     a.stage = level0.take<float>(2 * kBuffer);  // two buffers: qt[DK][TS] then kt[DK][TS]; or vt[VK][dp]
     a.pt = level0.take<float>(BN * TS);      // P transposed: pt[key][row]
-    a.part = level0.take<float>(BM * RS);    // per row, one value per column group
+    a.part = level0.take<float>(BM * RS);    // the tile max exchange part[row][cg] (!kWarpMax); l as part[cg][row]
+    a.m = level0.take<float>(BM);            // each row's running max (Kernel::kStats)
     return a;
   }
 };
@@ -179,8 +196,9 @@ template <int CO>
 struct Thread {
   float o[RM][CO];  // O accumulators of its rows, head dims cg·CO ..
   float s[RM][KS];  // S (then P) of the current tile
-  float m[RM];      // running max of each row's logits in the log2 domain (the same in the row group's 16 threads)
-  float l[RM];      // sum of p over the keys this thread scored, rescaled with m
+  float m[RM];      // running max of each row's logits in the log2 domain (the same in the row group's 16
+                    // threads); with Kernel::kStats in Arrays::m instead
+  float l[RM];      // sum of p over the keys this thread scored, rescaled with m; with Kernel::kStats in part
 };
 
 template <class ExecSpace, class In, class Out, bool Variants, int CO>
@@ -195,6 +213,12 @@ struct Kernel {
   // D = 64/128, by 2 0.87-0.97 at D = 256; after the unchecked slice loads (thirty-first session), by 8
   // took 0.963-1.016 at D = 128 (10 of 12 rows faster) but up to 1.04 at D = 64, fully (16) 0.96-1.09.
   static constexpr int kSliceUnroll = CO >= 16 ? 2 : CO >= 8 ? 8 : 4;
+  static constexpr bool kStats = stats_shared(CO);  // m and l in shared memory
+  // 16-bit inputs travel as pairs of adjacent head dims, one pair a 32-bit register (kPair): 8 prefetch
+  // registers and 8 loads a slice instead of 16 (P: what one prefetch register holds).
+  static constexpr bool kPair = sizeof(S) == 2;
+  static constexpr int kPre = kPair ? kPerThread / 2 : kPerThread;
+  using P = typename std::conditional<kPair, std::uint32_t, S>::type;
   Args<S, typename Out::storage> a;
 
   /// One slice of the pipeline: the k-th Q/K slice (v = false) or V slice of the tile at j0.
@@ -226,12 +250,18 @@ struct Kernel {
     const int t0 = team.team_rank() * VPT;
 
     Thread<CO> th[VPT];
-    S pre[VPT][kPerThread];  // the next slice as stored, loaded while this one is used (converted
-                             // when put: a conversion right after the load would wait for it)
+    P pre[VPT][kPre];  // the next slice as stored, loaded while this one is used (converted
+                       // when put: a conversion right after the load would wait for it)
     for (int v = 0; v < VPT; ++v) {
+      const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
       FC_PORTABLE_UNROLL
       for (int r = 0; r < RM; ++r) {
-        th[v].m[r] = kc::neg_inf<float>(), th[v].l[r] = 0.f;
+        if constexpr (kStats) {
+          sh.part[cg * BM + rg * RM + r] = 0.f;
+          if (cg == 0) sh.m[rg * RM + r] = kc::neg_inf<float>();  // read after the next barrier
+        } else {
+          th[v].m[r] = kc::neg_inf<float>(), th[v].l[r] = 0.f;
+        }
         FC_PORTABLE_UNROLL
         for (int c = 0; c < CO; ++c) th[v].o[r][c] = 0.f;
       }
@@ -317,6 +347,16 @@ struct Kernel {
         for (int v = 0; v < VPT; ++v) {
           const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
           Thread<CO>& tv = th[v];
+          float* const m_sh = sh.m + rg * RM;              // (kStats)
+          float* const l_sh = sh.part + cg * BM + rg * RM;  // (kStats)
+          if constexpr (kStats) {
+            const F4 m0 = load4(m_sh), m1 = load4(m_sh + 4), l0 = load4(l_sh), l1 = load4(l_sh + 4);
+            FC_PORTABLE_UNROLL
+            for (int r = 0; r < 4; ++r) {
+              tv.m[r] = m0.v[r], tv.m[r + 4] = m1.v[r];
+              tv.l[r] = l0.v[r], tv.l[r + 4] = l1.v[r];
+            }
+          }
           FC_PORTABLE_UNROLL
           for (int r = 0; r < RM; ++r) {
             const int i = rg * RM + r;
@@ -343,6 +383,15 @@ struct Kernel {
             tv.l[r] = tv.l[r] * c + sum;
             FC_PORTABLE_UNROLL
             for (int e = 0; e < CO; ++e) tv.o[r][e] *= c;
+          }
+          if constexpr (kStats) {
+            store4(l_sh, F4{{tv.l[0], tv.l[1], tv.l[2], tv.l[3]}});
+            store4(l_sh + 4, F4{{tv.l[4], tv.l[5], tv.l[6], tv.l[7]}});
+            sync_warp();  // the row group's 16 threads have read the old m (all hold the same new one)
+            if (cg == 0) {
+              store4(m_sh, F4{{tv.m[0], tv.m[1], tv.m[2], tv.m[3]}});
+              store4(m_sh + 4, F4{{tv.m[4], tv.m[5], tv.m[6], tv.m[7]}});
+            }
           }
           FC_PORTABLE_UNROLL
           for (int w = 0; w < KS; ++w) {
@@ -401,10 +450,12 @@ struct Kernel {
     }
 
     // The row's sum over the 16 column groups; the sink; O and LSE.
-    for (int v = 0; v < VPT; ++v) {
-      const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
-      FC_PORTABLE_UNROLL
-      for (int r = 0; r < RM; ++r) sh.part[(rg * RM + r) * RS + cg] = th[v].l[r];
+    if constexpr (!kStats) {  // (the last max exchange was read before softmax()'s closing barrier)
+      for (int v = 0; v < VPT; ++v) {
+        const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
+        FC_PORTABLE_UNROLL
+        for (int r = 0; r < RM; ++r) sh.part[cg * BM + rg * RM + r] = th[v].l[r];
+      }
     }
     team.team_barrier();
     const std::int64_t o_off = blk.h * a.so.head;
@@ -415,8 +466,9 @@ struct Kernel {
         const int i = rg * RM + r;
         if (i >= blk.rows) continue;
         float l = 0.f;
-        for (int g = 0; g < kColGroups; ++g) l += sh.part[i * RS + g];
-        const RowEnd e = RowEnd::of(th[v].m[r] * kLn2, l, a.sinks, blk.h, a.o_scale);  // m: log2 domain
+        for (int g = 0; g < kColGroups; ++g) l += sh.part[g * BM + i];
+        const float m = kStats ? sh.m[i] : th[v].m[r];
+        const RowEnd e = RowEnd::of(m * kLn2, l, a.sinks, blk.h, a.o_scale);  // m: log2 domain
         if (cg == 0 && a.lse != nullptr) a.lse[a.seqs.lse_index(blk.b, blk.h, blk.i0 + i, a.heads_q)] = e.lse;
         const std::int64_t row = a.seqs.q_row(a.so, blk.b, blk.i0 + i) + o_off;
         FC_PORTABLE_UNROLL
@@ -440,13 +492,21 @@ struct Kernel {
   struct Rows {
     const S *q, *k, *v;
     std::int64_t sq, sk, sv;
+    bool narrow;  // 64 rows of each fit a 32-bit offset: the whole-slice loads index by int
+    bool pairs;   // (16-bit inputs) the rows start on 4 bytes and the strides are even: pairs load as one
   };
   KOKKOS_INLINE_FUNCTION Rows rows_of(const Block& blk) const {
     const bool paged = a.seqs.block_table != nullptr;
-    return Rows{a.q + blk.h * a.sq.head + a.seqs.q_row(a.sq, blk.b, blk.i0),
-                paged ? nullptr : a.k + blk.hk * a.sk.head + a.seqs.kv_row(a.sk, blk.b, 0),
-                paged ? nullptr : a.v + blk.hk * a.sv.head + a.seqs.kv_row(a.sv, blk.b, 0),
-                a.sq.seq, a.sk.seq, a.sv.seq};
+    constexpr std::int64_t kNarrow = (std::int64_t{1} << 31) / BM;
+    Rows r{a.q + blk.h * a.sq.head + a.seqs.q_row(a.sq, blk.b, blk.i0),
+           paged ? nullptr : a.k + blk.hk * a.sk.head + a.seqs.kv_row(a.sk, blk.b, 0),
+           paged ? nullptr : a.v + blk.hk * a.sv.head + a.seqs.kv_row(a.sv, blk.b, 0),
+           a.sq.seq, a.sk.seq, a.sv.seq,
+           a.sq.seq < kNarrow && a.sk.seq < kNarrow && a.sv.seq < kNarrow, false};
+    r.pairs = ((reinterpret_cast<std::uintptr_t>(r.q) | reinterpret_cast<std::uintptr_t>(r.k) |
+                reinterpret_cast<std::uintptr_t>(r.v)) % 4 == 0) &&
+              (r.sq | r.sk | r.sv) % 2 == 0;
+    return r;
   }
   KOKKOS_FORCEINLINE_FUNCTION S load_k(const Rows& rw, const Block& blk, int key, int d) const {
     return rw.k != nullptr ? rw.k[key * rw.sk + d] : a.k[blk.hk * a.sk.head + a.seqs.kv_row(a.sk, blk.b, key) + d];
@@ -458,8 +518,15 @@ struct Kernel {
   /// The slice's elements of team threads t0 .. t0+VPT-1 -> pre, as stored (0 past the rows, the
   /// block's keys or D); nothing here waits for them.
   KOKKOS_FORCEINLINE_FUNCTION void fetch(const Rows& rw, const Block& blk, const Slice& s, int t0,
-                                         S (&pre)[VPT][kPerThread]) const {
+                                         P (&pre)[VPT][kPre]) const {
     if (s.j0 >= blk.kmax) return;
+    if constexpr (kPair)
+      fetch_pairs(rw, blk, s, t0, pre);
+    else
+      fetch_singles(rw, blk, s, t0, pre);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void fetch_singles(const Rows& rw, const Block& blk, const Slice& s, int t0,
+                                                 S (&pre)[VPT][kPerThread]) const {
     constexpr int kHalf = kPerThread / 2;
     for (int v = 0; v < VPT; ++v) {
       const int t = t0 + v;
@@ -468,28 +535,31 @@ struct Kernel {
       // The checked loops below cost ~12 instructions an element, a third of a slice's arithmetic at D = 64.
       if (s.v) {
         const int key0 = s.j0 + s.k * VK;
-        if (rw.v != nullptr && key0 + VK <= blk.kmax && a.head_dim == DP) {
+        // (int offsets within the slice: 16 loads cost ~2 instructions each, against ~4.4 in 64 bits)
+        if (rw.v != nullptr && rw.narrow && key0 + VK <= blk.kmax && a.head_dim == DP) {
+          const int sv = static_cast<int>(rw.sv);
           if constexpr (DP <= kThreads) {
             const S* p = rw.v + (key0 + t / DP) * rw.sv + t % DP;
-            const std::int64_t step = (kThreads / DP) * rw.sv;
+            const int step = (kThreads / DP) * sv;
             FC_PORTABLE_UNROLL
             for (int e = 0; e < kPerThread; ++e) pre[v][e] = p[e * step];
           } else {
             constexpr int kRowParts = DP / kThreads;  // elements of one key a thread takes
             const S* p = rw.v + key0 * rw.sv + t;
             FC_PORTABLE_UNROLL
-            for (int e = 0; e < kPerThread; ++e) pre[v][e] = p[(e / kRowParts) * rw.sv + (e % kRowParts) * kThreads];
+            for (int e = 0; e < kPerThread; ++e) pre[v][e] = p[(e / kRowParts) * sv + (e % kRowParts) * kThreads];
           }
           continue;
         }
-      } else if (rw.k != nullptr && blk.rows == BM && s.j0 + BN <= blk.kmax && (s.k + 1) * DK <= a.head_dim) {
+      } else if (rw.k != nullptr && rw.narrow && blk.rows == BM && s.j0 + BN <= blk.kmax && (s.k + 1) * DK <= a.head_dim) {
         const int d = s.k * DK + qk_dim(t), r0 = qk_row(t);
+        const int sq = static_cast<int>(rw.sq), sk = static_cast<int>(rw.sk);
         const S* q = rw.q + r0 * rw.sq + d;
         const S* k = rw.k + (s.j0 + r0) * rw.sk + d;
         FC_PORTABLE_UNROLL
         for (int e = 0; e < kHalf; ++e) {
-          pre[v][e] = q[8 * e * rw.sq];
-          pre[v][kHalf + e] = k[8 * e * rw.sk];
+          pre[v][e] = q[8 * e * sq];
+          pre[v][kHalf + e] = k[8 * e * sk];
         }
         continue;
       }
@@ -513,7 +583,13 @@ struct Kernel {
   }
 
   /// pre -> the buffer as fp32, in the slice's layout (a stored zero is +0 in every dtype).
-  KOKKOS_FORCEINLINE_FUNCTION static void put(const Slice& s, int t0, const S (&pre)[VPT][kPerThread], float* buf) {
+  KOKKOS_FORCEINLINE_FUNCTION static void put(const Slice& s, int t0, const P (&pre)[VPT][kPre], float* buf) {
+    if constexpr (kPair)
+      put_pairs(s, t0, pre, buf);
+    else
+      put_singles(s, t0, pre, buf);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static void put_singles(const Slice& s, int t0, const S (&pre)[VPT][kPerThread], float* buf) {
     constexpr int kHalf = kPerThread / 2;
     for (int v = 0; v < VPT; ++v) {
       const int t = t0 + v;
@@ -531,11 +607,110 @@ struct Kernel {
     }
   }
 
+  // Pair e of team thread t (kPair). In a Q/K slice the first 4 are Q, the last 4 K: head dims 2·qk_pair(t)
+  // and the next of rows qk_prow(t) + 16·(e % 4); a warp reads 4 rows x 16 head dims (32-byte runs). In a
+  // V slice pair e holds elements x, x + 1 with x = 2·(t + 128·e): key x / DP, head dims x % DP and the next.
+  KOKKOS_FORCEINLINE_FUNCTION static int qk_pair(int t) { return t % 8; }
+  KOKKOS_FORCEINLINE_FUNCTION static int qk_prow(int t) { return t / 8; }
+
+  /// fetch() for 16-bit inputs: two adjacent head dims a load (a pair of zeros past the rows, the block's
+  /// keys or D; one zero past D in a pair that D splits).
+  KOKKOS_FORCEINLINE_FUNCTION void fetch_pairs(const Rows& rw, const Block& blk, const Slice& s, int t0,
+                                               std::uint32_t (&pre)[VPT][kPre]) const {
+    constexpr int kHalf = kPre / 2;
+    auto pack = [](S lo, S hi) { return static_cast<std::uint32_t>(lo) | static_cast<std::uint32_t>(hi) << 16; };
+    auto pair_at = [](const S* p) {  // p: 4-byte aligned (Rows::pairs)
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+      return *reinterpret_cast<const std::uint32_t*>(p);
+#else
+      std::uint32_t x;
+      std::memcpy(&x, p, sizeof x);  // (no aliasing of uint16_t storage through a uint32_t*)
+      return x;
+#endif
+    };
+    for (int v = 0; v < VPT; ++v) {
+      const int t = t0 + v;
+      if (s.v) {
+        const int key0 = s.j0 + s.k * VK;
+        // (DP <= 256: 2·t / DP is the key in a run of 256 elements, 256 / DP keys a run)
+        if (rw.v != nullptr && rw.narrow && rw.pairs && key0 + VK <= blk.kmax && a.head_dim == DP) {
+          const S* p = rw.v + (key0 + 2 * t / DP) * rw.sv + 2 * t % DP;
+          const int step = (2 * kThreads / DP) * static_cast<int>(rw.sv);
+          FC_PORTABLE_UNROLL
+          for (int e = 0; e < kPre; ++e) pre[v][e] = pair_at(p + e * step);
+        } else {
+          FC_PORTABLE_UNROLL
+          for (int e = 0; e < kPre; ++e) {
+            const int x = 2 * (t + kThreads * e), key = key0 + x / DP, d = x % DP;
+            const bool in = key < blk.kmax;
+            pre[v][e] = pack(in && d < a.head_dim ? load_v(rw, blk, key, d) : S(0),
+                             in && d + 1 < a.head_dim ? load_v(rw, blk, key, d + 1) : S(0));
+          }
+        }
+      } else {
+        const int d = s.k * DK + 2 * qk_pair(t), r0 = qk_prow(t);
+        if (rw.k != nullptr && rw.narrow && rw.pairs && blk.rows == BM && s.j0 + BN <= blk.kmax && (s.k + 1) * DK <= a.head_dim) {
+          const int sq = static_cast<int>(rw.sq), sk = static_cast<int>(rw.sk);
+          const S* q = rw.q + r0 * rw.sq + d;
+          const S* k = rw.k + (s.j0 + r0) * rw.sk + d;
+          FC_PORTABLE_UNROLL
+          for (int e = 0; e < kHalf; ++e) {
+            pre[v][e] = pair_at(q + 16 * e * sq);
+            pre[v][kHalf + e] = pair_at(k + 16 * e * sk);
+          }
+        } else {
+          FC_PORTABLE_UNROLL
+          for (int e = 0; e < kHalf; ++e) {
+            const int row = r0 + 16 * e, key = s.j0 + row;
+            const bool qin = row < blk.rows, kin = key < blk.kmax;
+            pre[v][e] = pack(qin && d < a.head_dim ? rw.q[row * rw.sq + d] : S(0),
+                             qin && d + 1 < a.head_dim ? rw.q[row * rw.sq + d + 1] : S(0));
+            pre[v][kHalf + e] = pack(kin && d < a.head_dim ? load_k(rw, blk, key, d) : S(0),
+                                     kin && d + 1 < a.head_dim ? load_k(rw, blk, key, d + 1) : S(0));
+          }
+        }
+      }
+    }
+  }
+
+  /// put() for 16-bit inputs. A V pair is one 8-byte store. A Q/K pair goes to two rows of qt (kt), 2·dp and
+  /// 2·dp + 1: the pairs dp < 4 store their first element first and the others their second, so that each of
+  /// the two stores of a warp hits 32 different banks (bank 4·d + row mod 32, TS = 68).
+  KOKKOS_FORCEINLINE_FUNCTION static void put_pairs(const Slice& s, int t0, const std::uint32_t (&pre)[VPT][kPre],
+                                                    float* buf) {
+    constexpr int kHalf = kPre / 2;
+    auto lo = [](std::uint32_t x) { return to_float<In>(static_cast<S>(x & 0xffffu)); };
+    auto hi = [](std::uint32_t x) { return to_float<In>(static_cast<S>(x >> 16)); };
+    for (int v = 0; v < VPT; ++v) {
+      const int t = t0 + v;
+      if (s.v) {
+        FC_PORTABLE_UNROLL
+        for (int e = 0; e < kPre; ++e) {
+          float* dst = buf + 2 * (t + kThreads * e);
+          dst[0] = lo(pre[v][e]);
+          dst[1] = hi(pre[v][e]);
+        }
+      } else {
+        const int dp = qk_pair(t);
+        const bool swap = dp >= 4;
+        float* first = buf + (2 * dp + (swap ? 1 : 0)) * TS + qk_prow(t);
+        float* second = buf + (2 * dp + (swap ? 0 : 1)) * TS + qk_prow(t);
+        FC_PORTABLE_UNROLL
+        for (int e = 0; e < kPre; ++e) {
+          const int off = (e < kHalf ? 0 : DK * TS) + 16 * (e % kHalf);
+          const float a0 = lo(pre[v][e]), a1 = hi(pre[v][e]);
+          first[off] = swap ? a1 : a0;
+          second[off] = swap ? a0 : a1;
+        }
+      }
+    }
+  }
+
   /// One step of the pipeline: the slice after cur is fetched (its loads in flight), use() reads
   /// cur's buffer, the fetched slice is put in the other buffer, one barrier; cur moves on.
   template <class Use>
   KOKKOS_FORCEINLINE_FUNCTION void step(const member& team, const Rows& rw, const Block& blk, const Arrays& sh, int t0,
-                                        S (&pre)[VPT][kPerThread], Slice& cur, int& b, const Use& use) const {
+                                        P (&pre)[VPT][kPre], Slice& cur, int& b, const Use& use) const {
     const Slice nxt = next(blk, cur);
     fetch(rw, blk, nxt, t0, pre);
     use(sh.stage + b * kBuffer);
