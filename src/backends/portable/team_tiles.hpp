@@ -153,6 +153,20 @@ struct alignas(16) F4 {
   float v[4];
 };
 KOKKOS_FORCEINLINE_FUNCTION F4 load4(const float* p) { return *reinterpret_cast<const F4*>(p); }
+/// load4 from shared memory by `ld.shared` on an NVIDIA GPU (a 32-bit address; otherwise load4). Kokkos hands
+/// the scratch out as a generic pointer, so plain loads compile to generic LD with 64-bit addresses, which
+/// wait on the long scoreboard. The asm is volatile, not pure: it stays between the barriers and the stores
+/// around it (CUTLASS reads shared memory the same way). Used by the 16-bit kernels only (Kernel::kLds).
+KOKKOS_FORCEINLINE_FUNCTION F4 load4_shared(const float* p) {
+#if defined(__CUDA_ARCH__)
+  F4 x;
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(x.v[0]), "=f"(x.v[1]), "=f"(x.v[2]), "=f"(x.v[3]) : "r"(a));
+  return x;
+#else
+  return load4(p);
+#endif
+}
 KOKKOS_FORCEINLINE_FUNCTION void store4(float* p, const F4& x) { *reinterpret_cast<F4*>(p) = x; }
 
 /// The kernel's scratch arrays, laid out by one list (Carve).
@@ -219,6 +233,17 @@ struct Kernel {
   static constexpr bool kPair = sizeof(S) == 2;
   static constexpr int kPre = kPair ? kPerThread / 2 : kPerThread;
   using P = typename std::conditional<kPair, std::uint32_t, S>::type;
+  // The 16-bit kernels read shared memory by ld.shared (load4_shared): H200 (run 32h, against generic loads)
+  // 0.89-0.905 of the time at D = 64, 0.85-0.86 at D = 256, 0.99-1.01 at D = 128. In the fp32 kernels ptxas
+  // then spilled 160 -> 612 bytes at D = 128 (the pair loads left the 16-bit kernels the registers for it),
+  // as in the twenty-seventh session, so they keep generic loads.
+  static constexpr bool kLds = kWarpMax && kPair;
+  KOKKOS_FORCEINLINE_FUNCTION static F4 ld4(const float* p) {
+    if constexpr (kLds)
+      return load4_shared(p);
+    else
+      return load4(p);
+  }
   Args<S, typename Out::storage> a;
 
   /// One slice of the pipeline: the k-th Q/K slice (v = false) or V slice of the tile at j0.
@@ -295,7 +320,7 @@ struct Kernel {
           float(&s)[RM][KS] = th[v].s;
           FC_PORTABLE_UNROLL_BY(kSliceUnroll)
           for (int d = 0; d < DK; ++d) {
-            const F4 q0 = load4(qt + d * TS), q1 = load4(qt + d * TS + 4), kk = load4(kt + d * TS);
+            const F4 q0 = ld4(qt + d * TS), q1 = ld4(qt + d * TS + 4), kk = ld4(kt + d * TS);
             FC_PORTABLE_UNROLL
             for (int w = 0; w < KS; ++w) {
               FC_PORTABLE_UNROLL
@@ -350,7 +375,7 @@ struct Kernel {
           float* const m_sh = sh.m + rg * RM;              // (kStats)
           float* const l_sh = sh.part + cg * BM + rg * RM;  // (kStats)
           if constexpr (kStats) {
-            const F4 m0 = load4(m_sh), m1 = load4(m_sh + 4), l0 = load4(l_sh), l1 = load4(l_sh + 4);
+            const F4 m0 = ld4(m_sh), m1 = ld4(m_sh + 4), l0 = ld4(l_sh), l1 = ld4(l_sh + 4);
             FC_PORTABLE_UNROLL
             for (int r = 0; r < 4; ++r) {
               tv.m[r] = m0.v[r], tv.m[r + 4] = m1.v[r];
@@ -366,7 +391,7 @@ struct Kernel {
             } else {
               FC_PORTABLE_UNROLL
               for (int g = 0; g < kColGroups; g += 4) {
-                const F4 x = load4(sh.part + i * RS + g);
+                const F4 x = ld4(sh.part + i * RS + g);
                 FC_PORTABLE_UNROLL
                 for (int e = 0; e < 4; ++e) mx = x.v[e] > mx ? x.v[e] : mx;
               }
@@ -411,10 +436,10 @@ struct Kernel {
           float(&o)[RM][CO] = th[v].o;
           FC_PORTABLE_UNROLL_BY(kSliceUnroll)
           for (int jj = 0; jj < VK; ++jj) {
-            const F4 p0 = load4(pt + jj * TS), p1 = load4(pt + jj * TS + 4);
+            const F4 p0 = ld4(pt + jj * TS), p1 = ld4(pt + jj * TS + 4);
             FC_PORTABLE_UNROLL
             for (int e = 0; e < CO; e += 4) {
-              const F4 x = load4(vt + jj * DP + e);
+              const F4 x = ld4(vt + jj * DP + e);
               FC_PORTABLE_UNROLL
               for (int f = 0; f < 4; ++f) {
                 FC_PORTABLE_UNROLL
