@@ -32,7 +32,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/common/ptx.cuh"
 #include "backends/cuda/flash_fwd.h"
+#include "backends/cuda/sm90/ptx_sm90.cuh"
 #include "core/numeric.hpp"
 #include "dev_common.cuh"
 
@@ -551,25 +553,18 @@ __global__ void bulk_read_kernel(const char* a, const char* b, size_t bytes_each
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) unsigned long long bars[16];
   if (threadIdx.x != 0) return;
-  const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring);
-  const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(bars);
-  for (int s = 0; s < stages; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0 + 8 * s));
+  const uint32_t ring0 = detail::smem_u32(ring), bar0 = detail::smem_u32(bars);
+  for (int s = 0; s < stages; ++s) detail::mbar_init(bar0 + 8 * s, 1);
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   const size_t per = bytes_each / chunk, total = 2 * per;
-  auto wait = [&](int s, uint32_t parity) {
-    asm volatile(
-        "{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}" ::"r"(
-            bar0 + 8 * s),
-        "r"(parity)
-        : "memory");
-  };
+  auto wait = [&](int s, uint32_t parity) { detail::mbar_wait_parity(bar0 + 8 * s, parity); };
   size_t i = 0;
   for (size_t c = blockIdx.x; c < total; c += gridDim.x, ++i) {
     const int s = (int)(i % stages);
     if (i >= (size_t)stages) wait(s, (uint32_t)((i / stages - 1) & 1));
     const char* src = c < per ? a + c * chunk : b + (c - per) * chunk;
     const uint32_t bar = bar0 + 8 * s, dst = ring0 + (uint32_t)(s * chunk);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(chunk) : "memory");
+    detail::mbar_expect_tx(bar, (uint32_t)chunk);
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
                  "l"(src), "r"(chunk), "r"(bar)
                  : "memory");
