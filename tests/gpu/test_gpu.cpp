@@ -288,6 +288,12 @@ std::vector<Case> gpu_cases() {
           out.push_back(make_case(l[0] == 1000 ? 1 : 2, 6, 2, l[0], l[1], d, dt, causal,
                                   l[0] == 113 ? Layout::BHSD : l[0] == 203 ? Layout::Padded : Layout::BSHD));
     out.push_back(make_case(2, 4, 4, 31, 29, 48, DType::BF16, causal, Layout::Padded));
+    // fp32 (the Kokkos tiers; the tuned kernels decline it): the portable tier's three tile widths (64, 128,
+    // 256) and head dims padded to them (36, 80), GQA, odd lengths, every layout
+    for (int d : {64, 128, 256, 36, 80})
+      for (auto& l : hd_lens)
+        out.push_back(make_case(l[0] == 1000 ? 1 : 2, 6, 2, l[0], l[1], d, DType::F32, causal,
+                                l[0] == 113 ? Layout::BHSD : l[0] == 203 ? Layout::Padded : Layout::BSHD));
     // head dims 64/128 x fp16/bf16 x GQA x odd lengths
     const int lens[][2] = {{1, 1}, {17, 17}, {77, 77}, {113, 203}, {203, 113}, {1000, 1000}, {4097, 4097}, {1, 333}};
     for (int d : {64, 128})
@@ -332,6 +338,13 @@ std::vector<Case> variant_cases() {
       out.push_back(with(dec, 100, -1, 0, false, true));
       out.push_back(with(big, 128, causal ? -1 : 64, 0, false, false));
       out.push_back(with(big, 200, causal ? -1 : 0, 15, true, true));
+    }
+  // fp32 (the Kokkos tiers): every variant together and a local band, at each of the portable tier's tile widths
+  for (bool causal : {false, true})
+    for (int d : {64, 128, 256}) {
+      out.push_back(with(make_case(2, 6, 2, 300, 300, d, DType::F32, causal), 50, causal ? -1 : 3, 30, true, true));
+      out.push_back(with(make_case(1, 4, 2, 77, 1000, d, DType::F32, causal, Layout::Padded), 37, causal ? -1 : 21, 0,
+                         false, false));
     }
   return out;
 }
@@ -399,6 +412,14 @@ std::vector<Case> sequence_cases() {
     out.push_back(sequence_case(8, 2, 128, batch == 128 ? DType::F16 : DType::BF16, batch == 128, {}, lens,
                                 batch == 128 ? KvStore::Paged : KvStore::Batched, batch == 128 ? 16 : 0, 1, 3));
   }
+  // fp32 (the Kokkos tiers): paged decode with pages partly filled and a length-1 cache, varlen Q against a
+  // paged cache, packed varlen prefill with an empty sequence
+  for (bool causal : {false, true})
+    for (int d : {64, 128, 256}) {
+      out.push_back(sequence_case(4, 2, d, DType::F32, causal, {}, {1, 19, 79, 777}, KvStore::Paged, 16));
+      out.push_back(sequence_case(4, 2, d, DType::F32, causal, {3, 0, 64, 1}, {300, 9, 64, 1}, KvStore::Paged, 64));
+      out.push_back(sequence_case(4, 2, d, DType::F32, causal, {700, 1, 333, 0}, {700, 1000, 333, 7}, KvStore::Packed));
+    }
   // With variants (promised by the reference; the tuned path may decline them).
   Case v = sequence_case(8, 2, 128, DType::F16, true, {}, {1, 900, 2000}, KvStore::Paged, 64, 2);
   v.window_left = 300, v.alibi = true, v.sinks = true, v.softcap = 20;
