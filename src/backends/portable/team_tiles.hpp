@@ -19,7 +19,8 @@
 //      each step 2 + CO/4 four-float loads for 8·CO FMAs.
 // The slices (a tile's Q/K slices, then its V slices, then the next tile's) form one pipeline
 // through two buffers: while a slice is used, each thread has the next slice's 16 elements in flight
-// in registers (16-bit inputs: 8 pairs of adjacent head dims), and stores them after; one barrier a
+// in registers (16-bit inputs: 8 pairs of adjacent head dims), and stores them after (fp32 on sm_80+:
+// copied by cp.async straight to the other buffer, and waited for after); one barrier a
 // slice. At the end the 16 partial sums of a row are added (one barrier), the sink joins, O = o / l.
 //
 // Why this shape: the first team kernel (4x4 register tiles, the whole tile in scratch, one
@@ -156,7 +157,7 @@ KOKKOS_FORCEINLINE_FUNCTION F4 load4(const float* p) { return *reinterpret_cast<
 /// load4 from shared memory by `ld.shared` on an NVIDIA GPU (a 32-bit address; otherwise load4). Kokkos hands
 /// the scratch out as a generic pointer, so plain loads compile to generic LD with 64-bit addresses, which
 /// wait on the long scoreboard. The asm is volatile, not pure: it stays between the barriers and the stores
-/// around it (CUTLASS reads shared memory the same way). Used by the 16-bit kernels only (Kernel::kLds).
+/// around it (CUTLASS reads shared memory the same way). Which kernels use it: Kernel::kLds.
 KOKKOS_FORCEINLINE_FUNCTION F4 load4_shared(const float* p) {
 #if defined(__CUDA_ARCH__)
   F4 x;
@@ -168,6 +169,26 @@ KOKKOS_FORCEINLINE_FUNCTION F4 load4_shared(const float* p) {
 #endif
 }
 KOKKOS_FORCEINLINE_FUNCTION void store4(float* p, const F4& x) { *reinterpret_cast<F4*>(p) = x; }
+
+/// On an NVIDIA GPU of compute capability 8.0 or later, fp32 slices go from global memory to their place in
+/// shared memory by `cp.async` (Kernel::kAsync): 4-byte copies (Q and K land transposed), a zero where the
+/// source size is 0, no register holding an element in flight. copy4_async issues one copy (src must be a
+/// valid address even when !in: nothing is read from it then); copies_commit closes the thread's group of
+/// copies; copies_wait waits until they have landed (a barrier after it shows them to the team).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+constexpr bool kCopyAsync = true;
+KOKKOS_FORCEINLINE_FUNCTION void copy4_async(float* dst, const void* src, bool in) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(in ? 4 : 0) : "memory");
+}
+KOKKOS_FORCEINLINE_FUNCTION void copies_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+KOKKOS_FORCEINLINE_FUNCTION void copies_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+#else
+constexpr bool kCopyAsync = false;
+KOKKOS_FORCEINLINE_FUNCTION void copy4_async(float*, const void*, bool) {}
+KOKKOS_FORCEINLINE_FUNCTION void copies_commit() {}
+KOKKOS_FORCEINLINE_FUNCTION void copies_wait() {}
+#endif
 
 /// The kernel's scratch arrays, laid out by one list (Carve).
 struct Arrays {
@@ -233,11 +254,16 @@ struct Kernel {
   static constexpr bool kPair = sizeof(S) == 2;
   static constexpr int kPre = kPair ? kPerThread / 2 : kPerThread;
   using P = typename std::conditional<kPair, std::uint32_t, S>::type;
-  // The 16-bit kernels read shared memory by ld.shared (load4_shared): H200 (run 32h, against generic loads)
-  // 0.89-0.905 of the time at D = 64, 0.85-0.86 at D = 256, 0.99-1.01 at D = 128. In the fp32 kernels ptxas
-  // then spilled 160 -> 612 bytes at D = 128 (the pair loads left the 16-bit kernels the registers for it),
-  // as in the twenty-seventh session, so they keep generic loads.
-  static constexpr bool kLds = kWarpMax && kPair;
+  // fp32 inputs on sm_80+ go to shared memory by cp.async (kCopyAsync), not through registers: H200 (run 33a,
+  // against loads to registers) 0.90-0.98 of the time on every fp32 row; ptxas spill stores at CO = 16/8/4
+  // 196/160/136 -> 88/100/48 bytes. (VPT == 1: a GPU's team; nvcc's device pass also compiles the host
+  // team kernel of team_on_host.cpp.)
+  static constexpr bool kAsync = kCopyAsync && std::is_same<S, float>::value && VPT == 1;
+  // Which kernels read shared memory by ld.shared (load4_shared): the 16-bit ones (H200 run 32h, against generic
+  // loads: 0.89-0.905 of the time at D = 64, 0.85-0.86 at D = 256, 0.99-1.01 at D = 128) and the cp.async fp32
+  // one at D <= 64 (run 33a: 0.914-0.926 of the time against 0.964-0.976 without; spills 48 -> 4 bytes). At
+  // CO = 8/16 the fp32 kernels spill 412/244 bytes with it (100/88 without), so they keep generic loads.
+  static constexpr bool kLds = kWarpMax && (kPair || (kAsync && CO <= 4));
   KOKKOS_FORCEINLINE_FUNCTION static F4 ld4(const float* p) {
     if constexpr (kLds)
       return load4_shared(p);
@@ -298,7 +324,7 @@ struct Kernel {
     Slice cur{blk.kmin, 0, false};
     int b = 0;  // the buffer that holds cur
     if (blk.kmin < blk.kmax) {
-      fetch(rw, blk, cur, t0, pre);
+      fetch(rw, blk, cur, t0, pre, sh.stage);
       put(cur, t0, pre, sh.stage);
       team.team_barrier();
     }
@@ -511,6 +537,9 @@ struct Kernel {
   // V slice element x = t + 128·e is key x / DP, head dim x % DP: as stored.
   KOKKOS_FORCEINLINE_FUNCTION static int qk_dim(int t) { return t % 8 + 8 * (t / 32 % 2); }
   KOKKOS_FORCEINLINE_FUNCTION static int qk_row(int t) { return t / 8 % 4 + 4 * (t / 64); }
+  /// Where team thread t's Q elements of a Q/K slice go in buffer buf (qt[qk_dim][qk_row + 8·e]; its K
+  /// elements DK·TS further, in kt); a V slice's element e goes to buf[t + 128·e].
+  KOKKOS_FORCEINLINE_FUNCTION static float* qk_dst(int t, float* buf) { return buf + qk_dim(t) * TS + qk_row(t); }
 
   /// Where a block's rows start: Q at its first row, K and V at key 0 (null when K/V are paged:
   /// each key is looked up), and their row strides.
@@ -533,100 +562,120 @@ struct Kernel {
               (r.sq | r.sk | r.sv) % 2 == 0;
     return r;
   }
-  KOKKOS_FORCEINLINE_FUNCTION S load_k(const Rows& rw, const Block& blk, int key, int d) const {
-    return rw.k != nullptr ? rw.k[key * rw.sk + d] : a.k[blk.hk * a.sk.head + a.seqs.kv_row(a.sk, blk.b, key) + d];
+  /// Whether the V slice from key key0, or the Q/K slice s, is whole: contiguous K/V (not paged), every key
+  /// before the block's last, every row of Q in the block, every head dim below D (every slice but a block's
+  /// last tile's, its last rows' and a head dim below 64/128/256's); rows that load by 32-bit offsets, and
+  /// for 16-bit inputs by pairs.
+  KOKKOS_FORCEINLINE_FUNCTION bool whole_v_slice(const Rows& rw, const Block& blk, int key0) const {
+    return rw.v != nullptr && rw.narrow && (!kPair || rw.pairs) && key0 + VK <= blk.kmax && a.head_dim == DP;
   }
-  KOKKOS_FORCEINLINE_FUNCTION S load_v(const Rows& rw, const Block& blk, int key, int d) const {
-    return rw.v != nullptr ? rw.v[key * rw.sv + d] : a.v[blk.hk * a.sv.head + a.seqs.kv_row(a.sv, blk.b, key) + d];
+  KOKKOS_FORCEINLINE_FUNCTION bool whole_qk_slice(const Rows& rw, const Block& blk, const Slice& s) const {
+    return rw.k != nullptr && rw.narrow && (!kPair || rw.pairs) && blk.rows == BM && s.j0 + BN <= blk.kmax && (s.k + 1) * DK <= a.head_dim;
   }
+  /// Where head dim d of a key's K (V) row is: contiguous or looked up in the block table.
+  KOKKOS_FORCEINLINE_FUNCTION const S* k_at(const Rows& rw, const Block& blk, int key, int d) const {
+    return rw.k != nullptr ? rw.k + key * rw.sk + d : a.k + blk.hk * a.sk.head + a.seqs.kv_row(a.sk, blk.b, key) + d;
+  }
+  KOKKOS_FORCEINLINE_FUNCTION const S* v_at(const Rows& rw, const Block& blk, int key, int d) const {
+    return rw.v != nullptr ? rw.v + key * rw.sv + d : a.v + blk.hk * a.sv.head + a.seqs.kv_row(a.sv, blk.b, key) + d;
+  }
+  KOKKOS_FORCEINLINE_FUNCTION S load_k(const Rows& rw, const Block& blk, int key, int d) const { return *k_at(rw, blk, key, d); }
+  KOKKOS_FORCEINLINE_FUNCTION S load_v(const Rows& rw, const Block& blk, int key, int d) const { return *v_at(rw, blk, key, d); }
 
-  /// The slice's elements of team threads t0 .. t0+VPT-1 -> pre, as stored (0 past the rows, the
-  /// block's keys or D); nothing here waits for them.
+  /// The slice's elements of team threads t0 .. t0+VPT-1 on their way to buffer buf, as stored (0 past the rows,
+  /// the block's keys or D): in pre (nothing here waits for them), or by cp.async straight to buf (kAsync).
   KOKKOS_FORCEINLINE_FUNCTION void fetch(const Rows& rw, const Block& blk, const Slice& s, int t0,
-                                         P (&pre)[VPT][kPre]) const {
+                                         P (&pre)[VPT][kPre], float* buf) const {
     if (s.j0 >= blk.kmax) return;
-    if constexpr (kPair)
+    if constexpr (kAsync) {
+      each_single(rw, blk, s, t0, buf, [](int, float* dst, const S* src, bool in) { copy4_async(dst, src, in); });
+      copies_commit();
+    } else if constexpr (kPair) {
       fetch_pairs(rw, blk, s, t0, pre);
-    else
-      fetch_singles(rw, blk, s, t0, pre);
+    } else {
+      for (int v = 0; v < VPT; ++v)
+        each_single(rw, blk, s, t0 + v, buf, [&](int e, float*, const S* src, bool in) { pre[v][e] = in ? *src : S(0); });
+    }
   }
-  KOKKOS_FORCEINLINE_FUNCTION void fetch_singles(const Rows& rw, const Block& blk, const Slice& s, int t0,
-                                                 S (&pre)[VPT][kPerThread]) const {
+  /// take(e, dst, src, in) for each element e of team thread t in slice s, dst its place in buffer buf: in, it
+  /// is *src; else 0 (src is then a valid address that is not read).
+  template <class Take>
+  KOKKOS_FORCEINLINE_FUNCTION void each_single(const Rows& rw, const Block& blk, const Slice& s, int t, float* buf,
+                                               const Take& take) const {
     constexpr int kHalf = kPerThread / 2;
-    for (int v = 0; v < VPT; ++v) {
-      const int t = t0 + v;
-      // Whole slices of contiguous K/V (every slice but a block's last tile's, its last rows' and a head
-      // dim below 64/128/256's): no bounds and no page lookup per element, one pointer and one stride.
-      // The checked loops below cost ~12 instructions an element, a third of a slice's arithmetic at D = 64.
-      if (s.v) {
-        const int key0 = s.j0 + s.k * VK;
-        // (int offsets within the slice: 16 loads cost ~2 instructions each, against ~4.4 in 64 bits)
-        if (rw.v != nullptr && rw.narrow && key0 + VK <= blk.kmax && a.head_dim == DP) {
-          const int sv = static_cast<int>(rw.sv);
-          if constexpr (DP <= kThreads) {
-            const S* p = rw.v + (key0 + t / DP) * rw.sv + t % DP;
-            const int step = (kThreads / DP) * sv;
-            FC_PORTABLE_UNROLL
-            for (int e = 0; e < kPerThread; ++e) pre[v][e] = p[e * step];
-          } else {
-            constexpr int kRowParts = DP / kThreads;  // elements of one key a thread takes
-            const S* p = rw.v + key0 * rw.sv + t;
-            FC_PORTABLE_UNROLL
-            for (int e = 0; e < kPerThread; ++e) pre[v][e] = p[(e / kRowParts) * sv + (e % kRowParts) * kThreads];
-          }
-          continue;
-        }
-      } else if (rw.k != nullptr && rw.narrow && blk.rows == BM && s.j0 + BN <= blk.kmax && (s.k + 1) * DK <= a.head_dim) {
-        const int d = s.k * DK + qk_dim(t), r0 = qk_row(t);
-        const int sq = static_cast<int>(rw.sq), sk = static_cast<int>(rw.sk);
-        const S* q = rw.q + r0 * rw.sq + d;
-        const S* k = rw.k + (s.j0 + r0) * rw.sk + d;
-        FC_PORTABLE_UNROLL
-        for (int e = 0; e < kHalf; ++e) {
-          pre[v][e] = q[8 * e * sq];
-          pre[v][kHalf + e] = k[8 * e * sk];
-        }
-        continue;
-      }
-      if (s.v) {
-        FC_PORTABLE_UNROLL
-        for (int e = 0; e < kPerThread; ++e) {
-          const int x = t + kThreads * e, key = s.j0 + s.k * VK + x / DP, d = x % DP;
-          pre[v][e] = key < blk.kmax && d < a.head_dim ? load_v(rw, blk, key, d) : S(0);
+    // Whole slices: no bounds and no page lookup per element, one pointer and one stride, int offsets (16 loads
+    // cost ~2 instructions each, against ~4.4 in 64 bits). The checked loops cost ~12 instructions an element,
+    // a third of a slice's arithmetic at D = 64.
+    if (s.v) {
+      const int key0 = s.j0 + s.k * VK;
+      if (whole_v_slice(rw, blk, key0)) {
+        const int sv = static_cast<int>(rw.sv);
+        if constexpr (DP <= kThreads) {
+          const S* p = rw.v + (key0 + t / DP) * rw.sv + t % DP;
+          const int step = (kThreads / DP) * sv;
+          FC_PORTABLE_UNROLL
+          for (int e = 0; e < kPerThread; ++e) take(e, buf + t + kThreads * e, p + e * step, true);
+        } else {
+          constexpr int kRowParts = DP / kThreads;  // elements of one key a thread takes
+          const S* p = rw.v + key0 * rw.sv + t;
+          FC_PORTABLE_UNROLL
+          for (int e = 0; e < kPerThread; ++e)
+            take(e, buf + t + kThreads * e, p + (e / kRowParts) * sv + (e % kRowParts) * kThreads, true);
         }
       } else {
-        const int d = s.k * DK + qk_dim(t), r0 = qk_row(t);
-        const bool in_d = d < a.head_dim;
         FC_PORTABLE_UNROLL
-        for (int e = 0; e < kHalf; ++e) {
-          const int row = r0 + 8 * e, key = s.j0 + r0 + 8 * e;
-          pre[v][e] = in_d && row < blk.rows ? rw.q[row * rw.sq + d] : S(0);
-          pre[v][kHalf + e] = in_d && key < blk.kmax ? load_k(rw, blk, key, d) : S(0);
+        for (int e = 0; e < kPerThread; ++e) {
+          const int x = t + kThreads * e, key = key0 + x / DP, d = x % DP;
+          const bool in = key < blk.kmax && d < a.head_dim;
+          take(e, buf + x, in ? v_at(rw, blk, key, d) : a.v, in);
         }
+      }
+      return;
+    }
+    const int d = s.k * DK + qk_dim(t), r0 = qk_row(t);
+    float* const qt = qk_dst(t, buf);
+    if (whole_qk_slice(rw, blk, s)) {
+      const int sq = static_cast<int>(rw.sq), sk = static_cast<int>(rw.sk);
+      const S* q = rw.q + r0 * rw.sq + d;
+      const S* k = rw.k + (s.j0 + r0) * rw.sk + d;
+      FC_PORTABLE_UNROLL
+      for (int e = 0; e < kHalf; ++e) {
+        take(e, qt + 8 * e, q + 8 * e * sq, true);
+        take(kHalf + e, qt + DK * TS + 8 * e, k + 8 * e * sk, true);
+      }
+    } else {
+      const bool in_d = d < a.head_dim;
+      FC_PORTABLE_UNROLL
+      for (int e = 0; e < kHalf; ++e) {
+        const int row = r0 + 8 * e, key = s.j0 + row;
+        const bool qin = in_d && row < blk.rows, kin = in_d && key < blk.kmax;
+        take(e, qt + 8 * e, qin ? rw.q + row * rw.sq + d : a.q, qin);
+        take(kHalf + e, qt + DK * TS + 8 * e, kin ? k_at(rw, blk, key, d) : a.k, kin);
       }
     }
   }
 
-  /// pre -> the buffer as fp32, in the slice's layout (a stored zero is +0 in every dtype).
+  /// pre -> the buffer as fp32, in the slice's layout (a stored zero is +0 in every dtype); with kAsync, the
+  /// thread's copies land.
   KOKKOS_FORCEINLINE_FUNCTION static void put(const Slice& s, int t0, const P (&pre)[VPT][kPre], float* buf) {
-    if constexpr (kPair)
+    if constexpr (kAsync) {
+      copies_wait();
+    } else if constexpr (kPair) {
       put_pairs(s, t0, pre, buf);
-    else
-      put_singles(s, t0, pre, buf);
-  }
-  KOKKOS_FORCEINLINE_FUNCTION static void put_singles(const Slice& s, int t0, const S (&pre)[VPT][kPerThread], float* buf) {
-    constexpr int kHalf = kPerThread / 2;
-    for (int v = 0; v < VPT; ++v) {
-      const int t = t0 + v;
-      if (s.v) {
-        FC_PORTABLE_UNROLL
-        for (int e = 0; e < kPerThread; ++e) buf[t + kThreads * e] = to_float<In>(pre[v][e]);
-      } else {
-        float* qt = buf + qk_dim(t) * TS + qk_row(t);
-        FC_PORTABLE_UNROLL
-        for (int e = 0; e < kHalf; ++e) {
-          qt[8 * e] = to_float<In>(pre[v][e]);
-          qt[DK * TS + 8 * e] = to_float<In>(pre[v][kHalf + e]);
+    } else {
+      constexpr int kHalf = kPerThread / 2;
+      for (int v = 0; v < VPT; ++v) {
+        const int t = t0 + v;
+        if (s.v) {
+          FC_PORTABLE_UNROLL
+          for (int e = 0; e < kPerThread; ++e) buf[t + kThreads * e] = to_float<In>(pre[v][e]);
+        } else {
+          float* qt = qk_dst(t, buf);
+          FC_PORTABLE_UNROLL
+          for (int e = 0; e < kHalf; ++e) {
+            qt[8 * e] = to_float<In>(pre[v][e]);
+            qt[DK * TS + 8 * e] = to_float<In>(pre[v][kHalf + e]);
+          }
         }
       }
     }
@@ -658,7 +707,7 @@ struct Kernel {
       if (s.v) {
         const int key0 = s.j0 + s.k * VK;
         // (DP <= 256: 2·t / DP is the key in a run of 256 elements, 256 / DP keys a run)
-        if (rw.v != nullptr && rw.narrow && rw.pairs && key0 + VK <= blk.kmax && a.head_dim == DP) {
+        if (whole_v_slice(rw, blk, key0)) {
           const S* p = rw.v + (key0 + 2 * t / DP) * rw.sv + 2 * t % DP;
           const int step = (2 * kThreads / DP) * static_cast<int>(rw.sv);
           FC_PORTABLE_UNROLL
@@ -674,7 +723,7 @@ struct Kernel {
         }
       } else {
         const int d = s.k * DK + 2 * qk_pair(t), r0 = qk_prow(t);
-        if (rw.k != nullptr && rw.narrow && rw.pairs && blk.rows == BM && s.j0 + BN <= blk.kmax && (s.k + 1) * DK <= a.head_dim) {
+        if (whole_qk_slice(rw, blk, s)) {
           const int sq = static_cast<int>(rw.sq), sk = static_cast<int>(rw.sk);
           const S* q = rw.q + r0 * rw.sq + d;
           const S* k = rw.k + (s.j0 + r0) * rw.sk + d;
@@ -737,9 +786,10 @@ struct Kernel {
   KOKKOS_FORCEINLINE_FUNCTION void step(const member& team, const Rows& rw, const Block& blk, const Arrays& sh, int t0,
                                         P (&pre)[VPT][kPre], Slice& cur, int& b, const Use& use) const {
     const Slice nxt = next(blk, cur);
-    fetch(rw, blk, nxt, t0, pre);
+    float* const other = sh.stage + (1 - b) * kBuffer;  // free: the last step's use() read it before its barrier
+    fetch(rw, blk, nxt, t0, pre, other);
     use(sh.stage + b * kBuffer);
-    put(nxt, t0, pre, sh.stage + (1 - b) * kBuffer);
+    put(nxt, t0, pre, other);
     team.team_barrier();
     b = 1 - b, cur = nxt;
   }
