@@ -3,9 +3,10 @@
 // (run_team_kernel_on_host), where one thread plays the team's 128 in turn.
 //
 // The team is 8 row groups x 16 column groups. Thread (rg, cg) owns rows rg·8 .. rg·8+7 of the
-// block for the whole call: their O accumulators (8 rows x CO head dims: cg·CO .. cg·CO+CO-1) stay
-// in registers; so do their running max m and their partial sum l (over the keys the thread scores),
-// except at D > 64 on an NVIDIA GPU, where they wait in shared memory between tiles (stats_shared).
+// block for the whole call: their O accumulators (8 rows x CO head dims: cg·CO .. cg·CO+CO-1, at
+// D = 256 runs of 4, 64 apart; Kernel::o_dim) stay in registers; so do their running max m and their
+// partial sum l (over the keys the thread scores), except at D > 64 on an NVIDIA GPU, where they wait
+// in shared memory between tiles (stats_shared).
 // Per tile of 64 keys:
 //   1. S = Q·Kᵀ: the thread scores its 8 rows against keys cg·4 .. cg·4+3 (32 accumulators),
 //      reading Q and K slices of 16 head dims staged in shared memory, transposed (qt[d][row],
@@ -229,7 +230,7 @@ Tiles choose_tiles(int head_dim) {
 /// What one (row group, column group) holds for the whole call.
 template <int CO>
 struct Thread {
-  float o[RM][CO];  // O accumulators of its rows, head dims cg·CO ..
+  float o[RM][CO];  // O accumulators of its rows, head dims Kernel::o_dim(cg, 0 .. CO-1)
   float s[RM][KS];  // S (then P) of the current tile
   float m[RM];      // running max of each row's logits in the log2 domain (the same in the row group's 16
                     // threads); with Kernel::kStats in Arrays::m instead
@@ -270,6 +271,16 @@ struct Kernel {
     else
       return load4(p);
   }
+  /// The head dim of column group cg's c-th O accumulator. At D = 256: runs of 4 head dims, 64 apart (4·cg ..
+  /// 4·cg+3, then 64 + 4·cg ..), so that the 16 column groups of a row group read 16 adjacent four-float runs of
+  /// a V row, all 32 banks; with 16 adjacent head dims a thread (16·cg ..) their V loads hit 8 banks (4-way
+  /// conflicts: Nsight Compute, run 33n, counted 410M shared-load bank conflicts at fp32 D = 256, 0.45M at
+  /// D = 64). H200 run 33d: D = 256 0.84-0.85 of the time non-causal, 0.83-0.87 causal (on top of the longest-first
+  /// order). Elsewhere CO adjacent head dims: at D = 128 (2-way conflicts) the runs of 4 took 1.015-1.07 of the time
+  /// (more spills), and at D = 64 the two maps are the same.
+  KOKKOS_FORCEINLINE_FUNCTION static constexpr int o_dim(int cg, int c) {
+    return CO >= 16 ? (c / 4) * (4 * kColGroups) + 4 * cg + c % 4 : cg * CO + c;
+  }
   Args<S, typename Out::storage> a;
 
   /// One slice of the pipeline: the k-th Q/K slice (v = false) or V slice of the tile at j0.
@@ -289,8 +300,18 @@ struct Kernel {
     return Slice{s.j0 + BN, 0, false};
   }
 
+  /// The block that team r of n computes, as the league rank Block::of reads (query block fastest, then head,
+  /// then batch entry). Causal on a GPU: the query blocks with the most keys first, every head's last block
+  /// before any head's second last, so that the block scheduler fills the last wave with the short ones (the
+  /// longest-first rule). The host keeps the order: its threads take contiguous chunks of the league.
+  KOKKOS_INLINE_FUNCTION int block_rank(int r, int n) const {
+    if (kc::is_host_space<ExecSpace>() || !a.causal) return r;
+    const int heads = n / a.n_qblocks;  // (batch entry, head) pairs
+    return (a.n_qblocks - 1 - r / heads) + a.n_qblocks * (r % heads);
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
-    const Block blk = Block::of(a, team.league_rank());
+    const Block blk = Block::of(a, block_rank(team.league_rank(), team.league_size()));
     const float scale_log2 = a.scale * kLog2e;  // scores -> logits in the log2 domain (the softmax's exp2)
     if (blk.rows <= 0) return;  // a block past its sequence
     void* base = a.tiles.level0 > 0 ? team.team_scratch(0).get_shmem(a.tiles.level0)
@@ -458,14 +479,14 @@ struct Kernel {
         for (int v = 0; v < VPT; ++v) {
           const int rg = (t0 + v) / kColGroups, cg = (t0 + v) % kColGroups;
           const float* pt = sh.pt + kv * VK * TS + rg * RM;
-          const float* vt = buf + cg * CO;
+          const float* vt = buf + o_dim(cg, 0);
           float(&o)[RM][CO] = th[v].o;
           FC_PORTABLE_UNROLL_BY(kSliceUnroll)
           for (int jj = 0; jj < VK; ++jj) {
             const F4 p0 = ld4(pt + jj * TS), p1 = ld4(pt + jj * TS + 4);
             FC_PORTABLE_UNROLL
             for (int e = 0; e < CO; e += 4) {
-              const F4 x = ld4(vt + jj * DP + e);
+              const F4 x = ld4(vt + jj * DP + o_dim(0, e));
               FC_PORTABLE_UNROLL
               for (int f = 0; f < 4; ++f) {
                 FC_PORTABLE_UNROLL
@@ -524,7 +545,7 @@ struct Kernel {
         const std::int64_t row = a.seqs.q_row(a.so, blk.b, blk.i0 + i) + o_off;
         FC_PORTABLE_UNROLL
         for (int c = 0; c < CO; ++c) {
-          const int d = cg * CO + c;
+          const int d = o_dim(cg, c);
           if (d < a.head_dim) store_out<Out>(a.o, row + d, th[v].o[r][c] * e.factor);
         }
       }
