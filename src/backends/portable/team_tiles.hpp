@@ -275,9 +275,9 @@ struct Kernel {
   /// 4·cg+3, then 64 + 4·cg ..), so that the 16 column groups of a row group read 16 adjacent four-float runs of
   /// a V row, all 32 banks; with 16 adjacent head dims a thread (16·cg ..) their V loads hit 8 banks (4-way
   /// conflicts: Nsight Compute, run 33n, counted 410M shared-load bank conflicts at fp32 D = 256, 0.45M at
-  /// D = 64). H200 run 33d: D = 256 0.84-0.85 of the time non-causal, 0.83-0.87 causal (on top of the longest-first
-  /// order). Elsewhere CO adjacent head dims: at D = 128 (2-way conflicts) the runs of 4 took 1.015-1.07 of the time
-  /// (more spills), and at D = 64 the two maps are the same.
+  /// D = 64). H200 runs 33d/33e: D = 256 0.836-0.856 of the time non-causal, 0.83-0.88 causal (on top of the
+  /// longest-first order). Elsewhere CO adjacent head dims: at D = 128 (2-way conflicts) the runs of 4 took
+  /// 1.01-1.08 of the time (more spills), and at D = 64 the two maps are the same.
   KOKKOS_FORCEINLINE_FUNCTION static constexpr int o_dim(int cg, int c) {
     return CO >= 16 ? (c / 4) * (4 * kColGroups) + 4 * cg + c % 4 : cg * CO + c;
   }
@@ -591,7 +591,8 @@ struct Kernel {
     return rw.v != nullptr && rw.narrow && (!kPair || rw.pairs) && key0 + VK <= blk.kmax && a.head_dim == DP;
   }
   KOKKOS_FORCEINLINE_FUNCTION bool whole_qk_slice(const Rows& rw, const Block& blk, const Slice& s) const {
-    return rw.k != nullptr && rw.narrow && (!kPair || rw.pairs) && blk.rows == BM && s.j0 + BN <= blk.kmax && (s.k + 1) * DK <= a.head_dim;
+    return rw.k != nullptr && rw.narrow && (!kPair || rw.pairs) && blk.rows == BM && s.j0 + BN <= blk.kmax &&
+           (s.k + 1) * DK <= a.head_dim;
   }
   /// Where head dim d of a key's K (V) row is: contiguous or looked up in the block table.
   KOKKOS_FORCEINLINE_FUNCTION const S* k_at(const Rows& rw, const Block& blk, int key, int d) const {
