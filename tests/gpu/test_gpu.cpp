@@ -289,8 +289,8 @@ std::vector<Case> gpu_cases() {
                                   l[0] == 113 ? Layout::BHSD : l[0] == 203 ? Layout::Padded : Layout::BSHD));
     out.push_back(make_case(2, 4, 4, 31, 29, 48, DType::BF16, causal, Layout::Padded));
     // fp32 (the Kokkos tiers; the tuned kernels decline it): the portable tier's three tile widths (64, 128,
-    // 256) and head dims padded to them (36, 80), GQA, odd lengths, every layout
-    for (int d : {64, 128, 256, 36, 80})
+    // 256) and head dims padded to them (36, 80, 160, 192: zero-filled copies past D), GQA, odd lengths, every layout
+    for (int d : {64, 128, 256, 36, 80, 160, 192})
       for (auto& l : hd_lens)
         out.push_back(make_case(l[0] == 1000 ? 1 : 2, 6, 2, l[0], l[1], d, DType::F32, causal,
                                 l[0] == 113 ? Layout::BHSD : l[0] == 203 ? Layout::Padded : Layout::BSHD));
