@@ -282,18 +282,17 @@ std::vector<Case> gpu_cases() {
     // every native head dim of the mma.sync kernels and ones that run zero-padded on the next
     // (8 -> 32, 40 -> 64, 80 -> 96, 112 -> 128, 160 -> 192), GQA, odd lengths, all layouts
     const int hd_lens[][2] = {{17, 17}, {113, 203}, {203, 113}, {1, 333}, {1000, 1000}};
+    auto hd_cases = [&](int d, DType dt) {
+      for (auto& l : hd_lens)
+        out.push_back(make_case(l[0] == 1000 ? 1 : 2, 6, 2, l[0], l[1], d, dt, causal,
+                                l[0] == 113 ? Layout::BHSD : l[0] == 203 ? Layout::Padded : Layout::BSHD));
+    };
     for (int d : {8, 32, 40, 80, 96, 112, 160, 192, 256})
-      for (DType dt : {DType::F16, DType::BF16})
-        for (auto& l : hd_lens)
-          out.push_back(make_case(l[0] == 1000 ? 1 : 2, 6, 2, l[0], l[1], d, dt, causal,
-                                  l[0] == 113 ? Layout::BHSD : l[0] == 203 ? Layout::Padded : Layout::BSHD));
+      for (DType dt : {DType::F16, DType::BF16}) hd_cases(d, dt);
     out.push_back(make_case(2, 4, 4, 31, 29, 48, DType::BF16, causal, Layout::Padded));
     // fp32 (the Kokkos tiers; the tuned kernels decline it): the portable tier's three tile widths (64, 128,
     // 256) and head dims padded to them (36, 80, 160, 192: zero-filled copies past D), GQA, odd lengths, every layout
-    for (int d : {64, 128, 256, 36, 80, 160, 192})
-      for (auto& l : hd_lens)
-        out.push_back(make_case(l[0] == 1000 ? 1 : 2, 6, 2, l[0], l[1], d, DType::F32, causal,
-                                l[0] == 113 ? Layout::BHSD : l[0] == 203 ? Layout::Padded : Layout::BSHD));
+    for (int d : {64, 128, 256, 36, 80, 160, 192}) hd_cases(d, DType::F32);
     // head dims 64/128 x fp16/bf16 x GQA x odd lengths
     const int lens[][2] = {{1, 1}, {17, 17}, {77, 77}, {113, 203}, {203, 113}, {1000, 1000}, {4097, 4097}, {1, 333}};
     for (int d : {64, 128})

@@ -594,6 +594,15 @@ struct Kernel {
     return rw.k != nullptr && rw.narrow && (!kPair || rw.pairs) && blk.rows == BM && s.j0 + BN <= blk.kmax &&
            (s.k + 1) * DK <= a.head_dim;
   }
+  /// Where a thread's loads of a whole Q/K slice start (Q row r0 and K row j0 + r0 of the block, head dim d), and
+  /// the rows' strides as int (Rows::narrow). The element and the pair maps step from here by 8 or 16 rows.
+  struct SliceStart {
+    const S *q, *k;
+    int sq, sk;
+  };
+  KOKKOS_FORCEINLINE_FUNCTION static SliceStart slice_start(const Rows& rw, const Slice& s, int r0, int d) {
+    return {rw.q + r0 * rw.sq + d, rw.k + (s.j0 + r0) * rw.sk + d, static_cast<int>(rw.sq), static_cast<int>(rw.sk)};
+  }
   /// Where head dim d of a key's K (V) row is: contiguous or looked up in the block table.
   KOKKOS_FORCEINLINE_FUNCTION const S* k_at(const Rows& rw, const Block& blk, int key, int d) const {
     return rw.k != nullptr ? rw.k + key * rw.sk + d : a.k + blk.hk * a.sk.head + a.seqs.kv_row(a.sk, blk.b, key) + d;
@@ -657,13 +666,11 @@ struct Kernel {
     const int d = s.k * DK + qk_dim(t), r0 = qk_row(t);
     float* const qt = qk_dst(t, buf);
     if (whole_qk_slice(rw, blk, s)) {
-      const int sq = static_cast<int>(rw.sq), sk = static_cast<int>(rw.sk);
-      const S* q = rw.q + r0 * rw.sq + d;
-      const S* k = rw.k + (s.j0 + r0) * rw.sk + d;
+      const SliceStart w = slice_start(rw, s, r0, d);
       FC_PORTABLE_UNROLL
       for (int e = 0; e < kHalf; ++e) {
-        take(e, qt + 8 * e, q + 8 * e * sq, true);
-        take(kHalf + e, qt + DK * TS + 8 * e, k + 8 * e * sk, true);
+        take(e, qt + 8 * e, w.q + 8 * e * w.sq, true);
+        take(kHalf + e, qt + DK * TS + 8 * e, w.k + 8 * e * w.sk, true);
       }
     } else {
       const bool in_d = d < a.head_dim;
@@ -746,13 +753,11 @@ struct Kernel {
       } else {
         const int d = s.k * DK + 2 * qk_pair(t), r0 = qk_prow(t);
         if (whole_qk_slice(rw, blk, s)) {
-          const int sq = static_cast<int>(rw.sq), sk = static_cast<int>(rw.sk);
-          const S* q = rw.q + r0 * rw.sq + d;
-          const S* k = rw.k + (s.j0 + r0) * rw.sk + d;
+          const SliceStart w = slice_start(rw, s, r0, d);
           FC_PORTABLE_UNROLL
           for (int e = 0; e < kHalf; ++e) {
-            pre[v][e] = pair_at(q + 16 * e * sq);
-            pre[v][kHalf + e] = pair_at(k + 16 * e * sk);
+            pre[v][e] = pair_at(w.q + 16 * e * w.sq);
+            pre[v][kHalf + e] = pair_at(w.k + 16 * e * w.sk);
           }
         } else {
           FC_PORTABLE_UNROLL
