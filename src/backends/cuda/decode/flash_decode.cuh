@@ -443,30 +443,52 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   if (!s_is_last) return;
   __threadfence();
 
-  // Phase 1: the pieces' LSEs -> shared memory (all loads in flight at once); per row, the weights
-  // (and the sink) in place, and the final LSE.
+  // Phase 1: the pieces' LSEs -> shared memory (a thread's loads in flight together); per row, a group of
+  // gw lanes computes the weights (lane l of the group takes pieces l and l + gw; max and sum by shuffles
+  // in a fixed order), the sink and the final LSE. gw: the fewest lanes (a power of two) with at most two
+  // pieces each, so few pieces keep a row to one or two lanes and many rows in one pass. (One thread a
+  // row, looping over the pieces, left the block's other threads waiting at the barrier: half of the merge
+  // at 64 pieces; a warp a row was slower at 4 pieces of 16 rows; perf/dev/NOTES.md, thirty-fourth session.)
+  static_assert(kMaxDecodeSplits <= 64, "two pieces a lane");
   float* s_w = xbuf;  // [block_m][kMaxDecodeSplits]
   const int rows_here = r_end - r0;
-  for (int it = tid; it < rows_here * n_splits; it += kDecodeThreads) {
-    const int r = it / n_splits, sp = it % n_splits;
-    s_w[r * kMaxDecodeSplits + sp] = __ldcg(a.part_lse + ws_row0 + sp * split_rows + r0 + r);
+  const int n_lse = rows_here * n_splits;
+  for (int it0 = tid; it0 < n_lse; it0 += 4 * kDecodeThreads) {
+    float v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int it = it0 + j * kDecodeThreads;
+      if (it < n_lse) v[j] = __ldcg(a.part_lse + ws_row0 + (it % n_splits) * split_rows + r0 + it / n_splits);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int it = it0 + j * kDecodeThreads;
+      if (it < n_lse) s_w[(it / n_splits) * kMaxDecodeSplits + it % n_splits] = v[j];
+    }
   }
   __syncthreads();
-  for (int r = tid; r < rows_here; r += kDecodeThreads) {
+  int gw = 1;
+  while (2 * gw < n_splits) gw <<= 1;  // <= 32
+  const int gl = tid & (gw - 1);
+  for (int rg = 0; rg < rows_here; rg += kDecodeThreads / gw) {  // the same trip count in every lane
+    const int r = rg + tid / gw;
+    const bool live = r < rows_here;
     const int row = r0 + r, h = hk * G + row % G;
     float* w = s_w + r * kMaxDecodeSplits;
-    const float sink = p.sinks != nullptr ? __ldg(p.sinks + h) * 1.4426950408889634f : -INFINITY;
-    float mx = sink;
-    for (int sp = 0; sp < n_splits; ++sp) mx = fmaxf(mx, w[sp]);
-    float sum = 0.f;
-    for (int sp = 0; sp < n_splits; ++sp) {
-      w[sp] = mx == -INFINITY ? 0.f : fast_exp2(w[sp] - mx);
-      sum += w[sp];
-    }
+    const float sink = live && p.sinks != nullptr ? __ldg(p.sinks + h) * 1.4426950408889634f : -INFINITY;
+    const bool has0 = live && gl < n_splits, has1 = live && gl + gw < n_splits;
+    const float v0 = has0 ? w[gl] : -INFINITY, v1 = has1 ? w[gl + gw] : -INFINITY;
+    float mx = fmaxf(sink, fmaxf(v0, v1));
+    for (int o = gw >> 1; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    const float e0 = has0 && mx != -INFINITY ? fast_exp2(v0 - mx) : 0.f;
+    const float e1 = has1 && mx != -INFINITY ? fast_exp2(v1 - mx) : 0.f;
+    float sum = e0 + e1;
+    for (int o = gw >> 1; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
     if (sink != -INFINITY) sum += fast_exp2(sink - mx);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    for (int sp = 0; sp < n_splits; ++sp) w[sp] *= inv;
-    if (p.lse != nullptr)
+    if (has0) w[gl] = e0 * inv;
+    if (has1) w[gl + gw] = e1 * inv;
+    if (live && gl == 0 && p.lse != nullptr)
       p.lse[seq.lse_index(b, h, row / G, p.heads_q)] = mx == -INFINITY ? -INFINITY : (mx + __log2f(sum)) * kLn2;
   }
   __syncthreads();
