@@ -635,41 +635,45 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
 // 1 (up to 2^5 here) in the tiles whose growth a row's held max absorbs, and O is rescaled in the
 // others. Every device backend against the fp64 oracle. Q has +0.5 and K a ramp on their first 16 head
 // dims (on top of a quarter of make_data's random values), so that, in the log2 domain, the scores of
-// key tile t (128 keys) climb by 5 or 12 alternately across the tile.
+// key tile t (128 keys) climb by 5 or 12 alternately across the tile. The second shape has more than
+// 16384 query rows: the mma.sync backends run it on the wide-warp kernel, which holds a lazy max too at
+// D >= 96 (sm80/flash_fwd_wide.cuh); its rows are sampled (every 7th).
 TEST(Gpu, ScoresGrowingAcrossKeyTiles) {
   REQUIRE_DEVICE();
   for (DType dt : {DType::F16, DType::BF16})
-    for (bool causal : {false, true}) {
-      const Case c = make_case(1, 4, 2, 300, 1600, 128, dt, causal);
-      fctest::HostData h = fctest::make_data(c, fctest::run_seed() ^ 0x51ac5u);
-      const flashcore::Problem& p = h.problem;
-      // s·scale·log2e per unit of the ramp: 16 dims x 0.5 x scale x log2e (scale 0 stands for 1/sqrt(D))
-      const double scale = p.scale > 0 ? p.scale : 1.0 / std::sqrt(double(p.head_dim));
-      const double per_unit = 16 * 0.5 * scale * 1.4426950408889634;
-      ASSERT_GT(per_unit, 0.0);
-      for (int b = 0; b < p.batch; ++b) {
-        for (int i = 0; i < p.seqlen_q; ++i)
-          for (int hq = 0; hq < p.heads_q; ++hq)
-            for (int dd = 0; dd < 16; ++dd) {
-              const std::int64_t at = flashcore::element_offset(p.q, b, i, hq, dd);
-              const double q = flashcore::verify::load_element(p.dtype, h.q.data(), at);
-              flashcore::verify::store_element(p.dtype, h.q.data(), at, 0.5 + 0.25 * q);
-            }
-        double ramp = 0;  // log2-domain height of key j's score above the random part
-        for (int j = 0; j < p.seqlen_k; ++j) {
-          const int tile = j / 128;
-          ramp += (tile % 2 == 0 ? 5.0 : 12.0) / 128;
-          for (int hk = 0; hk < p.heads_kv; ++hk)
-            for (int dd = 0; dd < 16; ++dd) {
-              const std::int64_t at = flashcore::element_offset(p.k, b, j, hk, dd);
-              const double k = flashcore::verify::load_element(p.dtype, h.k.data(), at);
-              flashcore::verify::store_element(p.dtype, h.k.data(), at, ramp / per_unit + 0.25 * k);
-            }
+    for (bool causal : {false, true})
+      for (int many_rows : {0, 1}) {
+        const Case c = many_rows ? make_case(2, 32, 8, 300, 1600, 128, dt, causal)
+                                 : make_case(1, 4, 2, 300, 1600, 128, dt, causal);
+        fctest::HostData h = fctest::make_data(c, fctest::run_seed() ^ 0x51ac5u);
+        const flashcore::Problem& p = h.problem;
+        // s·scale·log2e per unit of the ramp: 16 dims x 0.5 x scale x log2e (scale 0 stands for 1/sqrt(D))
+        const double scale = p.scale > 0 ? p.scale : 1.0 / std::sqrt(double(p.head_dim));
+        const double per_unit = 16 * 0.5 * scale * 1.4426950408889634;
+        ASSERT_GT(per_unit, 0.0);
+        for (int b = 0; b < p.batch; ++b) {
+          for (int i = 0; i < p.seqlen_q; ++i)
+            for (int hq = 0; hq < p.heads_q; ++hq)
+              for (int dd = 0; dd < 16; ++dd) {
+                const std::int64_t at = flashcore::element_offset(p.q, b, i, hq, dd);
+                const double q = flashcore::verify::load_element(p.dtype, h.q.data(), at);
+                flashcore::verify::store_element(p.dtype, h.q.data(), at, 0.5 + 0.25 * q);
+              }
+          double ramp = 0;  // log2-domain height of key j's score above the random part
+          for (int j = 0; j < p.seqlen_k; ++j) {
+            const int tile = j / 128;
+            ramp += (tile % 2 == 0 ? 5.0 : 12.0) / 128;
+            for (int hk = 0; hk < p.heads_kv; ++hk)
+              for (int dd = 0; dd < 16; ++dd) {
+                const std::int64_t at = flashcore::element_offset(p.k, b, j, hk, dd);
+                const double k = flashcore::verify::load_element(p.dtype, h.k.data(), at);
+                flashcore::verify::store_element(p.dtype, h.k.data(), at, ramp / per_unit + 0.25 * k);
+              }
+          }
         }
+        for (const auto& backend : device_backends())
+          check_data_on_device(backend, h, c.name() + "/growing", many_rows ? 7 : 1, nullptr);
       }
-      for (const auto& backend : device_backends())
-        check_data_on_device(backend, h, c.name() + "/growing", 1, nullptr);
-    }
 }
 
 TEST(Gpu, TunedMatchesDeviceReferenceEverywhere) {

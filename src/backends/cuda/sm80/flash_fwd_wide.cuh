@@ -29,10 +29,21 @@ struct WideState {
   float row_sum[2][2];
 };
 
+// The wide kernel's lazy max (common/online_softmax.cuh, slack; the Hopper kernel's kMaxSlack): 8 in the log2
+// domain at D = 128 (P up to 2^8, held by fp16 and bf16, the only inputs this kernel takes), off below. H200,
+// forced cuda-flash-allwarps, run 35a: D = 128 rows 1-2 % faster with it, D = 96 up to 1.2 % slower, D = 64
+// up to 1.7 % slower (perf/dev/NOTES.md, thirty-fifth session).
+template <int D>
+constexpr float kWideSlack = D == 128 ? 8.f : 0.f;
+
 // One 64-key tile for a 32-row warp: S = Q·Kᵀ (both m tiles share each K fragment), mask, online
-// softmax, O += P·V (both m tiles share each V fragment). D=128 walks the tile as two 32-key halves, one
-// softmax update each, in a loop that is NOT unrolled: unrolled (or as one 64-key step) ptxas issues both
-// halves' Q·Kᵀ together (S 64 + O 128 + prefetched fragments) and spills.
+// softmax, O += P·V (both m tiles share each V fragment). One softmax update and one O rescale a tile,
+// so D = 96/128 (Q not in registers) read each Q fragment from shared memory once a tile: 40 KB of
+// ldmatrix per 256 MMAs at D = 128, where two 32-key halves (before run 35a) read 48 KB.
+// Registers are at the 255 cap there (S 64 + O 128 floats at D = 128): the Q·Kᵀ k-loop is unrolled by
+// 2, the one unroll without spills at both D = 96 and D = 128 (with the lazy max) on sm_80/86/89/90
+// (ptxas, nvcc 13.0; the others spill 8-150 bytes on some of them). D = 64 keeps Q in registers and
+// unrolls it fully.
 template <int D, typename Elem, bool kMask, class Mask>
 __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, uint32_t sK, uint32_t sV,
                                           const LaneBases& lo, const Mask& mask, float sl2, int row_lo, int key0,
@@ -40,63 +51,60 @@ __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, uint32
   using Cfg = TileConfig<D>;
   using Ops = ElemOps<Elem>;
   constexpr bool kQRegs = WideState<D>::kQRegs;
-  constexpr int kSub = D > 64 ? 2 : 1;          // softmax updates per 64-key tile
-  constexpr int kSubKeys = kBlockN / kSub;      // keys per update
-  constexpr int kST = kSubKeys / 8;             // n8 score tiles per update
+  constexpr float kSlack = kWideSlack<D>;
+  constexpr int kQKUnroll = kQRegs ? Cfg::kQKSteps : 2;
+  constexpr int kST = Cfg::kSTiles;  // n8 score tiles of the 64 keys
   const int g = lane >> 2;
-#pragma unroll 1
-  for (int sub = 0; sub < kSub; ++sub) {
-    float s[2][kST][4];
+  float s[2][kST][4];
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
+  for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-      for (int i = 0; i < kST; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
+    for (int i = 0; i < kST; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
+#pragma unroll kQKUnroll
+  for (int kk = 0; kk < Cfg::kQKSteps; ++kk) {
+    uint32_t qa[2][4];
+    if constexpr (kQRegs) {
 #pragma unroll
-    for (int kk = 0; kk < Cfg::kQKSteps; ++kk) {
-      uint32_t qa[2][4];
-      if constexpr (kQRegs) {
+      for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
+        for (int e = 0; e < 4; ++e) qa[mt][e] = st.q[mt][kk][e];
+    } else {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) qa[mt][e] = st.q[mt][kk][e];
-      } else {
+      for (int mt = 0; mt < 2; ++mt) ldmatrix_x4(qa[mt], sQw + lo.q + lo.x(kk & 3) + (kk >> 2) * 128 + mt * 16 * Cfg::kRowBytes);
+    }
+    const uint32_t base = sK + lo.k + lo.x(kk & 3) + (kk >> 2) * 128;
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) ldmatrix_x4(qa[mt], sQw + lo.q + lo.x(kk & 3) + (kk >> 2) * 128 + mt * 16 * Cfg::kRowBytes);
-      }
-      const uint32_t base = sK + lo.k + lo.x(kk & 3) + (kk >> 2) * 128 + sub * kSubKeys * Cfg::kRowBytes;
+    for (int np = 0; np < kST / 2; ++np) {
+      uint32_t b[4];
+      ldmatrix_x4(b, base + np * 16 * Cfg::kRowBytes);
 #pragma unroll
-      for (int np = 0; np < kST / 2; ++np) {
-        uint32_t b[4];
-        ldmatrix_x4(b, base + np * 16 * Cfg::kRowBytes);
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-          Ops::mma(s[mt][2 * np], qa[mt], b[0], b[1]);
-          Ops::mma(s[mt][2 * np + 1], qa[mt], b[2], b[3]);
-        }
+      for (int mt = 0; mt < 2; ++mt) {
+        Ops::mma(s[mt][2 * np], qa[mt], b[0], b[1]);
+        Ops::mma(s[mt][2 * np + 1], qa[mt], b[2], b[3]);
       }
     }
+  }
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-      if constexpr (kMask) mask.apply(s[mt], row_lo + 16 * mt + g, key0 + sub * kSubKeys, lane);
-      float alpha[2];
-      softmax_update(s[mt], st.row_max[mt], st.row_sum[mt], sl2, alpha);
-      scale_rows(st.o[mt], alpha);
-    }
-    // O += P·V: P C-fragments are the A-fragments (pack_p_fragment); each V fragment feeds both m tiles.
+  for (int mt = 0; mt < 2; ++mt) {
+    if constexpr (kMask) mask.apply(s[mt], row_lo + 16 * mt + g, key0, lane);
+    float alpha[2];
+    softmax_update(s[mt], st.row_max[mt], st.row_sum[mt], sl2, alpha, kSlack);
+    rescale_rows(st.o[mt], alpha, kSlack);
+  }
+  // O += P·V: P C-fragments are the A-fragments (pack_p_fragment); each V fragment feeds both m tiles.
 #pragma unroll
-    for (int kk = 0; kk < kST / 2; ++kk) {
-      uint32_t pa[2][4];
+  for (int kk = 0; kk < kST / 2; ++kk) {
+    uint32_t pa[2][4];
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) pack_p_fragment<Elem>(pa[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
+    for (int mt = 0; mt < 2; ++mt) pack_p_fragment<Elem>(pa[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
 #pragma unroll
-      for (int dp = 0; dp < Cfg::kOTiles / 2; ++dp) {
-        uint32_t b[4];
-        ldmatrix_x4_trans(b, sV + lo.v + lo.x(dp & 3) + (dp >> 2) * 128 + (sub * kST / 2 + kk) * 16 * Cfg::kRowBytes);
+    for (int dp = 0; dp < Cfg::kOTiles / 2; ++dp) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, sV + lo.v + lo.x(dp & 3) + (dp >> 2) * 128 + kk * 16 * Cfg::kRowBytes);
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-          Ops::mma(st.o[mt][2 * dp], pa[mt], b[0], b[1]);
-          Ops::mma(st.o[mt][2 * dp + 1], pa[mt], b[2], b[3]);
-        }
+      for (int mt = 0; mt < 2; ++mt) {
+        Ops::mma(st.o[mt][2 * dp], pa[mt], b[0], b[1]);
+        Ops::mma(st.o[mt][2 * dp + 1], pa[mt], b[2], b[3]);
       }
     }
   }
