@@ -14,6 +14,20 @@ namespace flashcore::cuda::detail {
 
 constexpr float kLn2 = 0.6931471805599453f;
 
+// op over a thread's 2N values of one row (elements e and e+1 of each n8 tile) as a pairwise tree:
+// a dependency chain log2(2N) deep instead of 2N (a fixed order: results stay deterministic).
+template <int N, class Op>
+__device__ __forceinline__ float row_tree(const float (&s)[N][4], int e, Op op) {
+  float v[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) v[i] = op(s[i][e], s[i][e + 1]);
+#pragma unroll
+  for (int w = 1; w < N; w *= 2)
+#pragma unroll
+    for (int i = 0; i + w < N; i += 2 * w) v[i] = op(v[i], v[i + w]);
+  return v[0];
+}
+
 // One tile of the online softmax for the two rows (row0 = lane/4 and row0 + 8) of a 16-row accumulator
 // tile a thread holds: scores -> unnormalised probabilities in place, running max (quad-uniform) and
 // this thread's running sum updated, alpha = the factor the O rows must be scaled by.
@@ -25,14 +39,25 @@ constexpr float kLn2 = 0.6931471805599453f;
 // for every row that kept its max, whose O then needs no rescale (the caller may skip it where a whole
 // warp's alphas are 1). Nothing else changes: l and the LSE are taken against the max a row holds. The
 // constant 0 (the default) is the plain online softmax.
-template <int N, int kPLog2 = 0>
+// kTree: the row max and row sum by row_tree instead of one value after another. The wide-warp mma.sync
+// kernel, whose two warps a scheduler wait on fixed-latency chains (Nsight Compute, run 35d), takes it:
+// 1-4 % faster on the forced mma.sync rows (H200, run 35e); the Hopper kernel measured 1-2 % slower with
+// it, the decode kernel the same (perf/dev/NOTES.md, thirty-fifth session): they keep the chains.
+template <int N, int kPLog2 = 0, bool kTree = false>
 __device__ __forceinline__ void softmax_update(float (&s)[N][4], float (&row_max)[2], float (&row_sum)[2],
                                                float scale_log2, float (&alpha)[2], float slack = 0.f) {
+  const auto fmax = [](float x, float y) { return fmaxf(x, y); };
+  const auto add = [](float x, float y) { return x + y; };
   float mx[2] = {row_max[0], row_max[1]};
+  if constexpr (kTree) {
+    mx[0] = fmaxf(mx[0], row_tree(s, 0, fmax));
+    mx[1] = fmaxf(mx[1], row_tree(s, 2, fmax));
+  } else {
 #pragma unroll
-  for (int i = 0; i < N; ++i) {
-    mx[0] = fmaxf(mx[0], fmaxf(s[i][0], s[i][1]));
-    mx[1] = fmaxf(mx[1], fmaxf(s[i][2], s[i][3]));
+    for (int i = 0; i < N; ++i) {
+      mx[0] = fmaxf(mx[0], fmaxf(s[i][0], s[i][1]));
+      mx[1] = fmaxf(mx[1], fmaxf(s[i][2], s[i][3]));
+    }
   }
   float ms[2];
 #pragma unroll
@@ -57,8 +82,14 @@ __device__ __forceinline__ void softmax_update(float (&s)[N][4], float (&row_max
     s[i][1] = fast_exp2(fmaf(s[i][1], scale_log2, -ms[0]));
     s[i][2] = fast_exp2(fmaf(s[i][2], scale_log2, -ms[1]));
     s[i][3] = fast_exp2(fmaf(s[i][3], scale_log2, -ms[1]));
-    sum[0] += s[i][0] + s[i][1];
-    sum[1] += s[i][2] + s[i][3];
+    if constexpr (!kTree) {
+      sum[0] += s[i][0] + s[i][1];
+      sum[1] += s[i][2] + s[i][3];
+    }
+  }
+  if constexpr (kTree) {
+    sum[0] = row_tree(s, 0, add);
+    sum[1] = row_tree(s, 2, add);
   }
   row_sum[0] = row_sum[0] * alpha[0] + sum[0];
   row_sum[1] = row_sum[1] * alpha[1] + sum[1];

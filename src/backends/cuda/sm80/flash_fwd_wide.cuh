@@ -88,7 +88,7 @@ __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, uint32
   for (int mt = 0; mt < 2; ++mt) {
     if constexpr (kMask) mask.apply(s[mt], row_lo + 16 * mt + g, key0, lane);
     float alpha[2];
-    softmax_update(s[mt], st.row_max[mt], st.row_sum[mt], sl2, alpha, kSlack);
+    softmax_update<kST, 0, true>(s[mt], st.row_max[mt], st.row_sum[mt], sl2, alpha, kSlack);
     rescale_rows(st.o[mt], alpha, kSlack);
   }
   // O += P·V: P C-fragments are the A-fragments (pack_p_fragment); each V fragment feeds both m tiles.
