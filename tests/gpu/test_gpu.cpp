@@ -637,7 +637,8 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
 // dims (on top of a quarter of make_data's random values), so that, in the log2 domain, the scores of
 // key tile t (128 keys) climb by 5 or 12 alternately across the tile. The second shape has more than
 // 16384 query rows: the mma.sync backends run it on the wide-warp kernel, which holds a lazy max too at
-// D >= 96 (sm80/flash_fwd_wide.cuh); its rows are sampled (every 7th).
+// D = 128 (sm80/flash_fwd_wide.cuh, kWideSlack: 8; its 64-key tiles see climbs of 2.5 or 6, kept until
+// they add up past 8); its rows are sampled (every 7th).
 TEST(Gpu, ScoresGrowingAcrossKeyTiles) {
   REQUIRE_DEVICE();
   for (DType dt : {DType::F16, DType::BF16})
