@@ -10,6 +10,7 @@
 #include "backends/cuda/flash_bwd.h"
 #include "backends/cuda/flash_fwd.h"
 #include "backends/cuda/common/work_list.h"
+#include "backends/cuda/sm80/config.cuh"
 #include "backends/cuda/sm90/config.h"
 
 using flashcore::cuda::FlashFwdParams;
@@ -145,6 +146,26 @@ TEST(CudaConfig, PlanFollowsTheDevice) {
   EXPECT_EQ(plan.split_partial_bytes, 0u);
   EXPECT_LE(plan.smem, kL4SmemOptin);
   EXPECT_NE(plan.describe().find("sm80-wide"), std::string::npos) << plan.describe();
+  // D = 32: the wide kernel's steps of two tiles need a ring of at least four, even where the launch
+  // override asks for two stages; D = 64 (one tile a step) keeps the row's.
+  using flashcore::cuda::FlashFwdLaunchOverride;
+  FlashFwdLaunchOverride two_stages;
+  two_stages.stages = 2;
+  const FlashFwdLaunchOverride* const overrides[] = {nullptr, &two_stages};
+  for (const FlashFwdLaunchOverride* ov : overrides) {
+    FlashFwdParams d32 = params(4, 16, 16, 4096, 4096, 32, false, false);
+    d32.launch_override = ov;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(d32, l4, FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.kernel, FlashKernel::Wide);
+    EXPECT_EQ(plan.stages, flashcore::cuda::detail::wide_min_stages(32));
+    EXPECT_EQ(plan.smem, flashcore::cuda::detail::TileConfig<32>::smem_bytes(128, 1, plan.stages));
+    EXPECT_LE(plan.smem, kL4SmemOptin);
+    FlashFwdParams d64 = params(4, 16, 16, 4096, 4096, 64, false, false);
+    d64.launch_override = ov;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(d64, l4, FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.kernel, FlashKernel::Wide);
+    EXPECT_EQ(plan.stages, ov ? 2 : 3);
+  }
   // One head, one short query block against many keys: too few blocks for the GPU, so the key range
   // is split, with a workspace for the partials and tickets (the 16-row kernel, forced: Auto runs such
   // problems on the decode kernel, tested below).

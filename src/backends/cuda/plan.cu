@@ -70,7 +70,7 @@ constexpr LaunchRow kLaunchTable[] = {
     // D   rows <=     block_m  G  stages split  Auto                            Hopper
     {32, 1ll << 12, 64, 1, 3, true, FlashVariant::AllWarps, false},   // small problems: not measured (as D=64's main job)
     {32, 1ll << 14, 64, 1, 3, true, FlashVariant::AllWarps, true},    // (1,8,2048,32) H100: Hopper 24.0-24.4 us, this row's 16-row kernel 38.1-38.6 (run 62k)
-    {32, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // H100, persistent Hopper-64 (run 63i, one call) vs this row's wide kernel: (4,16,2048,32) 161 vs 179 us, causal 97 vs 120; (2,16,4096,32) 306-314 vs 345-349; (4,16,1024,32) 47.1-49.3 vs 47.5-50.5 (62k, before the persistent grid: wide ahead at 1024). Hopper-32 (3 warpgroups; hopper_instance_dim) since run 26b: (4,16,2048,32) 140.0, (2,16,4096,32) 254.0
+    {32, kAnyRows, 128, 1, 4, true, FlashVariant::AllWarps, true},    // wide kernel: 4 stages (its two-tile steps, wide_min_stages). H100, persistent Hopper-64 (run 63i, one call) vs this row's wide kernel: (4,16,2048,32) 161 vs 179 us, causal 97 vs 120; (2,16,4096,32) 306-314 vs 345-349; (4,16,1024,32) 47.1-49.3 vs 47.5-50.5 (62k, before the persistent grid: wide ahead at 1024). Hopper-32 (3 warpgroups; hopper_instance_dim) since run 26b: (4,16,2048,32) 140.0, (2,16,4096,32) 254.0
     {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps, false},         // (1,8,512,64): 8.9 us, H200
     {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, true},   // (1,8,1024,64) H100: Hopper 14.8 us, WS 17.1 (run 62c)
     {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, true},   // (1,8,2048,64): Hopper 24.3 us (62c), WS 43.4
@@ -256,9 +256,16 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
     plan->max_splits = (max_tiles + tps - 1) / tps;
     if (plan->max_splits <= 1) plan->tiles_per_split = 1 << 30, plan->max_splits = 1;
   }
-  const bool wide = v == FlashVariant::AllWarps && plan->key_split_warps == 1 &&
-                    plan->block_m == detail::kWideBlockM && plan->max_splits == 1 &&
-                    detail::sm80_kernel_built(FlashKernel::Wide, native_d, variants);
+  bool wide = v == FlashVariant::AllWarps && plan->key_split_warps == 1 && plan->block_m == detail::kWideBlockM &&
+              plan->max_splits == 1 && detail::sm80_kernel_built(FlashKernel::Wide, native_d, variants);
+  // The wide kernel's steps of two tiles (D <= 64) need a ring of two steps; where that does not fit
+  // the device's shared memory, the 16-row kernel runs the row.
+  if (wide && plan->stages < detail::wide_min_stages(native_d)) {
+    const int row_stages = plan->stages;
+    plan->stages = detail::wide_min_stages(native_d);
+    if (smem() > dev.smem_optin_per_block) plan->stages = row_stages, wide = false;
+    plan->smem = smem();
+  }
   plan->kernel = wide ? FlashKernel::Wide : ws ? FlashKernel::Rows16WarpSpecialized : FlashKernel::Rows16;
   plan->threads = wide ? 32 * detail::kWideWarps
                        : 32 * ((plan->block_m / detail::kWarpRows) * plan->key_split_warps + (ws ? 1 : 0));

@@ -4,8 +4,9 @@
 // ldmatrix; here 32, or 25.6 for D=128 where Q is re-read from shared memory because 2x(Q, O, S)
 // fragments do not fit registers).
 // Fixed shape: 4 warps x 32 rows = 128 rows per block, one K/V tile ring (`stages` deep, slot s holds
-// K and V of the same tile), AllWarps loads, one __syncthreads per tile, no KV groups, no split-KV,
-// no S(i+1) prefetch (two blocks per SM = 2 warps per scheduler hide the softmax instead).
+// K and V of the same tile), AllWarps loads, one __syncthreads per step (one tile; two at D = 32:
+// kWideTilesPerStep), no KV groups, no split-KV, no S(i+1) prefetch (two blocks per SM = 2 warps per
+// scheduler hide the softmax instead).
 // Mask, online softmax, scheduler, sequence layouts and epilogue: common/.
 #pragma once
 
@@ -22,7 +23,9 @@ namespace flashcore::cuda::detail {
 
 template <int D>
 struct WideState {
-  static constexpr bool kQRegs = D <= 64;         // Q A-fragments kept in registers (D=64 only)
+  // Q A-fragments kept in registers: D = 64 (one tile a step). Two-tile steps (D = 32) read Q from shared
+  // memory: beside their 128 score registers Q spills on sm_90 (ptxas, nvcc 13.0).
+  static constexpr bool kQRegs = D <= 64 && kWideTilesPerStep<D> == 1;
   uint32_t q[2][kQRegs ? D / 16 : 1][4];
   float o[2][D / 8][4];
   float row_max[2][2];  // [m tile][rows g, g+8]: the softmax state of common/online_softmax.cuh
@@ -35,25 +38,30 @@ struct WideState {
 // up to 1.7 % slower (perf/dev/NOTES.md, thirty-fifth session).
 template <int D>
 constexpr float kWideSlack = D == 128 ? 8.f : 0.f;
+// The Q·Kᵀ k-loop's unroll where Q comes from shared memory, one tile a step: by 2 at D = 96/128 (registers
+// at the 255 cap, S 64 + O 128 floats at D = 128: the one unroll without spills at both on sm_80/86/89/90,
+// D = 128 with the lazy max; ptxas, nvcc 13.0; the others spill 8-150 bytes on some of them). D = 64 (Q in
+// registers) and two-tile steps unroll fully.
+template <int D>
+constexpr int kWideQKUnroll = D >= 96 ? 2 : TileConfig<D>::kQKSteps;
 
 // One 64-key tile for a 32-row warp: S = Q·Kᵀ (both m tiles share each K fragment), mask, online
 // softmax, O += P·V (both m tiles share each V fragment). One softmax update and one O rescale a tile,
 // so D = 96/128 (Q not in registers) read each Q fragment from shared memory once a tile: 40 KB of
 // ldmatrix per 256 MMAs at D = 128, where two 32-key halves (before run 35a) read 48 KB.
-// Registers are at the 255 cap there (S 64 + O 128 floats at D = 128): the Q·Kᵀ k-loop is unrolled by
-// 2, the one unroll without spills at both D = 96 and D = 128 (with the lazy max) on sm_80/86/89/90
-// (ptxas, nvcc 13.0; the others spill 8-150 bytes on some of them). D = 64 keeps Q in registers and
-// unrolls it fully.
-template <int D, typename Elem, bool kMask, class Mask>
-__device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, uint32_t sK, uint32_t sV,
-                                          const LaneBases& lo, const Mask& mask, float sl2, int row_lo, int key0,
-                                          int lane) {
+// The Q·Kᵀ k-loop's unroll: kWideQKUnroll.
+// kT tiles a step (kWideTilesPerStep: two at D = 32): S over 64·kT keys, one update and one rescale for
+// all of them, P·V over both tiles' V (sK, sV: the step's ring slots). Q from shared memory then.
+template <int D, typename Elem, int kT, bool kMask, class Mask>
+__device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, const uint32_t (&sK)[kT],
+                                          const uint32_t (&sV)[kT], const LaneBases& lo, const Mask& mask, float sl2,
+                                          int row_lo, int key0, int lane) {
   using Cfg = TileConfig<D>;
   using Ops = ElemOps<Elem>;
   constexpr bool kQRegs = WideState<D>::kQRegs;
   constexpr float kSlack = kWideSlack<D>;
-  constexpr int kQKUnroll = kQRegs ? Cfg::kQKSteps : 2;
-  constexpr int kST = Cfg::kSTiles;  // n8 score tiles of the 64 keys
+  constexpr int kQKUnroll = kWideQKUnroll<D>;
+  constexpr int kST = Cfg::kSTiles * kT;  // n8 score tiles of the step's 64·kT keys
   const int g = lane >> 2;
   float s[2][kST][4];
 #pragma unroll
@@ -72,15 +80,18 @@ __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, uint32
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) ldmatrix_x4(qa[mt], sQw + lo.q + lo.x(kk & 3) + (kk >> 2) * 128 + mt * 16 * Cfg::kRowBytes);
     }
-    const uint32_t base = sK + lo.k + lo.x(kk & 3) + (kk >> 2) * 128;
 #pragma unroll
-    for (int np = 0; np < kST / 2; ++np) {
-      uint32_t b[4];
-      ldmatrix_x4(b, base + np * 16 * Cfg::kRowBytes);
+    for (int t = 0; t < kT; ++t) {
+      const uint32_t base = sK[t] + lo.k + lo.x(kk & 3) + (kk >> 2) * 128;
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        Ops::mma(s[mt][2 * np], qa[mt], b[0], b[1]);
-        Ops::mma(s[mt][2 * np + 1], qa[mt], b[2], b[3]);
+      for (int np = 0; np < Cfg::kSTiles / 2; ++np) {
+        uint32_t b[4];
+        ldmatrix_x4(b, base + np * 16 * Cfg::kRowBytes);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          Ops::mma(s[mt][t * Cfg::kSTiles + 2 * np], qa[mt], b[0], b[1]);
+          Ops::mma(s[mt][t * Cfg::kSTiles + 2 * np + 1], qa[mt], b[2], b[3]);
+        }
       }
     }
   }
@@ -100,7 +111,8 @@ __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, uint32
 #pragma unroll
     for (int dp = 0; dp < Cfg::kOTiles / 2; ++dp) {
       uint32_t b[4];
-      ldmatrix_x4_trans(b, sV + lo.v + lo.x(dp & 3) + (dp >> 2) * 128 + kk * 16 * Cfg::kRowBytes);
+      ldmatrix_x4_trans(b, sV[kk / Cfg::kPVSteps] + lo.v + lo.x(dp & 3) + (dp >> 2) * 128 +
+                               (kk % Cfg::kPVSteps) * 16 * Cfg::kRowBytes);
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
         Ops::mma(st.o[mt][2 * dp], pa[mt], b[0], b[1]);
@@ -138,17 +150,23 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   const Elem* gK = rows.k;
   const Elem* gV = rows.v;
   const uint32_t ring = smem_u32(sRing);
+  // Tiles to load: n_tiles rounded up to whole steps, so that a step's second tile past the keys holds
+  // zeros (load_tile_async zero-fills rows past len_k; their scores are masked): P·V then adds 0 · 0.
+  constexpr int kT = kWideTilesPerStep<D>;
+  const int n_load = (n_tiles + kT - 1) / kT * kT;
   auto fill = [&](int t, int slot) {
-    if (t < n_tiles) {
+    if (t < n_load) {
       Elem* k = sRing + slot * 2 * Cfg::kTileElems;
       load_tile_async<D>(k, gK, p.k_seq_stride, t * kBlockN, kBlockN, mask.seq.len_k(), p.head_dim, tid, kThreads);
       load_tile_async<D>(k + Cfg::kTileElems, gV, p.v_seq_stride, t * kBlockN, kBlockN, mask.seq.len_k(), p.head_dim, tid,
                          kThreads);
     }
   };
-  // Prologue: Q + tile 0 (group 0), tiles 1..stages-2 (one group each; empty groups keep the count).
+  // Steps of kT tiles: the ring (stages >= 2·kT, the plan's wide_min_stages) holds the step's tiles and
+  // the next step's in flight. Prologue: Q + tile 0 (group 0), tiles 1..stages-kT-1 (one group a tile;
+  // empty groups keep the count).
   load_tile_async<D>(sQ, gQ, p.q_seq_stride, m0, kWideBlockM, mask.seq.len_q(), p.head_dim, tid, kThreads);
-  for (int i = 0; i < stages - 1; ++i) {
+  for (int i = 0; i < stages - kT; ++i) {
     fill(i, i);
     cp_async_commit();
   }
@@ -165,12 +183,21 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   const LaneBases lo = lane_bases<D>(lane);
   const uint32_t sQw = smem_u32(sQ) + warp * kWideWarpRows * Cfg::kRowBytes;
 
-  int slot = 0;
-  for (int i = 0; i < n_tiles; ++i) {
-    cp_async_wait_dyn(stages - 2);  // tile i landed (this thread's copies)...
-    __syncthreads();                // ...and everyone's; everyone is done with tile i-1
-    fill(i + stages - 1, slot == 0 ? stages - 1 : slot - 1);
-    cp_async_commit();
+  // Ring slot arithmetic (tile t in slot t mod stages); with one tile a step, the forms of before
+  // (the same SASS as a kernel without steps).
+  const auto wrap = [stages](int x) { return x >= stages ? x - stages : x; };  // x < 2·stages
+  int slot = 0;  // ring slot of tile i
+  for (int i = 0; i < n_tiles; i += kT) {
+    cp_async_wait_dyn(stages - 2 * kT);  // tiles i..i+kT-1 landed (this thread's copies)...
+    __syncthreads();                     // ...and everyone's; everyone is done with the previous step's tiles
+#pragma unroll
+    for (int u = 0; u < kT; ++u) {  // the next step's tiles into the previous step's slots
+      if constexpr (kT == 1)
+        fill(i + stages - 1, slot == 0 ? stages - 1 : slot - 1);
+      else
+        fill(i + stages - kT + u, wrap(slot + stages - kT + u));
+      cp_async_commit();
+    }
     if constexpr (WideState<D>::kQRegs) {
       if (i == 0) {
 #pragma unroll
@@ -180,12 +207,20 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
             ldmatrix_x4(st.q[mt][kk], sQw + lo.q + lo.x(kk & 3) + (kk >> 2) * 128 + mt * 16 * Cfg::kRowBytes);
       }
     }
-    const uint32_t sK = ring + slot * 4 * Cfg::kTileElems, sV = sK + 2 * Cfg::kTileElems;
-    if (i < w_full)
-      wide_tile<D, Elem, false>(st, sQw, sK, sV, lo, mask, a.scale_log2, row_lo, i * kBlockN, lane);
-    else if (i < w_tiles)
-      wide_tile<D, Elem, true>(st, sQw, sK, sV, lo, mask, a.scale_log2, row_lo, i * kBlockN, lane);
-    slot = (slot + 1 == stages) ? 0 : slot + 1;
+    uint32_t sK[kT], sV[kT];
+#pragma unroll
+    for (int u = 0; u < kT; ++u) {
+      sK[u] = ring + (u == 0 ? slot : wrap(slot + u)) * 4 * Cfg::kTileElems;
+      sV[u] = sK[u] + 2 * Cfg::kTileElems;
+    }
+    if (i + kT <= w_full)
+      wide_tile<D, Elem, kT, false>(st, sQw, sK, sV, lo, mask, a.scale_log2, row_lo, i * kBlockN, lane);
+    else if (i < w_tiles)  // a step that ends past w_tiles masks its keys there like any other
+      wide_tile<D, Elem, kT, true>(st, sQw, sK, sV, lo, mask, a.scale_log2, row_lo, i * kBlockN, lane);
+    if constexpr (kT == 1)
+      slot = (slot + 1 == stages) ? 0 : slot + 1;
+    else
+      slot = wrap(slot + kT);
   }
   cp_async_wait<0>();  // nothing of this thread in flight (only empty groups can remain)
   if (n_tiles == 0) __syncthreads();  // Q copies of all threads landed before the staging below
