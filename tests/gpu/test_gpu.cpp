@@ -637,15 +637,19 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
 // dims (on top of a quarter of make_data's random values), so that, in the log2 domain, the scores of
 // key tile t (128 keys) climb by 5 or 12 alternately across the tile. The second shape has more than
 // 16384 query rows: the mma.sync backends run it on the wide-warp kernel, which holds a lazy max too at
-// D = 128 (sm80/flash_fwd_wide.cuh, kWideSlack: 8; its 64-key tiles see climbs of 2.5 or 6, kept until
-// they add up past 8); its rows are sampled (every 7th).
+// D = 96 and 128 (sm80/flash_fwd_wide.cuh, kWideSlack: 8; its 64-key tiles see climbs of 2.5 or 6, kept
+// until they add up past 8), so it runs at both; its rows are sampled (every 7th).
 TEST(Gpu, ScoresGrowingAcrossKeyTiles) {
   REQUIRE_DEVICE();
+  struct Shape {
+    int many_rows, head_dim;
+  };
   for (DType dt : {DType::F16, DType::BF16})
     for (bool causal : {false, true})
-      for (int many_rows : {0, 1}) {
-        const Case c = many_rows ? make_case(2, 32, 8, 300, 1600, 128, dt, causal)
-                                 : make_case(1, 4, 2, 300, 1600, 128, dt, causal);
+      for (const Shape sh : {Shape{0, 128}, Shape{1, 128}, Shape{1, 96}}) {
+        const int many_rows = sh.many_rows;
+        const Case c = many_rows ? make_case(2, 32, 8, 300, 1600, sh.head_dim, dt, causal)
+                                 : make_case(1, 4, 2, 300, 1600, sh.head_dim, dt, causal);
         fctest::HostData h = fctest::make_data(c, fctest::run_seed() ^ 0x51ac5u);
         const flashcore::Problem& p = h.problem;
         // s·scale·log2e per unit of the ramp: 16 dims x 0.5 x scale x log2e (scale 0 stands for 1/sqrt(D))

@@ -33,17 +33,19 @@ struct WideState {
 };
 
 // The wide kernel's lazy max (common/online_softmax.cuh, slack; the Hopper kernel's kMaxSlack): 8 in the log2
-// domain at D = 128 (P up to 2^8, held by fp16 and bf16, the only inputs this kernel takes), off below. H200,
-// forced cuda-flash-allwarps, run 35a: D = 128 rows 1-2 % faster with it, D = 96 up to 1.2 % slower, D = 64
-// up to 1.7 % slower (perf/dev/NOTES.md, thirty-fifth session).
+// domain at D = 96 and 128 (P up to 2^8, held by fp16 and bf16, the only inputs this kernel takes), off
+// below. H200, forced cuda-flash-allwarps, run 35a: D = 128 rows 1-2 % faster with it, D = 64 up to 1.7 %
+// slower; D = 96 neutral alone (run 36c: 0.988-1.011), but with it D = 96's Q·Kᵀ k-loop unrolls fully
+// without spills (kWideQKUnroll), and the two together take 3.4-5.4 % off every D = 96 row (perf/dev/NOTES.md,
+// thirty-fifth and thirty-sixth sessions).
 template <int D>
-constexpr float kWideSlack = D == 128 ? 8.f : 0.f;
-// The Q·Kᵀ k-loop's unroll where Q comes from shared memory, one tile a step: by 2 at D = 96/128 (registers
-// at the 255 cap, S 64 + O 128 floats at D = 128: the one unroll without spills at both on sm_80/86/89/90,
-// D = 128 with the lazy max; ptxas, nvcc 13.0; the others spill 8-150 bytes on some of them). D = 64 (Q in
-// registers) and two-tile steps unroll fully.
+constexpr float kWideSlack = D >= 96 ? 8.f : 0.f;
+// The Q·Kᵀ k-loop's unroll where Q comes from shared memory, one tile a step: by 2 at D = 128 (registers
+// at the 255 cap, S 64 + O 128 floats: the one unroll without spills on sm_80/86/89/90 with the lazy max;
+// ptxas, nvcc 13.0), fully at D = 96 (6 steps, no spills with the lazy max; without it the full unroll
+// spilled). D = 64 (Q in registers) and two-tile steps unroll fully.
 template <int D>
-constexpr int kWideQKUnroll = D >= 96 ? 2 : TileConfig<D>::kQKSteps;
+constexpr int kWideQKUnroll = D == 128 ? 2 : TileConfig<D>::kQKSteps;
 
 // One 64-key tile for a 32-row warp: S = Q·Kᵀ (both m tiles share each K fragment), mask, online
 // softmax, O += P·V (both m tiles share each V fragment). One softmax update and one O rescale a tile,
