@@ -258,8 +258,8 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
   }
   bool wide = v == FlashVariant::AllWarps && plan->key_split_warps == 1 && plan->block_m == detail::kWideBlockM &&
               plan->max_splits == 1 && detail::sm80_kernel_built(FlashKernel::Wide, native_d, variants);
-  // The wide kernel's steps of two tiles (D <= 64) need a ring of two steps; where that does not fit
-  // the device's shared memory, the 16-row kernel runs the row.
+  // The wide kernel's steps of two tiles (D = 32: sm80/config.cuh, kWideTilesPerStep) need a ring of two
+  // steps; where that does not fit the device's shared memory, the 16-row kernel runs the row.
   if (wide && plan->stages < detail::wide_min_stages(native_d)) {
     const int row_stages = plan->stages;
     plan->stages = detail::wide_min_stages(native_d);

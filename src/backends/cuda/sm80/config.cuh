@@ -97,11 +97,11 @@ constexpr int kWideWarpRows = 32;
 constexpr int kWideWarps = 4;
 constexpr int kWideBlockM = kWideWarpRows * kWideWarps;  // 128
 // 64-key tiles per softmax step of the wide-warp kernel: two at D = 32 (128 keys a step: one update, one
-// O rescale and one block barrier for both; H200, forced cuda-flash-allwarps, run 36a: D = 32 rows 5-6 %
-// faster, causal 2.5-5.5 %), one above: at D = 64 two-tile steps measured 1-2 % slower non-causal and
-// 2-15 % causal (S 128 + O 64 registers spill 32-104 bytes, and Q has to come from shared memory;
-// perf/dev/NOTES.md, thirty-sixth session). The ring then needs room for two steps: at least
-// wide_min_stages stages (the plan raises the row's).
+// O rescale and one block barrier for both; H200, forced cuda-flash-allwarps, run 36b: D = 32 rows 2.6-7.3 %
+// faster, the short causal (4,16,1024,32) 3 % slower), one above: at D = 64 two-tile steps measured 0-8 %
+// slower non-causal and 1-30 % causal (run 36a: S 128 + O 64 registers spill 32-104 bytes, and Q has to
+// come from shared memory; perf/dev/NOTES.md, thirty-sixth session). The ring then needs room for two
+// steps: at least wide_min_stages stages (the plan raises the row's).
 template <int D>
 constexpr int kWideTilesPerStep = D <= 32 ? 2 : 1;
 constexpr int wide_tiles_per_step(int native_d) { return native_d <= 32 ? 2 : 1; }
