@@ -1,8 +1,8 @@
 // The wide-warp mma.sync kernel (large problems, compute capability 8.0+): every warp owns 32 query
 // rows (two m16 tiles) that share each K and V fragment read from shared memory, halving the ldmatrix
 // traffic per MMA (16 rows per warp re-read the whole K/V tile for every 16 rows: 16 FLOP per byte of
-// ldmatrix; here 32, or 25.6 for D=128 where Q is re-read from shared memory because 2x(Q, O, S)
-// fragments do not fit registers).
+// ldmatrix; here 32 where Q stays in registers (D = 64), less where Q is re-read from shared memory:
+// D = 96/128, where 2x(Q, O, S) fragments do not fit registers, and D = 32's two-tile steps).
 // Fixed shape: 4 warps x 32 rows = 128 rows per block, one K/V tile ring (`stages` deep, slot s holds
 // K and V of the same tile), AllWarps loads, one __syncthreads per step (one tile; two at D = 32:
 // kWideTilesPerStep), no KV groups, no split-KV, no S(i+1) prefetch (two blocks per SM = 2 warps per
@@ -47,13 +47,12 @@ constexpr float kWideSlack = D >= 96 ? 8.f : 0.f;
 template <int D>
 constexpr int kWideQKUnroll = D == 128 ? 2 : TileConfig<D>::kQKSteps;
 
-// One 64-key tile for a 32-row warp: S = Q·Kᵀ (both m tiles share each K fragment), mask, online
-// softmax, O += P·V (both m tiles share each V fragment). One softmax update and one O rescale a tile,
-// so D = 96/128 (Q not in registers) read each Q fragment from shared memory once a tile: 40 KB of
-// ldmatrix per 256 MMAs at D = 128, where two 32-key halves (before run 35a) read 48 KB.
-// The Q·Kᵀ k-loop's unroll: kWideQKUnroll.
-// kT tiles a step (kWideTilesPerStep: two at D = 32): S over 64·kT keys, one update and one rescale for
-// all of them, P·V over both tiles' V (sK, sV: the step's ring slots). Q from shared memory then.
+// One step (one 64-key tile; two at D = 32) for a 32-row warp: S = Q·Kᵀ (both m tiles share each K
+// fragment), mask, online softmax, O += P·V (both m tiles share each V fragment). One softmax update and
+// one O rescale a step, so where Q is not in registers (D = 32, 96, 128) each Q fragment is read from
+// shared memory once a step: 40 KB of ldmatrix per 256 MMAs at D = 128, where two 32-key halves (before
+// run 35a) read 48 KB. kT tiles a step (kWideTilesPerStep): S over 64·kT keys, P·V over the step's tiles'
+// V (sK, sV: its ring slots). The Q·Kᵀ k-loop's unroll: kWideQKUnroll.
 template <int D, typename Elem, int kT, bool kMask, class Mask>
 __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, const uint32_t (&sK)[kT],
                                           const uint32_t (&sV)[kT], const LaneBases& lo, const Mask& mask, float sl2,
@@ -152,8 +151,9 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   const Elem* gK = rows.k;
   const Elem* gV = rows.v;
   const uint32_t ring = smem_u32(sRing);
-  // Tiles to load: n_tiles rounded up to whole steps, so that a step's second tile past the keys holds
-  // zeros (load_tile_async zero-fills rows past len_k; their scores are masked): P·V then adds 0 · 0.
+  // Tiles to load: n_tiles rounded up to whole steps, so that a step's second tile always holds loaded
+  // data: zeros past len_k (load_tile_async zero-fills those rows), or keys below len_k that no row of
+  // the block sees (causal); their scores are masked, so P·V adds 0 times them, as for any masked key.
   constexpr int kT = kWideTilesPerStep<D>;
   const int n_load = (n_tiles + kT - 1) / kT * kT;
   auto fill = [&](int t, int slot) {
