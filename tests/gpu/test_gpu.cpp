@@ -627,6 +627,21 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
       // instance there (smaller problems run on its D = 64 one; cuda-flash-hopper always on D = 32)
       check_on_device(backend, make_case(4, 16, 4, 1100, 1300, 32, DType::BF16, causal), 307, 37);
       check_on_device(backend, make_case(2, 24, 8, 2000, 1777, 24, DType::F16, causal, Layout::BHSD), 308, 37);
+      // Sequences with more than 16384 query rows by their bounds (the wide-warp kernel where mma.sync runs):
+      // packed sequences of their own lengths (one key, one query, lengths that are not whole tiles) at
+      // D = 32 (two-tile steps) and 96, and packed queries against a cache of per-sequence key counts at 64.
+      using KvStore = Case::KvStore;
+      check_on_device(backend,
+                      fctest::sequence_case(16, 4, 32, DType::F16, causal, {1100, 37, 700, 1}, {1300, 37, 1, 900},
+                                            KvStore::Packed),
+                      309, 37);
+      check_on_device(backend,
+                      fctest::sequence_case(16, 4, 64, DType::BF16, causal, {1000, 513, 64}, {1000, 700, 2000},
+                                            KvStore::Batched, 0, 1, 16),
+                      310, 37);
+      check_on_device(backend,
+                      fctest::sequence_case(12, 3, 96, DType::F16, causal, {1500, 200}, {1499, 300}, KvStore::Packed),
+                      311, 37);
     }
 }
 
