@@ -102,9 +102,9 @@ constexpr int kWideBlockM = kWideWarpRows * kWideWarps;  // 128
 // slower non-causal and 1-30 % causal (run 36a: S 128 + O 64 registers spill 32-104 bytes, and Q has to
 // come from shared memory; perf/dev/NOTES.md, thirty-sixth session). The ring then needs room for two
 // steps: at least wide_min_stages stages (the plan raises the row's).
-template <int D>
-constexpr int kWideTilesPerStep = D <= 32 ? 2 : 1;
 constexpr int wide_tiles_per_step(int native_d) { return native_d <= 32 ? 2 : 1; }
+template <int D>
+constexpr int kWideTilesPerStep = wide_tiles_per_step(D);
 constexpr int wide_min_stages(int native_d) { return 2 * wide_tiles_per_step(native_d); }
 
 }  // namespace flashcore::cuda::detail
