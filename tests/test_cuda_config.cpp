@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "backends/cuda/flash_bwd.h"
@@ -109,21 +110,54 @@ TEST(CudaConfig, HopperHeadDimsAndSwizzleRows) {
   EXPECT_EQ(C32::kTileBytes, uint32_t(C32::kBlockN * 64));
   EXPECT_EQ(C32::kOStageBytes, uint32_t(C32::kBlockM * 64 * 2));
   EXPECT_EQ(sm90_row_bytes(128, /*fp8=*/true), 128);
-  // The instance a plan takes: Auto keeps 192-row blocks of the D = 32 instance for problems of at least
-  // as many items as SMs, else D = 64's 128-row blocks; forced, the D = 32 instance always.
+  // The instance a plan takes (compiled head dim, consumer warpgroups). D = 32: Auto keeps the D = 32
+  // instance's 192-row blocks for problems of at least as many items as SMs, else D = 64's 128-row
+  // blocks; forced, the D = 32 instance always.
   flashcore::cuda::DeviceLimits h100;
   h100.cc_major = 9, h100.sm_count = 132, h100.smem_optin_per_block = 227 * 1024;
   using flashcore::cuda::FlashVariant;
-  using flashcore::cuda::hopper_instance_dim;
+  using Inst = std::pair<int, int>;
+  const auto inst = [&](const FlashFwdParams& p, FlashVariant v = FlashVariant::Auto) {
+    const flashcore::cuda::HopperInstance i = flashcore::cuda::hopper_instance(p, h100, v);
+    return Inst(i.dim, i.wgs);
+  };
   const FlashFwdParams small = params(1, 8, 8, 2048, 2048, 32, false, false);  // 8 x 11 = 88 items
   const FlashFwdParams big = params(4, 16, 16, 1024, 1024, 24, true, true);    // 64 x 6 = 384 items
-  EXPECT_EQ(hopper_instance_dim(small, h100, FlashVariant::Auto), 64);
-  EXPECT_EQ(hopper_instance_dim(small, h100, FlashVariant::Hopper), 32);
-  EXPECT_EQ(hopper_instance_dim(big, h100, FlashVariant::Auto), 32);
-  EXPECT_EQ(hopper_instance_dim(params(1, 12, 12, 2112, 2112, 32, false, false), h100, FlashVariant::Auto), 32);  // 132
-  EXPECT_EQ(hopper_instance_dim(params(1, 12, 12, 1920, 1920, 32, false, false), h100, FlashVariant::Auto), 64);  // 120
-  EXPECT_EQ(hopper_instance_dim(params(1, 8, 8, 64, 64, 40, false, false), h100, FlashVariant::Auto), 64);
-  EXPECT_EQ(hopper_instance_dim(params(1, 8, 8, 64, 64, 96, false, false), h100, FlashVariant::Auto), 128);
+  EXPECT_EQ(inst(small), Inst(64, 2));
+  EXPECT_EQ(inst(small, FlashVariant::Hopper), Inst(32, 3));
+  EXPECT_EQ(inst(big), Inst(32, 3));
+  EXPECT_EQ(inst(params(1, 12, 12, 2112, 2112, 32, false, false)), Inst(32, 3));  // 132
+  EXPECT_EQ(inst(params(1, 12, 12, 1920, 1920, 32, false, false)), Inst(64, 2));  // 120
+  EXPECT_EQ(inst(params(1, 8, 8, 64, 64, 40, false, false)), Inst(64, 2));
+  EXPECT_EQ(inst(params(1, 8, 8, 64, 64, 96, false, false)), Inst(128, 2));
+  EXPECT_EQ(inst(params(2, 16, 16, 4096, 4096, 128, false, false)), Inst(128, 2));
+  // D = 64 (and 40..56): three warpgroups where 192-row items fill the SMs, non-causal, or causal from 4096
+  // query rows; forced too (the same kernel's tile shape). Not with pages or variants (not built).
+  const FlashFwdParams wide = params(4, 16, 16, 2048, 2048, 64, true, false);  // 64 x 11 = 704 items
+  EXPECT_EQ(inst(wide), Inst(64, 3));
+  EXPECT_EQ(inst(wide, FlashVariant::Hopper), Inst(64, 3));
+  EXPECT_EQ(inst(params(4, 16, 16, 2048, 2048, 64, true, true)), Inst(64, 2));   // causal, 2048 rows
+  EXPECT_EQ(inst(params(2, 16, 4, 4096, 4096, 64, false, true)), Inst(64, 3));   // causal, 4096 rows
+  EXPECT_EQ(inst(params(1, 8, 8, 2048, 2048, 64, false, false)), Inst(64, 2));   // 88 items
+  EXPECT_EQ(inst(params(1, 12, 12, 2112, 2112, 56, false, false)), Inst(64, 3)); // 132 items
+  EXPECT_EQ(inst(params(1, 12, 12, 1920, 1920, 64, false, false)), Inst(64, 2)); // 120
+  FlashFwdParams soft = wide;
+  soft.softcap = 30.f;
+  EXPECT_EQ(inst(soft), Inst(64, 2));
+  FlashFwdParams pages = wide;
+  alignas(16) static int table[16] = {};
+  pages.block_table = table, pages.page_size = 256, pages.num_pages = 16, pages.pages_per_seq = 8;
+  EXPECT_EQ(inst(pages), Inst(64, 2));
+  FlashFwdParams fp8 = wide;
+  fp8.fp8 = true;
+  EXPECT_EQ(inst(fp8), Inst(128, 2));
+  // The shapes that follow: 192 query rows a block, its shared memory within an H100's.
+  EXPECT_EQ(sm90_block_m(64, false, 3), 192);
+  EXPECT_EQ(sm90_block_m(64), 128);
+  EXPECT_EQ(sm90_block_m(32), 192);
+  EXPECT_LE(sm90_smem_bytes(64, false, 3), size_t(227 * 1024));
+  EXPECT_TRUE(hopper_instance_built(64, 3));
+  EXPECT_FALSE(hopper_instance_built(128, 3));
 }
 
 // The plan is made once per call, for a device: kernel, launch shape and workspace follow from the

@@ -627,6 +627,15 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
       // instance there (smaller problems run on its D = 64 one; cuda-flash-hopper always on D = 32)
       check_on_device(backend, make_case(4, 16, 4, 1100, 1300, 32, DType::BF16, causal), 307, 37);
       check_on_device(backend, make_case(2, 24, 8, 2000, 1777, 24, DType::F16, causal, Layout::BHSD), 308, 37);
+      // D = 64 and 48 with more 192-row items than SMs, non-causal, or causal from 4096 query rows: the
+      // Hopper kernel's three-warpgroup D = 64 instance (plan.cu, hopper_instance), with odd lengths, GQA,
+      // columns zero-filled past 48, packed sequences (one of a single query).
+      check_on_device(backend, make_case(1, 36, 6, 4100, 4100, 64, DType::BF16, causal), 312, 61);
+      check_on_device(backend, make_case(2, 12, 4, 1111, 1500, 48, DType::F16, causal, Layout::BHSD), 313, 37);
+      check_on_device(backend,
+                      fctest::sequence_case(16, 4, 64, DType::F16, causal, {4500, 37, 1}, {4600, 37, 900},
+                                            Case::KvStore::Packed),
+                      314, 37);
       // Sequences with more than 16384 query rows by their bounds (the wide-warp kernel where mma.sync runs):
       // packed sequences of their own lengths (one key, one query, lengths that are not whole tiles) at
       // D = 32 (two-tile steps) and 96, and packed queries against a cache of per-sequence key counts at 64.
@@ -653,18 +662,20 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
 // key tile t (128 keys) climb by 5 or 12 alternately across the tile. The second shape has more than
 // 16384 query rows: the mma.sync backends run it on the wide-warp kernel, which holds a lazy max too at
 // D = 96 and 128 (sm80/flash_fwd_wide.cuh, kWideSlack: 8; its 64-key tiles see climbs of 2.5 or 6, kept
-// until they add up past 8), so it runs at both; its rows are sampled (every 7th).
+// until they add up past 8), so it runs at both; its rows are sampled (every 7th). The third shape (D = 64,
+// 600 query rows: 256 items of 192 rows) runs the Hopper kernel's three-warpgroup D = 64 instance where it
+// is not causal, which holds a lazy max too (sm90/config.h, kMaxSlack).
 TEST(Gpu, ScoresGrowingAcrossKeyTiles) {
   REQUIRE_DEVICE();
   struct Shape {
-    int many_rows, head_dim;
+    int many_rows, head_dim, seqlen_q;
   };
   for (DType dt : {DType::F16, DType::BF16})
     for (bool causal : {false, true})
-      for (const Shape sh : {Shape{0, 128}, Shape{1, 128}, Shape{1, 96}}) {
+      for (const Shape sh : {Shape{0, 128, 300}, Shape{1, 128, 300}, Shape{1, 96, 300}, Shape{1, 64, 600}}) {
         const int many_rows = sh.many_rows;
-        const Case c = many_rows ? make_case(2, 32, 8, 300, 1600, sh.head_dim, dt, causal)
-                                 : make_case(1, 4, 2, 300, 1600, sh.head_dim, dt, causal);
+        const Case c = many_rows ? make_case(2, 32, 8, sh.seqlen_q, 1600, sh.head_dim, dt, causal)
+                                 : make_case(1, 4, 2, sh.seqlen_q, 1600, sh.head_dim, dt, causal);
         fctest::HostData h = fctest::make_data(c, fctest::run_seed() ^ 0x51ac5u);
         const flashcore::Problem& p = h.problem;
         // s·scale·log2e per unit of the ramp: 16 dims x 0.5 x scale x log2e (scale 0 stands for 1/sqrt(D))

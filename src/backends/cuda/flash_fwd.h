@@ -132,9 +132,10 @@ struct FlashFwdPlan {
   // flash_fwd_run on the stream (cudaMallocAsync) and released there after the kernels.
   int fp8_keys_pad = 0;
   size_t fp8_vt_bytes = 0;
-  // Hopper: the compiled head dim whose instance runs (sm90/config.h): the next one up from head_dim,
-  // but D = 32's 192-row blocks give way to D = 64's 128-row ones where they would leave SMs idle.
+  // Hopper: the instance that runs (hopper_instance; sm90/config.h): its compiled head dim and consumer
+  // warpgroups (64 query rows each).
   int hopper_dim = 0;
+  int hopper_wgs = 0;
   // e.g. "sm80-rows16 block_m=64 key_split_warps=2 stages=2 splits=3"
   std::string describe() const;
 };
@@ -145,10 +146,16 @@ struct FlashFwdPlan {
 std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant,
                            FlashFwdPlan* plan);
 
-// The compiled head dim of the Hopper instance that runs p on dev (FlashFwdPlan::hopper_dim): the next
-// one up from head_dim; Auto runs D <= 32 on the D = 64 instance where the D = 32 one's 192-row blocks
-// would be fewer than the SMs. FP8: the FP8 instance's 128.
-int hopper_instance_dim(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant);
+// The Hopper instance that runs p on dev (FlashFwdPlan::hopper_dim, hopper_wgs): the compiled head dim
+// next up from head_dim with its consumer warpgroups (3 at D = 32, else 2), and two exceptions by shape
+// (plan.cu): Auto runs D <= 32 on the D = 64 instance where the D = 32 one's 192-row blocks would be fewer
+// than the SMs; D = 64 runs on its three-warpgroup instance where that was measured faster. FP8: the FP8
+// instance's (128, 2).
+struct HopperInstance {
+  int dim = 0;  // compiled head dim
+  int wgs = 0;  // consumer warpgroups
+};
+HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant);
 
 // Launches a plan on `stream` (asynchronous); returns the launch status.
 //

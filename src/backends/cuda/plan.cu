@@ -96,22 +96,37 @@ size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {
 }
 
 
-// Which Hopper instance runs p (sm90/config.h): the compiled head dim next up from head_dim. Auto makes
-// one exception: the D = 32 instance's 192-row blocks (three consumer warpgroups) leave SMs idle on
-// problems of fewer items than SMs, where the D = 64 instance's 128-row blocks (columns 32..63
-// zero-filled) make more items. Forced (cuda-flash-hopper) runs the D = 32 instance whatever the size.
-// H100, run 26b, µs: (1,8,2048,32), 88 items of 192 rows: 27.1 on the D = 32 instance, 24.6 on D = 64;
-// (4,16,1024,32), 384 items: 43.3 against 50.4, causal 34.1 against 35.4; (4,16,2048,32) 140.0 against
-// 165.3.
+// Which Hopper instance runs p (sm90/config.h): the compiled head dim next up from head_dim, with its
+// consumer warpgroups. Two exceptions by shape, both about 192-row blocks (three warpgroups):
+// - D = 32 (Auto only): its 192-row blocks leave SMs idle on problems of fewer items than SMs, where the
+//   D = 64 instance's 128-row blocks (columns 32..63 zero-filled) make more items. Forced
+//   (cuda-flash-hopper) runs the D = 32 instance whatever the size. H100, run 26b, µs: (1,8,2048,32), 88
+//   items of 192 rows: 27.1 on the D = 32 instance, 24.6 on D = 64; (4,16,1024,32), 384 items: 43.3
+//   against 50.4, causal 34.1 against 35.4; (4,16,2048,32) 140.0 against 165.3.
+// - D = 64 (Auto and forced: the same kernel, its tile shape): the three-warpgroup instance where it has
+//   at least as many items as SMs, non-causal or causal from 4096 query rows, without pages or variants
+//   (not built there). H200, run 37a, forced Hopper, µs two -> three warpgroups: non-causal
+//   (8,16,2048,64) 334 -> 294, (1,16,16384,64) 2593 -> 2332, (2,16,4096,64) 318 -> 304, (4,16,2048,64)
+//   170.5 -> 163.9, (4,16,1024,64) 51.1 -> 50.2, (16,16,512,64) 58.9 -> 58.6; causal (1,16,16384,64) 1321
+//   -> 1195, (2,16,4096,64) 183 -> 177 (bf16 178 -> 170), (4,16,2048,64) 104.7 -> 104.6, (4,16,1024,64)
+//   36.2 -> 40.2 and (16,16,512,64) 47.5 -> 53.2 (slower: not taken); (1,8,2048,64) (88 items of 192
+//   rows) 24.5 -> 30.2 (not taken).
+constexpr int kHopperWg3MinCausalRows = 4096;
 }  // namespace
 
-int hopper_instance_dim(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant) {
-  if (p.fp8) return detail::kHopperFp8HeadDim;
+HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant) {
+  if (p.fp8) return {detail::kHopperFp8HeadDim, detail::HopperFp8Config::kConsumerWGs};
   const int d = detail::hopper_head_dim(p.head_dim);
-  if (d != 32 || variant != FlashVariant::Auto) return d;
-  const int rows = detail::HopperConfig<32>::kBlockM;
-  const long long items = (long long)p.batch * p.heads_q * ((p.seqlen_q + rows - 1) / rows);
-  return items >= dev.sm_count ? 32 : 64;
+  auto items = [&](int rows) { return (long long)p.batch * p.heads_q * ((p.seqlen_q + rows - 1) / rows); };
+  const bool fill = items(detail::HopperConfig<64, 2, 3>::kBlockM) >= dev.sm_count;  // 192-row items fill the SMs
+  if (d == 32) {
+    static_assert(detail::HopperConfig<32>::kBlockM == detail::HopperConfig<64, 2, 3>::kBlockM, "192-row blocks");
+    if (variant == FlashVariant::Auto && !fill) return {64, detail::hopper_default_wgs(64)};
+  } else if (d == 64 && fill && p.block_table == nullptr && !detail::has_variants(p) &&
+             (!p.causal || p.seqlen_q >= kHopperWg3MinCausalRows)) {
+    return {64, 3};
+  }
+  return {d, detail::hopper_default_wgs(d)};
 }
 
 namespace {
@@ -130,13 +145,14 @@ std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, Flas
 #else
     return "the Hopper kernel was not built (sm_90 is not among the CUDA architectures of this build)";
 #endif
-  const int cd = hopper_instance_dim(p, dev, variant);
-  const size_t need = detail::sm90_smem_bytes(cd, p.fp8);
+  const HopperInstance in = hopper_instance(p, dev, variant);
+  const size_t need = detail::sm90_smem_bytes(in.dim, p.fp8, in.wgs);
   if (need > dev.smem_optin_per_block)
     return "the Hopper kernel needs " + std::to_string(need) + " bytes of shared memory per block, device allows " +
            std::to_string(dev.smem_optin_per_block);
-  plan->hopper_dim = cd;
-  return detail::sm90_tensor_maps(p, plan->tensor_maps, cd);
+  plan->hopper_dim = in.dim;
+  plan->hopper_wgs = in.wgs;
+  return detail::sm90_tensor_maps(p, plan->tensor_maps, in.dim, in.wgs);
 }
 
 // The Hopper kernel's persistent schedule (common/work_list.h): one block per SM, or one per item when
@@ -499,8 +515,8 @@ std::string FlashFwdPlan::describe() const {
   if (kernel != FlashKernel::Hopper) s += " stages=" + std::to_string(stages);
   if (fp8_vt_bytes > 0) s += " fp8_e4m3 vt_bytes=" + std::to_string(fp8_vt_bytes);
   if (kernel == FlashKernel::Hopper)
-    s += " instance=D" + std::to_string(hopper_dim) + " persistent blocks=" + std::to_string(work_blocks) +
-         " pair_groups=" + std::to_string(pair_groups) +
+    s += " instance=D" + std::to_string(hopper_dim) + "x" + std::to_string(hopper_wgs) + "wg" +
+         " persistent blocks=" + std::to_string(work_blocks) + " pair_groups=" + std::to_string(pair_groups) +
          (item_tickets ? " tickets" : "");
   else if (work_slots > 0)
     s += " balanced slots=" + std::to_string(work_slots) +
@@ -589,9 +605,9 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
                        hopper_limits(p, dev, &out, variant).empty());
   if (hopper) {
     out.kernel = FlashKernel::Hopper;
-    out.block_m = detail::sm90_block_m(out.hopper_dim);
+    out.block_m = detail::sm90_block_m(out.hopper_dim, false, out.hopper_wgs);
     out.key_split_warps = 1;
-    out.smem = detail::sm90_smem_bytes(out.hopper_dim);
+    out.smem = detail::sm90_smem_bytes(out.hopper_dim, false, out.hopper_wgs);
     out.n_mblocks = (p.seqlen_q + out.block_m - 1) / out.block_m;
     plan_hopper_schedule(p, dev, &out);
   } else {

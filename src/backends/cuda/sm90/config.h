@@ -44,12 +44,25 @@ constexpr int hopper_head_dim(int head_dim) {
 // chains behind each other, where the other head dims keep two at 240.
 // Shared by the host (tensor maps) and the kernel: the swizzle row of a compiled head dim.
 constexpr int swizzle_row_bytes(int d, int in_bytes) { return d * in_bytes >= 128 ? 128 : d * in_bytes; }
-template <int D, int kInBytes = 2>
+//
+// Consumer warpgroups (kWGs, 64 query rows each): an instance's own number, 3 at D = 32 and 2 elsewhere
+// (hopper_default_wgs). D = 64 has a second instance with three (fwd_hdim64_wg3.cu: 192-row blocks, 160
+// registers a consumer, no spills without pages and variants, so those two only): with the turns, two
+// warpgroups' softmaxes run under each one's wgmmas instead of one. H200 (run 37a, forced Hopper,
+// perf/dev/NOTES.md): non-causal (8,16,2048,64) 334 -> 294 us, (1,16,16384,64) 0.90x, (2,16,4096,64)
+// and (4,16,2048,64) 0.96x, (16,16,512,64) and (4,16,1024,64) 0.98-1.00x; causal 0.90-0.97x from 4096
+// rows, 0.99-1.00x at 2048, 1.11x slower at 512-1024 (192-row blocks: more of each item on the diagonal,
+// and 12.5 % more rows where 192 does not divide them); 1.23x slower with fewer items than SMs
+// ((1,8,2048,64): 88 items of 192 rows against 128 of 128). With the lazy max (kMaxSlack, run 37c) the
+// non-causal rows another 1-6 % faster. The plan picks it (plan.cu, hopper_instance).
+constexpr int hopper_default_wgs(int d) { return d == 32 ? 3 : 2; }
+template <int D, int kInBytes = 2, int kWGs = hopper_default_wgs(D)>
 struct HopperConfig {
   static_assert((D % 64 == 0 && D >= 64 && D <= 256) || (D == 32 && kInBytes == 2), "compiled head dims: kHopperHeadDims");
   static_assert(kInBytes == 2 || (kInBytes == 1 && D == 128), "FP8 inputs: D = 128 only");
+  static_assert(kWGs == 2 || (kWGs == 3 && D <= 64 && kInBytes == 2), "three consumer warpgroups (160 registers) at D <= 64 only");
   static constexpr bool kFp8 = kInBytes == 1;
-  static constexpr int kConsumerWGs = D == 32 ? 3 : 2;
+  static constexpr int kConsumerWGs = kWGs;
   static constexpr int kBlockM = 64 * kConsumerWGs;        // query rows per block
   static constexpr int kBlockN = D <= 128 ? 128 : D == 192 ? 96 : 64;  // keys per K/V tile
   static constexpr int kStages = kFp8 || D == 32 ? 4 : D == 64 ? 3 : 2;  // K/V ring depth
@@ -110,8 +123,10 @@ struct HopperConfig {
   // steps skip O's rescale (D/2 multiplies a thread) for a compare and a warp vote; P then reaches 2^8,
   // which fp16 and bf16 hold with room to spare. H100 (runs 29a, 29b; perf/dev/NOTES.md): D = 128-256
   // mostly 1-9 % faster; D = 64 within 1.3 % either way (its rescale is 32 multiplies), so 0 (off)
-  // below 128; FP8 1-7.5 % slower with the slack e4m3 leaves (0.75: 2^(0.75 + kFp8PLog2) = 431 < 448).
-  static constexpr float kMaxSlack = !kFp8 && D >= 128 ? 8.f : 0.f;
+  // below 128, except on the three-warpgroup D = 64 instance: H200 run 37c, non-causal (the only rows
+  // it runs causal are from 4096 query rows), 0.94-0.99x on all 12 rows measured. FP8 1-7.5 % slower
+  // with the slack e4m3 leaves (0.75: 2^(0.75 + kFp8PLog2) = 431 < 448).
+  static constexpr float kMaxSlack = !kFp8 && (D >= 128 || (D == 64 && kWGs == 3)) ? 8.f : 0.f;
   static constexpr int kBarTurn = 2 + 2 * kConsumerWGs;    // + c
   static constexpr int kTurnBarThreads = 2 * 128;
   static_assert(kBarTurn + kConsumerWGs <= 16, "16 named barriers");
@@ -128,14 +143,26 @@ decltype(auto) with_hopper_head_dim(int head_dim, F&& f) {
     default: return f(std::integral_constant<int, 256>{});
   }
 }
+// The compiled instances: a head dim with its default warpgroups, and D = 64 with three.
+constexpr bool hopper_instance_built(int dim, int wgs) { return wgs == hopper_default_wgs(dim) || (dim == 64 && wgs == 3); }
+// f(D, W) (integral constants) for the instance of compiled head dim `dim` with `wgs` consumer warpgroups
+// (0, or one not built: the head dim's default).
+template <class F>
+decltype(auto) with_hopper_instance(int dim, int wgs, F&& f) {
+  if (hopper_head_dim(dim) == 64 && wgs == 3) return f(std::integral_constant<int, 64>{}, std::integral_constant<int, 3>{});
+  return with_hopper_head_dim(dim, [&](auto d) {
+    return f(d, std::integral_constant<int, hopper_default_wgs(decltype(d)::value)>{});
+  });
+}
 // FP8 inputs: every head dim up to 128 runs on the D = 128 instance (TMA zero-fills the padding).
 constexpr int kHopperFp8HeadDim = 128;
 using HopperFp8Config = HopperConfig<kHopperFp8HeadDim, 1>;
 // Query rows per block, keys per K/V tile and dynamic shared memory of one launch, for the plan and
 // the tensor maps (fp8: the FP8 instance's).
-inline int sm90_block_m(int head_dim, bool fp8 = false) {
+// wgs: the instance's consumer warpgroups (0: the head dim's default).
+inline int sm90_block_m(int head_dim, bool fp8 = false, int wgs = 0) {
   if (fp8) return HopperFp8Config::kBlockM;
-  return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kBlockM; });
+  return with_hopper_instance(head_dim, wgs, [](auto d, auto w) { return HopperConfig<decltype(d)::value, 2, decltype(w)::value>::kBlockM; });
 }
 inline int sm90_block_n(int head_dim, bool fp8 = false) {
   if (fp8) return HopperFp8Config::kBlockN;
@@ -154,9 +181,9 @@ inline int sm90_row_bytes(int head_dim, bool fp8 = false) {
   if (fp8) return HopperFp8Config::kRowBytes;
   return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kRowBytes; });
 }
-inline size_t sm90_smem_bytes(int head_dim, bool fp8 = false) {
+inline size_t sm90_smem_bytes(int head_dim, bool fp8 = false, int wgs = 0) {
   if (fp8) return HopperFp8Config::kSmemBytes;
-  return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kSmemBytes; });
+  return with_hopper_instance(head_dim, wgs, [](auto d, auto w) { return HopperConfig<decltype(d)::value, 2, decltype(w)::value>::kSmemBytes; });
 }
 
 // The kernel's TMA tensor maps of Q, K, V: dims (head_dim, seqlen, heads, batch), boxes of one swizzle

@@ -109,10 +109,11 @@ __device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const C
 // runs on across items (its slots and mbarrier phases count the block's tiles, not the item's), so the
 // producer loads the next item's Q (once the consumers are done with the current one's: q_empty) and
 // its first K/V tiles while the consumers finish the current item.
-template <int D, typename Elem, class Mask, bool kPaged, typename OutElem = Elem>
-__global__ void __launch_bounds__(HopperConfig<D>::kThreads, 1)
+// kWGs: consumer warpgroups (sm90/config.h, HopperConfig).
+template <int D, typename Elem, class Mask, bool kPaged, typename OutElem = Elem, int kWGs = hopper_default_wgs(D)>
+__global__ void __launch_bounds__(HopperConfig<D, 2, kWGs>::kThreads, 1)
 flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_constant__ HopperMaps maps) {
-  using Cfg = HopperConfig<D, sizeof(Elem)>;
+  using Cfg = HopperConfig<D, sizeof(Elem), kWGs>;
   using ItemMask = typename Mask::template WithLengths<ReadLengths>;
   constexpr int kS = Cfg::kStages, kBN = Cfg::kBlockN;
   extern __shared__ unsigned char smem_raw[];
@@ -444,25 +445,31 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   }
 }
 
-template <int D, typename Elem>
+// kWGs other than the head dim's default (D = 64 with three warpgroups): the lean instance, built without
+// paged K/V and the attention variants (the plan sends it neither: hopper_instance).
+template <int D, int kWGs, typename Elem>
 cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, const HopperMaps& maps, cudaStream_t stream) {
-  using Cfg = HopperConfig<D, sizeof(Elem)>;
-  const bool variants = has_variants(args.p);
-  void (*kernel)(KernelArgs, HopperMaps) =
-      args.p.block_table != nullptr
-          ? (variants ? flash_fwd_hopper_kernel<D, Elem, VariantMask, true> : flash_fwd_hopper_kernel<D, Elem, CausalMask, true>)
-          : (variants ? flash_fwd_hopper_kernel<D, Elem, VariantMask, false> : flash_fwd_hopper_kernel<D, Elem, CausalMask, false>);
+  using Cfg = HopperConfig<D, sizeof(Elem), kWGs>;
+  const bool variants = has_variants(args.p), paged = args.p.block_table != nullptr;
+  void (*kernel)(KernelArgs, HopperMaps) = nullptr;
+  if constexpr (kWGs == hopper_default_wgs(D))
+    kernel = paged ? (variants ? flash_fwd_hopper_kernel<D, Elem, VariantMask, true> : flash_fwd_hopper_kernel<D, Elem, CausalMask, true>)
+                   : (variants ? flash_fwd_hopper_kernel<D, Elem, VariantMask, false> : flash_fwd_hopper_kernel<D, Elem, CausalMask, false>);
+  else if (paged || variants)
+    return cudaErrorInvalidValue;
+  else
+    kernel = flash_fwd_hopper_kernel<D, Elem, CausalMask, false, Elem, kWGs>;
   const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), plan.device, Cfg::kSmemBytes);
   if (e != cudaSuccess) return e;
   kernel<<<plan.work_blocks, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args, maps);
   return cudaGetLastError();
 }
 
-template <int D>
-cudaError_t launch_sm90_head_dim(const FlashFwdPlan& plan, const KernelArgs& args, const HopperMaps& maps,
+template <int D, int kWGs>
+cudaError_t launch_sm90_instance(const FlashFwdPlan& plan, const KernelArgs& args, const HopperMaps& maps,
                                  cudaStream_t stream) {
-  return args.p.bf16 ? launch_typed<D, __nv_bfloat16>(plan, args, maps, stream)
-                     : launch_typed<D, __half>(plan, args, maps, stream);
+  return args.p.bf16 ? launch_typed<D, kWGs, __nv_bfloat16>(plan, args, maps, stream)
+                     : launch_typed<D, kWGs, __half>(plan, args, maps, stream);
 }
 
 template <int D>
@@ -472,8 +479,11 @@ const void* sm90_kernel_address() {
 
 }  // namespace flashcore::cuda::detail
 
-#define FLASHCORE_SM90_INSTANTIATE(D)                                                                          \
-  template cudaError_t flashcore::cuda::detail::launch_sm90_head_dim<D>(                                       \
+// The instance of head dim D with W consumer warpgroups (an instance file each: sm90/instances/).
+#define FLASHCORE_SM90_INSTANTIATE_WGS(D, W)                                                                   \
+  template cudaError_t flashcore::cuda::detail::launch_sm90_instance<D, W>(                                    \
       const flashcore::cuda::FlashFwdPlan&, const flashcore::cuda::detail::KernelArgs&,                        \
-      const flashcore::cuda::detail::HopperMaps&, cudaStream_t);                                               \
+      const flashcore::cuda::detail::HopperMaps&, cudaStream_t);
+#define FLASHCORE_SM90_INSTANTIATE(D)                                                                          \
+  FLASHCORE_SM90_INSTANTIATE_WGS(D, flashcore::cuda::detail::hopper_default_wgs(D))                            \
   template const void* flashcore::cuda::detail::sm90_kernel_address<D>();

@@ -1,6 +1,6 @@
-// The Hopper kernel's dispatch: the compiled head dim the plan chose (FlashFwdPlan::hopper_dim; sm90/config.h,
-// hopper_head_dim) picks the translation unit in sm90/instances/ (fwd_hdim*.cu), which launches it with
-// the plan's TMA descriptors. Built for sm_90a only, with the instances.
+// The Hopper kernel's dispatch: the instance the plan chose (FlashFwdPlan::hopper_dim and hopper_wgs;
+// sm90/config.h, with_hopper_instance) picks the translation unit in sm90/instances/ (fwd_hdim*.cu), which
+// launches it with the plan's TMA descriptors. Built for sm_90a only, with the instances.
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -12,9 +12,9 @@
 
 namespace flashcore::cuda::detail {
 
-// Defined in sm90/flash_fwd_sm90.cuh, instantiated per head dim in sm90/instances/.
-template <int D>
-cudaError_t launch_sm90_head_dim(const FlashFwdPlan& plan, const KernelArgs& args, const HopperMaps& maps,
+// Defined in sm90/flash_fwd_sm90.cuh, instantiated per head dim and consumer warpgroups in sm90/instances/.
+template <int D, int kWGs>
+cudaError_t launch_sm90_instance(const FlashFwdPlan& plan, const KernelArgs& args, const HopperMaps& maps,
                                  cudaStream_t stream);
 template <int D>
 const void* sm90_kernel_address();
@@ -60,13 +60,14 @@ bool sm90_kernel_loads(int device) {
 }
 
 cudaError_t launch_sm90(const FlashFwdPlan& plan, const KernelArgs& args, cudaStream_t stream) {
-  if (plan.hopper_dim < args.p.head_dim || hopper_head_dim(plan.hopper_dim) != plan.hopper_dim)
+  if (plan.hopper_dim < args.p.head_dim || hopper_head_dim(plan.hopper_dim) != plan.hopper_dim ||
+      !hopper_instance_built(plan.hopper_dim, plan.hopper_wgs))
     return cudaErrorInvalidValue;  // the plan never gets here
   HopperMaps maps;
   std::memcpy(static_cast<void*>(&maps), plan.tensor_maps, sizeof maps);
   if (args.p.fp8) return run_fp8(plan, args, maps, stream);
-  return with_hopper_head_dim(plan.hopper_dim, [&](auto d) {
-    return launch_sm90_head_dim<decltype(d)::value>(plan, args, maps, stream);
+  return with_hopper_instance(plan.hopper_dim, plan.hopper_wgs, [&](auto d, auto w) {
+    return launch_sm90_instance<decltype(d)::value, decltype(w)::value>(plan, args, maps, stream);
   });
 }
 

@@ -110,10 +110,10 @@ std::string encode_views(std::initializer_list<std::pair<CUtensorMap*, const Tma
   return {};
 }
 
-// Every layout check first (they need no driver), then the three encodings. cd: the compiled head dim
-// of the instance that reads them (its block rows, tiles and swizzle row).
-std::string encode_maps(const FlashFwdParams& p, int cd, HopperMaps* m) {
-  const int bm = sm90_block_m(cd, p.fp8);  // box rows of Q
+// Every layout check first (they need no driver), then the three encodings. cd, wgs: the compiled head
+// dim and consumer warpgroups of the instance that reads them (its block rows, tiles and swizzle row).
+std::string encode_maps(const FlashFwdParams& p, int cd, int wgs, HopperMaps* m) {
+  const int bm = sm90_block_m(cd, p.fp8, wgs);  // box rows of Q
   // Packed Q (cu_seqlens_q) or K/V (cu_seqlens_k): one batch entry of total rows; the kernel starts a
   // sequence at row cu_seqlens[b]. Cache lengths keep the batch layout (seqlen_k rows per entry).
   // Paged K/V: the pools as (D, page_size, heads, num_pages), boxes of sm90_paged_box_rows rows (a
@@ -198,10 +198,10 @@ std::string sm90_fp8_vt_map(const FlashFwdParams& p, const void* vt, int keys_pa
   return why;
 }
 
-std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps, int compiled_dim) {
+std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps, int compiled_dim, int wgs) {
   static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) <= 128, "FlashFwdPlan::tensor_maps holds 3 of them");
   HopperMaps m;
-  const std::string why = encode_maps(p, compiled_dim > 0 ? compiled_dim : hopper_head_dim(p.head_dim), &m);
+  const std::string why = encode_maps(p, compiled_dim > 0 ? compiled_dim : hopper_head_dim(p.head_dim), wgs, &m);
   if (why.empty() && maps != nullptr) {
     CUtensorMap* out = static_cast<CUtensorMap*>(maps);
     out[0] = m.q;
