@@ -131,13 +131,14 @@ TEST(CudaConfig, HopperHeadDimsAndSwizzleRows) {
   EXPECT_EQ(inst(params(1, 8, 8, 64, 64, 40, false, false)), Inst(64, 2));
   EXPECT_EQ(inst(params(1, 8, 8, 64, 64, 96, false, false)), Inst(128, 2));
   EXPECT_EQ(inst(params(2, 16, 16, 4096, 4096, 128, false, false)), Inst(128, 2));
-  // D = 64 (and 40..56): three warpgroups where 192-row items fill the SMs, non-causal, or causal from 4096
+  // D = 64 (and 40..56): three warpgroups where 192-row items fill the SMs, non-causal, or causal from 2048
   // query rows; forced too (the same kernel's tile shape). Not with pages or variants (not built).
   const FlashFwdParams wide = params(4, 16, 16, 2048, 2048, 64, true, false);  // 64 x 11 = 704 items
   EXPECT_EQ(inst(wide), Inst(64, 3));
   EXPECT_EQ(inst(wide, FlashVariant::Hopper), Inst(64, 3));
-  EXPECT_EQ(inst(params(4, 16, 16, 2048, 2048, 64, true, true)), Inst(64, 2));   // causal, 2048 rows
-  EXPECT_EQ(inst(params(2, 16, 4, 4096, 4096, 64, false, true)), Inst(64, 3));   // causal, 4096 rows
+  EXPECT_EQ(inst(params(4, 16, 16, 2048, 2048, 64, true, true)), Inst(64, 3));   // causal, 2048 rows
+  EXPECT_EQ(inst(params(8, 16, 16, 2047, 2047, 64, true, true)), Inst(64, 2));   // causal, 2047 rows
+  EXPECT_EQ(inst(params(8, 16, 16, 1024, 1024, 64, false, true)), Inst(64, 2));  // causal, 1024 rows: 768 items
   EXPECT_EQ(inst(params(1, 8, 8, 2048, 2048, 64, false, false)), Inst(64, 2));   // 88 items
   EXPECT_EQ(inst(params(1, 12, 12, 2112, 2112, 56, false, false)), Inst(64, 3)); // 132 items
   EXPECT_EQ(inst(params(1, 12, 12, 1920, 1920, 64, false, false)), Inst(64, 2)); // 120

@@ -627,7 +627,7 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
       // instance there (smaller problems run on its D = 64 one; cuda-flash-hopper always on D = 32)
       check_on_device(backend, make_case(4, 16, 4, 1100, 1300, 32, DType::BF16, causal), 307, 37);
       check_on_device(backend, make_case(2, 24, 8, 2000, 1777, 24, DType::F16, causal, Layout::BHSD), 308, 37);
-      // D = 64 and 48 with more 192-row items than SMs, non-causal, or causal from 4096 query rows: the
+      // D = 64 and 48 with more 192-row items than SMs, non-causal, or causal from 2048 query rows: the
       // Hopper kernel's three-warpgroup D = 64 instance (plan.cu, hopper_instance), with odd lengths, GQA,
       // columns zero-filled past 48, packed sequences (one of a single query).
       check_on_device(backend, make_case(1, 36, 6, 4100, 4100, 64, DType::BF16, causal), 312, 61);

@@ -104,14 +104,16 @@ size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {
 //   items of 192 rows: 27.1 on the D = 32 instance, 24.6 on D = 64; (4,16,1024,32), 384 items: 43.3
 //   against 50.4, causal 34.1 against 35.4; (4,16,2048,32) 140.0 against 165.3.
 // - D = 64 (Auto and forced: the same kernel, its tile shape): the three-warpgroup instance where it has
-//   at least as many items as SMs, non-causal or causal from 4096 query rows, without pages or variants
-//   (not built there). H200, run 37a, forced Hopper, µs two -> three warpgroups: non-causal
-//   (8,16,2048,64) 334 -> 294, (1,16,16384,64) 2593 -> 2332, (2,16,4096,64) 318 -> 304, (4,16,2048,64)
-//   170.5 -> 163.9, (4,16,1024,64) 51.1 -> 50.2, (16,16,512,64) 58.9 -> 58.6; causal (1,16,16384,64) 1321
-//   -> 1195, (2,16,4096,64) 183 -> 177 (bf16 178 -> 170), (4,16,2048,64) 104.7 -> 104.6, (4,16,1024,64)
-//   36.2 -> 40.2 and (16,16,512,64) 47.5 -> 53.2 (slower: not taken); (1,8,2048,64) (88 items of 192
-//   rows) 24.5 -> 30.2 (not taken).
-constexpr int kHopperWg3MinCausalRows = 4096;
+//   at least as many items as SMs, non-causal or causal from 2048 query rows, without pages or variants
+//   (not built there). H200, run 37a, forced Hopper, µs two -> three warpgroups (before its lazy max):
+//   non-causal (8,16,2048,64) 334 -> 294, (1,16,16384,64) 2593 -> 2332, (2,16,4096,64) 318 -> 304,
+//   (4,16,2048,64) 170.5 -> 163.9, (4,16,1024,64) 51.1 -> 50.2, (16,16,512,64) 58.9 -> 58.6; causal
+//   (1,16,16384,64) 1321 -> 1195, (2,16,4096,64) 183 -> 177; (1,8,2048,64) (88 items of 192 rows) 24.5
+//   -> 30.2 (not taken). Causal below 4096 with the lazy max (run 37e, cuda-flash, µs): 2048 rows
+//   (4,16,2048,64) 100.1 -> 96.7, (8,16,2048,64) 198.5 -> 185.3, (4,32,2048,64) 0.93-0.94x, (2,16,3000,64)
+//   0.90x; 1024 rows (4,16,1024,64) 36.4 -> 39.7, (8,16,1024,64) 1.11x and (16,16,512,64) 1.11-1.12x
+//   slower (not taken: the diagonal is a larger share of a 192-row item, and 192 does not divide them).
+constexpr int kHopperWg3MinCausalRows = 2048;
 }  // namespace
 
 HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant) {

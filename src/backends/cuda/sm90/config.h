@@ -53,8 +53,9 @@ constexpr int swizzle_row_bytes(int d, int in_bytes) { return d * in_bytes >= 12
 // and (4,16,2048,64) 0.96x, (16,16,512,64) and (4,16,1024,64) 0.98-1.00x; causal 0.90-0.97x from 4096
 // rows, 0.99-1.00x at 2048, 1.11x slower at 512-1024 (192-row blocks: more of each item on the diagonal,
 // and 12.5 % more rows where 192 does not divide them); 1.23x slower with fewer items than SMs
-// ((1,8,2048,64): 88 items of 192 rows against 128 of 128). With the lazy max (kMaxSlack, run 37c) the
-// non-causal rows another 1-6 % faster. The plan picks it (plan.cu, hopper_instance).
+// ((1,8,2048,64): 88 items of 192 rows against 128 of 128). With the lazy max (kMaxSlack, runs 37c, 37e)
+// the non-causal rows another 1-6 % faster, causal at 2048 rows 0.93-0.97x of two warpgroups' time (at
+// 512-1024 still 1.09-1.12x). The plan picks it (plan.cu, hopper_instance).
 constexpr int hopper_default_wgs(int d) { return d == 32 ? 3 : 2; }
 template <int D, int kInBytes = 2, int kWGs = hopper_default_wgs(D)>
 struct HopperConfig {
@@ -123,8 +124,8 @@ struct HopperConfig {
   // steps skip O's rescale (D/2 multiplies a thread) for a compare and a warp vote; P then reaches 2^8,
   // which fp16 and bf16 hold with room to spare. H100 (runs 29a, 29b; perf/dev/NOTES.md): D = 128-256
   // mostly 1-9 % faster; D = 64 within 1.3 % either way (its rescale is 32 multiplies), so 0 (off)
-  // below 128, except on the three-warpgroup D = 64 instance: H200 run 37c, non-causal (the only rows
-  // it runs causal are from 4096 query rows), 0.94-0.99x on all 12 rows measured. FP8 1-7.5 % slower
+  // below 128, except on the three-warpgroup D = 64 instance: H200 run 37c, non-causal, 0.94-0.99x on
+  // all 12 rows measured. FP8 1-7.5 % slower
   // with the slack e4m3 leaves (0.75: 2^(0.75 + kFp8PLog2) = 431 < 448).
   static constexpr float kMaxSlack = !kFp8 && (D >= 128 || (D == 64 && kWGs == 3)) ? 8.f : 0.f;
   static constexpr int kBarTurn = 2 + 2 * kConsumerWGs;    // + c
