@@ -132,7 +132,8 @@ TEST(CudaConfig, HopperHeadDimsAndSwizzleRows) {
   EXPECT_EQ(inst(params(1, 8, 8, 64, 64, 96, false, false)), Inst(128, 2));
   EXPECT_EQ(inst(params(2, 16, 16, 4096, 4096, 128, false, false)), Inst(128, 2));
   // D = 64 (and 40..56): three warpgroups where 192-row items fill the SMs, non-causal, or causal from 2048
-  // query rows; forced too (the same kernel's tile shape). Not with pages or variants (not built).
+  // query rows, and 192-row blocks pad the queries by at most 1/8 more than 128-row ones; forced too (the
+  // same kernel's tile shape). Not with pages or variants (not built).
   const FlashFwdParams wide = params(4, 16, 16, 2048, 2048, 64, true, false);  // 64 x 11 = 704 items
   EXPECT_EQ(inst(wide), Inst(64, 3));
   EXPECT_EQ(inst(wide, FlashVariant::Hopper), Inst(64, 3));
@@ -142,9 +143,17 @@ TEST(CudaConfig, HopperHeadDimsAndSwizzleRows) {
   EXPECT_EQ(inst(params(1, 8, 8, 2048, 2048, 64, false, false)), Inst(64, 2));   // 88 items
   EXPECT_EQ(inst(params(1, 12, 12, 2112, 2112, 56, false, false)), Inst(64, 3)); // 132 items
   EXPECT_EQ(inst(params(1, 12, 12, 1920, 1920, 64, false, false)), Inst(64, 2)); // 120
-  FlashFwdParams soft = wide;
+  EXPECT_EQ(inst(params(16, 16, 16, 512, 512, 64, false, false)), Inst(64, 3));  // 576 rows for 512
+  EXPECT_EQ(inst(params(64, 16, 16, 128, 128, 64, false, false)), Inst(64, 2));  // 192 rows for 128
+  EXPECT_EQ(inst(params(32, 16, 16, 640, 640, 64, false, false)), Inst(64, 2));  // 768 rows for 640
+  EXPECT_EQ(inst(params(32, 16, 16, 576, 576, 64, false, false)), Inst(64, 3));  // 576 rows for 640
+  FlashFwdParams soft = wide, window = wide, alibi = wide, sinks = wide;
   soft.softcap = 30.f;
-  EXPECT_EQ(inst(soft), Inst(64, 2));
+  window.window_left = 255;
+  alignas(16) static float per_head[16] = {};
+  alibi.alibi_slopes = per_head;
+  sinks.sinks = per_head;
+  for (const FlashFwdParams& v : {soft, window, alibi, sinks}) EXPECT_EQ(inst(v), Inst(64, 2));
   FlashFwdParams pages = wide;
   alignas(16) static int table[16] = {};
   pages.block_table = table, pages.page_size = 256, pages.num_pages = 16, pages.pages_per_seq = 8;

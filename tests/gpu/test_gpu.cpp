@@ -662,8 +662,8 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
 // key tile t (128 keys) climb by 5 or 12 alternately across the tile. The second shape has more than
 // 16384 query rows: the mma.sync backends run it on the wide-warp kernel, which holds a lazy max too at
 // D = 96 and 128 (sm80/flash_fwd_wide.cuh, kWideSlack: 8; its 64-key tiles see climbs of 2.5 or 6, kept
-// until they add up past 8), so it runs at both; its rows are sampled (every 7th). The third shape (D = 64,
-// 600 query rows: 256 items of 192 rows) runs the Hopper kernel's three-warpgroup D = 64 instance where it
+// until they add up past 8), so it runs at both; its rows are sampled (every 7th). The fourth shape (D = 64,
+// 576 query rows: 192 items of 192 rows) runs the Hopper kernel's three-warpgroup D = 64 instance where it
 // is not causal, which holds a lazy max too (sm90/config.h, kMaxSlack).
 TEST(Gpu, ScoresGrowingAcrossKeyTiles) {
   REQUIRE_DEVICE();
@@ -672,7 +672,7 @@ TEST(Gpu, ScoresGrowingAcrossKeyTiles) {
   };
   for (DType dt : {DType::F16, DType::BF16})
     for (bool causal : {false, true})
-      for (const Shape sh : {Shape{0, 128, 300}, Shape{1, 128, 300}, Shape{1, 96, 300}, Shape{1, 64, 600}}) {
+      for (const Shape sh : {Shape{0, 128, 300}, Shape{1, 128, 300}, Shape{1, 96, 300}, Shape{1, 64, 576}}) {
         const int many_rows = sh.many_rows;
         const Case c = many_rows ? make_case(2, 32, 8, sh.seqlen_q, 1600, sh.head_dim, dt, causal)
                                  : make_case(1, 4, 2, sh.seqlen_q, 1600, sh.head_dim, dt, causal);

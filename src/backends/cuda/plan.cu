@@ -70,7 +70,7 @@ constexpr LaunchRow kLaunchTable[] = {
     // D   rows <=     block_m  G  stages split  Auto                            Hopper
     {32, 1ll << 12, 64, 1, 3, true, FlashVariant::AllWarps, false},   // small problems: not measured (as D=64's main job)
     {32, 1ll << 14, 64, 1, 3, true, FlashVariant::AllWarps, true},    // (1,8,2048,32) H100: Hopper 24.0-24.4 us, this row's 16-row kernel 38.1-38.6 (run 62k)
-    {32, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // the wide kernel runs 4 stages (its two-tile steps: the plan raises it, wide_min_stages). H100, persistent Hopper-64 (run 63i, one call) vs this row's wide kernel: (4,16,2048,32) 161 vs 179 us, causal 97 vs 120; (2,16,4096,32) 306-314 vs 345-349; (4,16,1024,32) 47.1-49.3 vs 47.5-50.5 (62k, before the persistent grid: wide ahead at 1024). Hopper-32 (3 warpgroups; hopper_instance_dim) since run 26b: (4,16,2048,32) 140.0, (2,16,4096,32) 254.0
+    {32, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // the wide kernel runs 4 stages (its two-tile steps: the plan raises it, wide_min_stages). H100, persistent Hopper-64 (run 63i, one call) vs this row's wide kernel: (4,16,2048,32) 161 vs 179 us, causal 97 vs 120; (2,16,4096,32) 306-314 vs 345-349; (4,16,1024,32) 47.1-49.3 vs 47.5-50.5 (62k, before the persistent grid: wide ahead at 1024). Hopper-32 (3 warpgroups; hopper_instance) since run 26b: (4,16,2048,32) 140.0, (2,16,4096,32) 254.0
     {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps, false},         // (1,8,512,64): 8.9 us, H200
     {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, true},   // (1,8,1024,64) H100: Hopper 14.8 us, WS 17.1 (run 62c)
     {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, true},   // (1,8,2048,64): Hopper 24.3 us (62c), WS 43.4
@@ -105,7 +105,9 @@ size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {
 //   against 50.4, causal 34.1 against 35.4; (4,16,2048,32) 140.0 against 165.3.
 // - D = 64 (Auto and forced: the same kernel, its tile shape): the three-warpgroup instance where it has
 //   at least as many items as SMs, non-causal or causal from 2048 query rows, without pages or variants
-//   (not built there). H200, run 37a, forced Hopper, µs two -> three warpgroups (before its lazy max):
+//   (not built there), and where rounding the queries up to 192 rows adds at most 1/8 to rounding them
+//   to 128 (512 and 1024 queries add 1/8 and measured 0.98-1.00x; 128, 256 or 640 would add 1/5 to 1/2,
+//   not measured). H200, run 37a, forced Hopper, µs two -> three warpgroups (before its lazy max):
 //   non-causal (8,16,2048,64) 334 -> 294, (1,16,16384,64) 2593 -> 2332, (2,16,4096,64) 318 -> 304,
 //   (4,16,2048,64) 170.5 -> 163.9, (4,16,1024,64) 51.1 -> 50.2, (16,16,512,64) 58.9 -> 58.6; causal
 //   (1,16,16384,64) 1321 -> 1195, (2,16,4096,64) 183 -> 177; (1,8,2048,64) (88 items of 192 rows) 24.5
@@ -119,13 +121,14 @@ constexpr int kHopperWg3MinCausalRows = 2048;
 HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant) {
   if (p.fp8) return {detail::kHopperFp8HeadDim, detail::HopperFp8Config::kConsumerWGs};
   const int d = detail::hopper_head_dim(p.head_dim);
-  auto items = [&](int rows) { return (long long)p.batch * p.heads_q * ((p.seqlen_q + rows - 1) / rows); };
+  auto blocks = [&](int rows) { return (long long)(p.seqlen_q + rows - 1) / rows; };
+  auto items = [&](int rows) { return (long long)p.batch * p.heads_q * blocks(rows); };
   const bool fill = items(detail::HopperConfig<64, 2, 3>::kBlockM) >= dev.sm_count;  // 192-row items fill the SMs
   if (d == 32) {
     static_assert(detail::HopperConfig<32>::kBlockM == detail::HopperConfig<64, 2, 3>::kBlockM, "192-row blocks");
     if (variant == FlashVariant::Auto && !fill) return {64, detail::hopper_default_wgs(64)};
   } else if (d == 64 && fill && p.block_table == nullptr && !detail::has_variants(p) &&
-             (!p.causal || p.seqlen_q >= kHopperWg3MinCausalRows)) {
+             (!p.causal || p.seqlen_q >= kHopperWg3MinCausalRows) && blocks(192) * 192 * 8 <= blocks(128) * 128 * 9) {
     return {64, 3};
   }
   return {d, detail::hopper_default_wgs(d)};
@@ -133,8 +136,8 @@ HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev,
 
 namespace {
 
-// The Hopper kernel's own conditions; on success the instance is plan->hopper_dim and its TMA descriptors
-// are in plan->tensor_maps.
+// The Hopper kernel's own conditions; on success the instance is plan->hopper_dim and plan->hopper_wgs
+// (hopper_instance) and its TMA descriptors are in plan->tensor_maps.
 std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan, FlashVariant variant) {
   if (p.head_dim % 8 != 0 || detail::hopper_head_dim(p.head_dim) == 0)
     return "the Hopper kernel needs head_dim a multiple of 8 up to 256, not " + std::to_string(p.head_dim);

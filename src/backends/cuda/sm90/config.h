@@ -41,7 +41,8 @@ constexpr int hopper_head_dim(int head_dim) {
 // takes 2 k16 steps instead of 4 and P·V is m64n32 instead of m64n64. Four stages of 8 KB tiles. Its
 // softmax, not its tensor work, is the longer part of a tile, so it has three consumer warpgroups (192
 // query rows a block, 160 registers each: O is 16 of them; no spills) to hide the softmax's dependent
-// chains behind each other, where the other head dims keep two at 240.
+// chains behind each other, where the other head dims keep two at 240 (D = 64 has a second instance
+// with three: below).
 // Shared by the host (tensor maps) and the kernel: the swizzle row of a compiled head dim.
 constexpr int swizzle_row_bytes(int d, int in_bytes) { return d * in_bytes >= 128 ? 128 : d * in_bytes; }
 //
@@ -71,9 +72,10 @@ struct HopperConfig {
   // setmaxnreg moves registers inside the block's launch allocation (the 64K register file over
   // kThreads, in steps of 8: 168 for 384 threads): consumers can only grow by what the producer gives
   // back, or setmaxnreg.inc waits forever (a 32-register producer beside 240-register consumers hung
-  // the kernel on the H200). Consumers 240 and producer 24, except with paged K/V: the paged producer's
-  // page lookups spill at 24 (8-32 bytes at D = 128-256), so there 232 and 40. At D = 64 the consumers
-  // run 3-6 % faster at 240 than at 232 (H100, run 63c; D = 128 within 1 %).
+  // the kernel on the H200). Two consumer warpgroups: 240 and producer 24, except with paged K/V: the
+  // paged producer's page lookups spill at 24 (8-32 bytes at D = 128-256), so there 232 and 40. At D = 64
+  // the consumers run 3-6 % faster at 240 than at 232 (H100, run 63c; D = 128 within 1 %). Three (512
+  // threads, 128 each at launch): 160 and producer 32 (paged 152 and 56).
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
   static constexpr int consumer_regs(bool paged) { return kConsumerWGs == 3 ? (paged ? 152 : 160) : paged ? 232 : 240; }
   static constexpr int producer_regs(bool paged) {
@@ -124,9 +126,9 @@ struct HopperConfig {
   // steps skip O's rescale (D/2 multiplies a thread) for a compare and a warp vote; P then reaches 2^8,
   // which fp16 and bf16 hold with room to spare. H100 (runs 29a, 29b; perf/dev/NOTES.md): D = 128-256
   // mostly 1-9 % faster; D = 64 within 1.3 % either way (its rescale is 32 multiplies), so 0 (off)
-  // below 128, except on the three-warpgroup D = 64 instance: H200 run 37c, non-causal, 0.94-0.99x on
-  // all 12 rows measured. FP8 1-7.5 % slower
-  // with the slack e4m3 leaves (0.75: 2^(0.75 + kFp8PLog2) = 431 < 448).
+  // below 128, except on the three-warpgroup D = 64 instance (H200 run 37c, non-causal: 0.94-0.99x on
+  // all 12 rows measured). FP8 1-7.5 % slower with the slack e4m3 leaves (0.75: 2^(0.75 + kFp8PLog2) =
+  // 431 < 448).
   static constexpr float kMaxSlack = !kFp8 && (D >= 128 || (D == 64 && kWGs == 3)) ? 8.f : 0.f;
   static constexpr int kBarTurn = 2 + 2 * kConsumerWGs;    // + c
   static constexpr int kTurnBarThreads = 2 * 128;

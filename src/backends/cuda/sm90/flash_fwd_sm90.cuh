@@ -1,26 +1,28 @@
 // FlashCore forward attention, Hopper-native kernel (sm_90a only: TMA, mbarriers, warpgroup MMA).
-// Included by the per-head-dim translation units in sm90/instances/ (one per compiled head dim:
-// 32, 64, 128, 192, 256, so they compile in parallel); sm90/launch_sm90.cu dispatches to them.
+// Included by the per-instance translation units in sm90/instances/ (one per compiled head dim: 32, 64,
+// 128, 192, 256, and D = 64 with three consumer warpgroups; they compile in parallel);
+// sm90/launch_sm90.cu dispatches to them.
 //
 // Same algorithm as the sm80/ kernels, with the same building blocks (common/: mask policy, online
 // softmax, epilogue), on a different machine:
 //
-//   block = 3 warpgroups (4 at D = 32), persistent (one per SM, common/work_list.h): it walks work items
-//   of 128 query rows (192 at D = 32) of one (batch, head) each, K/V tiles of kBlockN keys (128 up to
-//   D = 128, 96 at 192, 64 at 256: sm90/config.h)
+//   block = 1 + kWGs warpgroups (kWGs consumers: 3 at D = 32 and on the second D = 64 instance, else 2;
+//   sm90/config.h), persistent (one per SM, common/work_list.h): it walks work items of 64·kWGs query
+//   rows of one (batch, head) each, K/V tiles of kBlockN keys (128 up to D = 128, 96 at 192, 64 at 256)
 //   warpgroup 0 (producer): one thread issues the bulk tensor copies (TMA) of Q and of every K/V tile
 //                           into a kStages-deep ring; the warpgroup gives its registers back (setmaxnreg)
-//   warpgroups 1, 2 (and 3 at D = 32) (consumers): 64 query rows each
+//   warpgroups 1 .. kWGs (consumers): 64 query rows each
 //     S  = Q · Kᵀ    wgmma m64n{kBlockN}k16, Q and K straight from shared memory
 //     S  = transform, mask(S)  the Mask policy (common/mask.cuh; VariantMask adds window, softcap, ALiBi, sinks)
 //     P  = softmax(S) in registers (accumulator layout = the mma.sync one: same masking arithmetic; from
-//          D = 128 with a lazy max: O is rescaled only in steps where a row's max grew by more than
-//          8 in the log2 domain, which P, up to 2^8 in between, absorbs; config.h, kMaxSlack)
+//          D = 128 and on the three-warpgroup D = 64 instance with a lazy max: O is rescaled only in
+//          steps where a row's max grew by more than 8 in the log2 domain, which P, up to 2^8 in
+//          between, absorbs; config.h, kMaxSlack)
 //     O += P · V     wgmma m64nDk16, P from registers, V from shared memory (MN-major: transposed)
 //
 // Synchronisation: FULL_K[s], FULL_V[s] mbarriers complete when slot s's bytes have landed (TMA
-// complete_tx); EMPTY_K[s], EMPTY_V[s] complete when all 8 consumer warps have finished the wgmma that
-// reads slot s. Q_EMPTY completes when all 8 consumer warps are done with an item's Q (its last S
+// complete_tx); EMPTY_K[s], EMPTY_V[s] complete when all 4·kWGs consumer warps have finished the wgmma
+// that reads slot s. Q_EMPTY completes when all consumer warps are done with an item's Q (its last S
 // computed; where O is staged in Q's region, D = 192 and 256, its O stored), before the producer loads
 // the next item's Q. The producer picks the items (ticket counter
 // or static order, common/work_list.h), skips those past their sequence's queries and writes the next
@@ -40,7 +42,7 @@
 // the 128-byte swizzle that TMA writes and wgmma reads: element (row, col) of a panel at byte
 // row·128 + ((col/8) ^ (row%8))·16 + (col%8)·2. At D = 32 a row is one panel of 64 bytes in the
 // 64-byte swizzle (sm90/config.h, kRowBytes).
-//   Q [D/64 panels x 128 rows] | K slots [kStages] | V slots [kStages] | O staging (D <= 128) | mbarriers
+//   Q [D/64 panels x 64·kWGs rows] | K slots [kStages] | V slots [kStages] | O staging (D <= 128) | mbarriers
 // TMA zero-fills rows past seqlen (query tail, key tail): masked keys meet V rows of zeros, never NaN.
 // It zero-fills columns past head_dim too: a head dim between compiled ones (80 on the D = 128 kernel)
 // gets zeros in Q, K and V's padding columns, so S is exact and O's padding columns (0) are not stored.
@@ -76,7 +78,7 @@ namespace flashcore::cuda::detail {
 
 // ------------------------------------------------------------------------------------------------
 // The kernel. Warp roles: warpgroup 0 = producer (its warp 0, lane 0 issues every copy); warpgroup
-// 1 + c (c = 0, 1) = consumer c, query rows m0 + 64c .. +63 (its warp w & 3 the accumulator rows
+// 1 + c (c = 0 .. kWGs - 1) = consumer c, query rows m0 + 64c .. +63 (its warp w & 3 the accumulator rows
 // 16·(w & 3) + lane/4 (+8)).
 // ------------------------------------------------------------------------------------------------
 
