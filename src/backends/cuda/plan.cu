@@ -121,14 +121,14 @@ constexpr int kHopperWg3MinCausalRows = 2048;
 HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant) {
   if (p.fp8) return {detail::kHopperFp8HeadDim, detail::HopperFp8Config::kConsumerWGs};
   const int d = detail::hopper_head_dim(p.head_dim);
-  auto blocks = [&](int rows) { return (long long)(p.seqlen_q + rows - 1) / rows; };
-  auto items = [&](int rows) { return (long long)p.batch * p.heads_q * blocks(rows); };
-  const bool fill = items(detail::HopperConfig<64, 2, 3>::kBlockM) >= dev.sm_count;  // 192-row items fill the SMs
+  constexpr int kRows3 = detail::HopperConfig<64, 2, 3>::kBlockM, kRows2 = detail::HopperConfig<64>::kBlockM;
+  static_assert(detail::HopperConfig<32>::kBlockM == kRows3, "D = 32 has three warpgroups too");
+  auto padded = [&](int rows) { return (long long)(p.seqlen_q + rows - 1) / rows * rows; };  // queries rounded up
+  const bool fill = (long long)p.batch * p.heads_q * (padded(kRows3) / kRows3) >= dev.sm_count;  // 192-row items fill the SMs
   if (d == 32) {
-    static_assert(detail::HopperConfig<32>::kBlockM == detail::HopperConfig<64, 2, 3>::kBlockM, "192-row blocks");
     if (variant == FlashVariant::Auto && !fill) return {64, detail::hopper_default_wgs(64)};
   } else if (d == 64 && fill && p.block_table == nullptr && !detail::has_variants(p) &&
-             (!p.causal || p.seqlen_q >= kHopperWg3MinCausalRows) && blocks(192) * 192 * 8 <= blocks(128) * 128 * 9) {
+             (!p.causal || p.seqlen_q >= kHopperWg3MinCausalRows) && padded(kRows3) * 8 <= padded(kRows2) * 9) {
     return {64, 3};
   }
   return {d, detail::hopper_default_wgs(d)};

@@ -49,14 +49,8 @@ constexpr int swizzle_row_bytes(int d, int in_bytes) { return d * in_bytes >= 12
 // Consumer warpgroups (kWGs, 64 query rows each): an instance's own number, 3 at D = 32 and 2 elsewhere
 // (hopper_default_wgs). D = 64 has a second instance with three (fwd_hdim64_wg3.cu: 192-row blocks, 160
 // registers a consumer, no spills without pages and variants, so those two only): with the turns, two
-// warpgroups' softmaxes run under each one's wgmmas instead of one. H200 (run 37a, forced Hopper,
-// perf/dev/NOTES.md): non-causal (8,16,2048,64) 334 -> 294 us, (1,16,16384,64) 0.90x, (2,16,4096,64)
-// and (4,16,2048,64) 0.96x, (16,16,512,64) and (4,16,1024,64) 0.98-1.00x; causal 0.90-0.97x from 4096
-// rows, 0.99-1.00x at 2048, 1.11x slower at 512-1024 (192-row blocks: more of each item on the diagonal,
-// and 12.5 % more rows where 192 does not divide them); 1.23x slower with fewer items than SMs
-// ((1,8,2048,64): 88 items of 192 rows against 128 of 128). With the lazy max (kMaxSlack, runs 37c, 37e)
-// the non-causal rows another 1-6 % faster, causal at 2048 rows 0.93-0.97x of two warpgroups' time (at
-// 512-1024 still 1.09-1.12x). The plan picks it (plan.cu, hopper_instance).
+// warpgroups' softmaxes run under each one's wgmmas instead of one. Where it runs, and the H200
+// measurements behind that: plan.cu, hopper_instance.
 constexpr int hopper_default_wgs(int d) { return d == 32 ? 3 : 2; }
 template <int D, int kInBytes = 2, int kWGs = hopper_default_wgs(D)>
 struct HopperConfig {
