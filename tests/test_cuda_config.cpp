@@ -91,16 +91,17 @@ TEST(CudaConfig, DeclinesWithReasons) {
 }
 
 // The Hopper kernel's compiled head dims: every multiple of 8 up to 256 runs on the next one; 8..32 on
-// the D = 32 instance, whose rows are 64 bytes (TMA boxes of 32 columns, the 64-byte swizzle), the rest
-// on 128-byte rows. Its O staging holds rows of 64 elements (common/swizzle.cuh), and every instance
-// fits an H100's 227 KB.
+// the D = 32 instance, whose rows are 64 bytes (TMA boxes of 32 columns, the 64-byte swizzle), 72..96 on
+// the D = 96 instance (three 32-column panels in the 64-byte swizzle), the rest on 128-byte rows. Its O
+// staging holds rows of 64 elements (common/swizzle.cuh), and every instance fits an H100's 227 KB.
 TEST(CudaConfig, HopperHeadDimsAndSwizzleRows) {
   using namespace flashcore::cuda::detail;
   for (int d = 8; d <= 256; d += 8) {
     const int compiled = hopper_head_dim(d);
     EXPECT_GE(compiled, d);
-    EXPECT_EQ(sm90_row_bytes(d), compiled == 32 ? 64 : 128) << d;
+    EXPECT_EQ(sm90_row_bytes(d), compiled == 32 || compiled == 96 ? 64 : 128) << d;
     EXPECT_EQ(compiled == 32, d <= 32) << d;
+    EXPECT_EQ(compiled == 96, d > 64 && d <= 96) << d;
     EXPECT_LE(sm90_smem_bytes(d), size_t(227 * 1024)) << d;
   }
   using C32 = HopperConfig<32>;
@@ -109,6 +110,13 @@ TEST(CudaConfig, HopperHeadDimsAndSwizzleRows) {
   EXPECT_EQ(C32::kStepsPerPanel, 2);
   EXPECT_EQ(C32::kTileBytes, uint32_t(C32::kBlockN * 64));
   EXPECT_EQ(C32::kOStageBytes, uint32_t(C32::kBlockM * 64 * 2));
+  using C96 = HopperConfig<96>;
+  EXPECT_EQ(C96::kPanels, 3);   // three 32-column panels of 64 bytes: no padding column in shared memory
+  EXPECT_EQ(C96::kKSteps, 6);   // S = Q·Kᵀ in six k16 steps, two a panel
+  EXPECT_EQ(C96::kOAcc, 48);    // P·V is m64n96
+  EXPECT_EQ(C96::kTileBytes, uint32_t(C96::kBlockN * 96 * 2));
+  EXPECT_EQ(C96::kStages, 2);
+  EXPECT_TRUE(C96::kOwnOStage);
   EXPECT_EQ(sm90_row_bytes(128, /*fp8=*/true), 128);
   // The instance a plan takes (compiled head dim, consumer warpgroups). D = 32: Auto keeps the D = 32
   // instance's 192-row blocks for problems of at least as many items as SMs, else D = 64's 128-row
@@ -129,7 +137,10 @@ TEST(CudaConfig, HopperHeadDimsAndSwizzleRows) {
   EXPECT_EQ(inst(params(1, 12, 12, 2112, 2112, 32, false, false)), Inst(32, 3));  // 132
   EXPECT_EQ(inst(params(1, 12, 12, 1920, 1920, 32, false, false)), Inst(64, 2));  // 120
   EXPECT_EQ(inst(params(1, 8, 8, 64, 64, 40, false, false)), Inst(64, 2));
-  EXPECT_EQ(inst(params(1, 8, 8, 64, 64, 96, false, false)), Inst(128, 2));
+  EXPECT_EQ(inst(params(1, 8, 8, 64, 64, 96, false, false)), Inst(96, 2));
+  EXPECT_EQ(inst(params(1, 8, 8, 64, 64, 80, false, false)), Inst(96, 2));
+  EXPECT_EQ(inst(params(1, 8, 8, 64, 64, 104, false, false)), Inst(128, 2));
+  EXPECT_EQ(inst(params(4, 16, 16, 2048, 2048, 96, true, false)), Inst(96, 2));  // no three-warpgroup D = 96
   EXPECT_EQ(inst(params(2, 16, 16, 4096, 4096, 128, false, false)), Inst(128, 2));
   // D = 64 (and 40..56): three warpgroups where 192-row items fill the SMs, non-causal, or causal from 2048
   // query rows, and 192-row blocks pad the queries by at most 1/8 more than 128-row ones; forced too (the

@@ -126,7 +126,7 @@ bool accepts(const std::string& backend, const fctest::HostData& h, const Device
 }
 
 // The tuned kernels promise fp16/bf16 with every head_dim that is a multiple of 8 up to 256, on any
-// shape, mask and GQA: the Hopper kernel too (compiled for 32, 64, 128, 192, 256; the rest zero-padded
+// shape, mask and GQA: the Hopper kernel too (compiled for 32, 64, 96, 128, 192, 256; the rest zero-padded
 // by TMA), the warp-specialized one up to 128
 // and without the attention variants (window, softcap, ALiBi, sinks), which every other one runs.
 // Above 128 the smallest mma.sync tile (16 query rows, two stages of 64-key K and V tiles, rows of

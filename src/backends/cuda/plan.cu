@@ -76,7 +76,7 @@ constexpr LaunchRow kLaunchTable[] = {
     {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, true},   // (1,8,2048,64): Hopper 24.3 us (62c), WS 43.4
     {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // Hopper (4,16,1024,64) 55.0 us (62c); wide 64.1 us
     {96, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, true},    // small problems: not measured (as D=128)
-    {96, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},    // (4,16,2048,96) H100: Hopper-128 260 us, wide 370 (80: 259 / 371)
+    {96, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},    // (4,16,2048,96) H100: Hopper-128 260 us, wide 370 (80: 259 / 371); H200 run 38a, forced Hopper: on its own D = 96 instance 197.6 us (fp16), on the D = 128 one 212.1
     {128, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, true},    // (1,8,2048,128): Hopper 33.4 us, 89.0
     {128, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},   // Hopper (2,16,4096,128) 528 TF/s; wide 318
     {192, kAnyRows, 128, 1, 2, true, FlashVariant::AllWarps, true},   // (4,16,2048,192) H100: Hopper 398 us (96-key tiles; 64: 433), 8 warps 944
@@ -85,8 +85,8 @@ constexpr LaunchRow kLaunchTable[] = {
 // Keyed by the native head dim a problem runs on (sm80/config.cuh: native_head_dim; 80 -> 96 and so on).
 // AllWarps with block_m 128, one KV group and no split-KV runs the wide-warp kernel (4 warps x 32 query
 // rows, sm80/flash_fwd_wide.cuh) where it is built (D <= 128); every other mma.sync configuration runs
-// the 16-row kernel. A Hopper row runs on the Hopper kernel compiled for the next multiple of 64
-// (sm90/config.h, hopper_head_dim: 80 and 96 -> 128, 160 -> 192), padded with zeros by TMA.
+// the 16-row kernel. A Hopper row runs on the Hopper kernel compiled for the head dim or the next one
+// (sm90/config.h, hopper_head_dim: 80 -> 96, 112 -> 128, 160 -> 192), padded with zeros by TMA.
 // Numbers: perf/results/2026-11-25_h100_headdims-hopper.md (and _h200_).
 
 size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {

@@ -13,11 +13,12 @@
 
 namespace flashcore::cuda::detail {
 
-// Compiled head dims (multiples of the 64-column swizzle panel, and 32: one 64-byte swizzle row). Any
-// other head dim up to 256 runs on the next one: its tensor maps have head_dim columns and TMA
-// zero-fills the box past them (Q, K and V), so the padding adds zeros to S and gives O columns the
-// epilogue does not store (8..24 -> 32; 40..56 -> 64; 80, 96, 112 -> 128; 160 -> 192; 200 -> 256).
-constexpr int kHopperHeadDims[] = {32, 64, 128, 192, 256};
+// Compiled head dims (multiples of the 64-column swizzle panel; 32 and 96: rows of one and of three
+// 32-column panels in the 64-byte swizzle). Any other head dim up to 256 runs on the next one: its
+// tensor maps have head_dim columns and TMA zero-fills the box past them (Q, K and V), so the padding
+// adds zeros to S and gives O columns the epilogue does not store (8..24 -> 32; 40..56 -> 64; 72..88 ->
+// 96; 104..120 -> 128; 136..184 -> 192; 200..248 -> 256).
+constexpr int kHopperHeadDims[] = {32, 64, 96, 128, 192, 256};
 constexpr int hopper_head_dim(int head_dim) {
   for (int d : kHopperHeadDims)
     if (head_dim <= d) return d;
@@ -43,8 +44,17 @@ constexpr int hopper_head_dim(int head_dim) {
 // query rows a block, 160 registers each: O is 16 of them; no spills) to hide the softmax's dependent
 // chains behind each other, where the other head dims keep two at 240 (D = 64 has a second instance
 // with three: below).
-// Shared by the host (tensor maps) and the kernel: the swizzle row of a compiled head dim.
-constexpr int swizzle_row_bytes(int d, int in_bytes) { return d * in_bytes >= 128 ? 128 : d * in_bytes; }
+//
+// D = 96 (16-bit): a 192-byte row is three 32-column panels in the 64-byte swizzle (FlashAttention-3 and
+// CUTLASS take the 64-byte swizzle for 96 too: the 128-byte one needs whole 64-column panels), so Q and
+// every K or V tile hold no padding (24 KB a tile) and S = Q·Kᵀ takes 6 k16 steps, P·V is m64n96: 3/4
+// of the D = 128 kernel's tensor work, where D = 96 ran before (its 128-column rows half zeros in the
+// last panel). H200, run 38a (forced Hopper, 32 rows of (B,H,L) x fp16/bf16 x causal): 0.87-0.96 of the
+// time on the D = 128 instance ((4,16,2048,96) fp16 212.1 -> 197.6 µs); two stages (152 KB) with the
+// lazy max 0.913 on the geometric mean, three stages 0.919 with it and 0.925 without.
+// Shared by the host (tensor maps) and the kernel: the swizzle row of a compiled head dim (128 bytes
+// where the row is whole 128-byte panels, else 64: D = 32 and 96).
+constexpr int swizzle_row_bytes(int d, int in_bytes) { return d * in_bytes % 128 == 0 ? 128 : 64; }
 //
 // Consumer warpgroups (kWGs, 64 query rows each): an instance's own number, 3 at D = 32 and 2 elsewhere
 // (hopper_default_wgs). D = 64 has a second instance with three (fwd_hdim64_wg3.cu: 192-row blocks, 160
@@ -54,7 +64,7 @@ constexpr int swizzle_row_bytes(int d, int in_bytes) { return d * in_bytes >= 12
 constexpr int hopper_default_wgs(int d) { return d == 32 ? 3 : 2; }
 template <int D, int kInBytes = 2, int kWGs = hopper_default_wgs(D)>
 struct HopperConfig {
-  static_assert((D % 64 == 0 && D >= 64 && D <= 256) || (D == 32 && kInBytes == 2), "compiled head dims: kHopperHeadDims");
+  static_assert((D % 64 == 0 && D >= 64 && D <= 256) || ((D == 32 || D == 96) && kInBytes == 2), "compiled head dims: kHopperHeadDims");
   static_assert(kInBytes == 2 || (kInBytes == 1 && D == 128), "FP8 inputs: D = 128 only");
   static_assert(kWGs == 2 || (kWGs == 3 && D <= 64 && kInBytes == 2), "three consumer warpgroups (160 registers) at D <= 64 only");
   static constexpr bool kFp8 = kInBytes == 1;
@@ -78,7 +88,7 @@ struct HopperConfig {
   static_assert(producer_regs(false) >= 24 && producer_regs(true) >= 24, "setmaxnreg takes 24 registers at least");
   static_assert(producer_regs(true) * 128 + consumer_regs(true) * 128 * kConsumerWGs <= kLaunchRegs * kThreads,
                 "setmaxnreg budget exceeds the launch allocation");
-  static constexpr int kRowBytes = swizzle_row_bytes(D, kInBytes);  // a panel row: 128 bytes (64 at D = 32)
+  static constexpr int kRowBytes = swizzle_row_bytes(D, kInBytes);  // a panel row: 128 bytes (64 at D = 32 and 96)
   static constexpr int kPanelCols = kRowBytes / kInBytes;  // elements of a swizzle row
   static constexpr int kPanels = D / kPanelCols;           // swizzle panels of a Q or K row
   static constexpr int kStepsPerPanel = kRowBytes / 32;    // k16 (k32) steps of S in one panel row
@@ -120,10 +130,10 @@ struct HopperConfig {
   // steps skip O's rescale (D/2 multiplies a thread) for a compare and a warp vote; P then reaches 2^8,
   // which fp16 and bf16 hold with room to spare. H100 (runs 29a, 29b; perf/dev/NOTES.md): D = 128-256
   // mostly 1-9 % faster; D = 64 within 1.3 % either way (its rescale is 32 multiplies), so 0 (off)
-  // below 128, except on the three-warpgroup D = 64 instance (H200 run 37c, non-causal: 0.94-0.99x on
-  // all 12 rows measured). FP8 1-7.5 % slower with the slack e4m3 leaves (0.75: 2^(0.75 + kFp8PLog2) =
+  // below 96, except on the three-warpgroup D = 64 instance (H200 run 37c, non-causal: 0.94-0.99x on
+  // all 12 rows measured). D = 96: 0.99 on the geometric mean of 32 rows (H200, run 38a). FP8 1-7.5 % slower with the slack e4m3 leaves (0.75: 2^(0.75 + kFp8PLog2) =
   // 431 < 448).
-  static constexpr float kMaxSlack = !kFp8 && (D >= 128 || (D == 64 && kWGs == 3)) ? 8.f : 0.f;
+  static constexpr float kMaxSlack = !kFp8 && (D >= 96 || (D == 64 && kWGs == 3)) ? 8.f : 0.f;
   static constexpr int kBarTurn = 2 + 2 * kConsumerWGs;    // + c
   static constexpr int kTurnBarThreads = 2 * 128;
   static_assert(kBarTurn + kConsumerWGs <= 16, "16 named barriers");
@@ -135,6 +145,7 @@ decltype(auto) with_hopper_head_dim(int head_dim, F&& f) {
   switch (hopper_head_dim(head_dim)) {
     case 32: return f(std::integral_constant<int, 32>{});
     case 64: return f(std::integral_constant<int, 64>{});
+    case 96: return f(std::integral_constant<int, 96>{});
     case 128: return f(std::integral_constant<int, 128>{});
     case 192: return f(std::integral_constant<int, 192>{});
     default: return f(std::integral_constant<int, 256>{});
@@ -173,7 +184,7 @@ __host__ __device__ constexpr int paged_box_rows(int page_size, int block_n) {
   return low < low_n ? low : low_n;
 }
 inline int sm90_paged_box_rows(int head_dim, int page_size) { return paged_box_rows(page_size, sm90_block_n(head_dim)); }
-// Bytes of a swizzle row (TMA box width and swizzle mode; 128, or 64 on the D = 32 instance).
+// Bytes of a swizzle row (TMA box width and swizzle mode; 128, or 64 on the D = 32 and 96 instances).
 inline int sm90_row_bytes(int head_dim, bool fp8 = false) {
   if (fp8) return HopperFp8Config::kRowBytes;
   return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kRowBytes; });

@@ -1,6 +1,6 @@
 // FlashCore forward attention, Hopper-native kernel (sm_90a only: TMA, mbarriers, warpgroup MMA).
 // Included by the per-instance translation units in sm90/instances/ (one per compiled head dim: 32, 64,
-// 128, 192, 256, and D = 64 with three consumer warpgroups; they compile in parallel);
+// 96, 128, 192, 256, and D = 64 with three consumer warpgroups; they compile in parallel);
 // sm90/launch_sm90.cu dispatches to them.
 //
 // Same algorithm as the sm80/ kernels, with the same building blocks (common/: mask policy, online
@@ -15,7 +15,7 @@
 //     S  = Q · Kᵀ    wgmma m64n{kBlockN}k16, Q and K straight from shared memory
 //     S  = transform, mask(S)  the Mask policy (common/mask.cuh; VariantMask adds window, softcap, ALiBi, sinks)
 //     P  = softmax(S) in registers (accumulator layout = the mma.sync one: same masking arithmetic; from
-//          D = 128 and on the three-warpgroup D = 64 instance with a lazy max: O is rescaled only in
+//          D = 96 and on the three-warpgroup D = 64 instance with a lazy max: O is rescaled only in
 //          steps where a row's max grew by more than 8 in the log2 domain, which P, up to 2^8 in
 //          between, absorbs; config.h, kMaxSlack)
 //     O += P · V     wgmma m64nDk16, P from registers, V from shared memory (MN-major: transposed)

@@ -18,7 +18,7 @@ namespace flashcore::cuda::detail {
 // that width: bits 0-13 address >> 4, 16-29 LBO >> 4, 32-45 SBO >> 4, 62-63 the swizzle (1: 128-byte,
 // 2: 64-byte, 3: 32-byte). K-major operands (Q, K): SBO = 8 rows (1024 B at 128-byte rows) between
 // 8-row groups, LBO unused (1). V (MN-major B of P·V): SBO = 8 keys between 8-key groups, LBO = step
-// between 64-column panels.
+// between panels (64 columns; 32 in the 64-byte swizzle).
 template <int kRowBytes>
 __device__ __forceinline__ uint64_t make_desc_swizzled(uint32_t saddr, uint32_t lbo) {
   static_assert(kRowBytes == 128 || kRowBytes == 64 || kRowBytes == 32, "wgmma swizzles: 128, 64 or 32 bytes");
@@ -64,6 +64,8 @@ template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[16], const uint32_t* a, uint64_t db) { wgmma_rs_m64n32k16(o, a, db, Elem{}); }
 template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[32], const uint32_t* a, uint64_t db) { wgmma_rs_m64n64k16(o, a, db, Elem{}); }
+template <typename Elem>
+__device__ __forceinline__ void wgmma_pv(float (&o)[48], const uint32_t* a, uint64_t db) { wgmma_rs_m64n96k16(o, a, db, Elem{}); }
 template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[64], const uint32_t* a, uint64_t db) { wgmma_rs_m64n128k16(o, a, db, Elem{}); }
 template <typename Elem>
