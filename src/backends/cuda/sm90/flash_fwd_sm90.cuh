@@ -32,7 +32,7 @@
 //
 // Pipelining inside a consumer warpgroup (wgmma is asynchronous): step i issues S(i+1) = Q·K(i+1)ᵀ,
 // rescales O, issues P(i)·V(i), waits for S(i+1) only and runs the softmax of tile i+1 while
-// P(i)·V(i) is on the tensor cores; the last step has only P·V. Up to D = 128 the consumer warpgroups
+// P(i)·V(i) is on the tensor cores; the last step has only P·V. With 16-bit inputs the consumer warpgroups
 // take turns issuing a step's wgmmas (HopperConfig::kTurns), so that one's softmax and epilogue run
 // under another's wgmmas instead of all at once. S is declared inside the step (never
 // loop-carried): loop-carried S rewritten while a wgmma group is in flight makes ptxas 13.0 serialise
