@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "backends/cuda/flash_bwd.h"
 #include "backends/cuda/flash_fwd.h"
+#include "backends/cuda/common/tail_split.cuh"
 #include "backends/cuda/common/work_list.h"
 #include "backends/cuda/sm80/config.cuh"
 #include "backends/cuda/sm90/config.h"
@@ -936,4 +938,92 @@ TEST(CudaConfig, HopperPlanIsPersistent) {
     EXPECT_EQ(plan.item_tickets, c.tickets) << c.l << " " << c.d;
     EXPECT_NE(plan.describe().find("persistent blocks="), std::string::npos) << plan.describe();
   }
+}
+
+// The Hopper schedule's tail split (common/tail_split.cuh, plan.cu hopper_schedule): where equal items
+// leave the last round at most half full, the last items run as pieces of their key tiles; the work
+// indices decode to every whole item once and to every tail item's pieces once each, and the pieces'
+// tiles cover the item's without overlap.
+TEST(CudaConfig, HopperTailSplit) {
+  using flashcore::cuda::FlashFwdPlan;
+  using flashcore::cuda::detail::TailSplit;
+  flashcore::cuda::DeviceLimits h100 = h100_limits();
+  h100.sm_count = 132;
+  auto schedule = [&](const FlashFwdParams& p, int block_m, int dim) {
+    FlashFwdPlan plan;
+    plan.kernel = flashcore::cuda::FlashKernel::Hopper;
+    plan.block_m = block_m;
+    plan.hopper_dim = dim;
+    plan.n_mblocks = (p.seqlen_q + block_m - 1) / block_m;
+    flashcore::cuda::hopper_schedule(p, h100, &plan);
+    return plan;
+  };
+  // (4,16,2048,64) on the three-warpgroup instance: 64 x 11 = 704 items = 5 x 132 + 44: 44 items in 3
+  // pieces (132 / 44); causal: none (unequal items).
+  FlashFwdPlan a = schedule(params(4, 16, 16, 2048, 2048, 64, false, false), 192, 64);
+  EXPECT_EQ(a.tail_items, 44);
+  EXPECT_EQ(a.tail_splits, 3);
+  EXPECT_TRUE(a.item_tickets);
+  EXPECT_EQ(a.split_counter_bytes, (2 + 44 * 12) * sizeof(int));  // two tickets, a counter per 16-row slice
+  EXPECT_GE(a.split_partial_bytes, size_t(44) * 3 * 192 * (64 + 1) * sizeof(float));
+  EXPECT_GE(a.split_lse_offset, size_t(44) * 3 * 192 * 64 * sizeof(float));
+  EXPECT_EQ(schedule(params(4, 16, 16, 2048, 2048, 64, false, true), 192, 64).tail_items, 0);
+  // Whole rounds (4 x 12 x 11 = 528 = 4 x 132), a last round more than half full (4 x 17 x 11 = 748: 88 left)
+  // and fewer items than SMs: none.
+  EXPECT_EQ(schedule(params(4, 12, 12, 2048, 2048, 64, false, false), 192, 64).tail_items, 0);
+  EXPECT_EQ(schedule(params(4, 17, 17, 2048, 2048, 64, false, false), 192, 64).tail_items, 0);
+  EXPECT_EQ(schedule(params(1, 8, 8, 2048, 2048, 64, false, false), 128, 64).tail_items, 0);
+  // Pieces: at most blocks / r, the key tiles and kMaxSplits. (2,10,2000,128): 320 items, 56 left: 2 pieces;
+  // (2,5,1900,256) GQA: 150 items, 18 left: 7 pieces of 2100 / 64 -> 33 tiles; (1,75,250,128) with 300 keys:
+  // 150 items, 18 left, 3 tiles: 3 pieces.
+  FlashFwdPlan b = schedule(params(2, 10, 5, 2000, 1800, 128, true, false), 128, 128);
+  EXPECT_EQ(b.tail_items, 56);
+  EXPECT_EQ(b.tail_splits, 2);
+  FlashFwdPlan c = schedule(params(2, 5, 1, 1900, 2100, 256, false, false), 128, 256);
+  EXPECT_EQ(c.tail_items, 18);
+  EXPECT_EQ(c.tail_splits, 7);
+  FlashFwdPlan d = schedule(params(1, 75, 15, 250, 300, 128, false, false), 128, 128);
+  EXPECT_EQ(d.tail_items, 18);
+  EXPECT_EQ(d.tail_splits, 3);
+  EXPECT_NE(d.describe().find("tail=18x3"), std::string::npos) << d.describe();
+  // Not with variants, sequence arrays or FP8 (the kernels that run those have no split).
+  FlashFwdParams w = params(4, 16, 16, 2048, 2048, 64, false, false);
+  w.window_left = 100;
+  EXPECT_EQ(schedule(w, 192, 64).tail_items, 0);
+  FlashFwdParams f8 = params(4, 16, 16, 2048, 2048, 64, false, false);
+  f8.fp8 = true;
+  EXPECT_EQ(schedule(f8, 128, 128).tail_items, 0);
+  // Work indices -> items and pieces; pieces -> tiles.
+  for (const auto& [items, tail, splits] : {std::tuple<int, int, int>{704, 44, 3}, {150, 18, 7}, {320, 56, 2}, {9, 1, 8}}) {
+    const TailSplit ts(items - tail, tail, splits);
+    std::vector<int> whole(items, 0), pieces(items * splits, 0);
+    for (int wi = 0; wi < items - tail + tail * splits; ++wi) {
+      int item = -1;
+      const int piece = ts.decode(wi, &item);
+      ASSERT_TRUE(item >= 0 && item < items) << wi;
+      if (piece < 0) {
+        EXPECT_LT(item, items - tail);
+        ++whole[item];
+      } else {
+        EXPECT_GE(item, items - tail);
+        ASSERT_LT(piece, splits);
+        ++pieces[item * splits + piece];
+      }
+    }
+    for (int i = 0; i < items; ++i)
+      for (int s = 0; s < (i < items - tail ? 1 : splits); ++s)
+        EXPECT_EQ(i < items - tail ? whole[i] : pieces[i * splits + s], 1) << i << " " << s;
+  }
+  for (int n : {2, 3, 7, 16, 33})
+    for (int splits = 2; splits <= std::min(n, 8); ++splits) {
+      int next = 0;
+      for (int piece = 0; piece < splits; ++piece) {
+        int first = -1, count = -1;
+        flashcore::cuda::detail::tail_piece_tiles(piece, n / splits, n % splits, &first, &count);
+        EXPECT_EQ(first, next) << n << " " << splits << " " << piece;
+        EXPECT_GE(count, 1);
+        next = first + count;
+      }
+      EXPECT_EQ(next, n) << n << " " << splits;
+    }
 }

@@ -290,6 +290,10 @@ std::vector<Case> gpu_cases() {
     for (int d : {8, 32, 40, 80, 96, 112, 160, 192, 256})
       for (DType dt : {DType::F16, DType::BF16}) hd_cases(d, dt);
     out.push_back(make_case(2, 4, 4, 31, 29, 48, DType::BF16, causal, Layout::Padded));
+    // The Hopper schedule's tail split (common/tail_split.cuh), every row checked: on 132 SMs, non-causal,
+    // 150 items of 128 rows, the last 18 in 3 pieces (GQA 5:1, 250 queries: the last item's rows half past
+    // them, 300 keys: a partial last key tile).
+    out.push_back(make_case(1, 75, 15, 250, 300, 128, DType::F16, causal));
     // fp32 (the Kokkos tiers; the tuned kernels decline it): the portable tier's three tile widths (64, 128,
     // 256) and head dims padded to them (36, 80, 160, 192: zero-filled copies past D), GQA, odd lengths, every layout
     for (int d : {64, 128, 256, 36, 80, 160, 192}) hd_cases(d, DType::F32);
@@ -632,6 +636,13 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
       // columns zero-filled past 48, packed sequences (one of a single query).
       check_on_device(backend, make_case(1, 36, 6, 4100, 4100, 64, DType::BF16, causal), 312, 61);
       check_on_device(backend, make_case(2, 12, 4, 1111, 1500, 48, DType::F16, causal, Layout::BHSD), 313, 37);
+      // The Hopper schedule's tail split (common/tail_split.cuh; on 132 SMs, non-causal: the last items of the
+      // work order, the last heads here, run as pieces of their key tiles): (4,16,2048,64) 44 items of 192 rows
+      // in 3 pieces; (2,10,2000,128) GQA 56 in 2; (2,5,1900,256) MQA 18 in 7; (1,7,2600,96) 15 in 8.
+      check_on_device(backend, make_case(4, 16, 16, 2048, 2048, 64, DType::F16, causal), 315, 37);
+      check_on_device(backend, make_case(2, 10, 5, 2000, 1800, 128, DType::BF16, causal, Layout::BHSD), 316, 37);
+      check_on_device(backend, make_case(2, 5, 1, 1900, 2100, 256, DType::F16, causal), 317, 37);
+      check_on_device(backend, make_case(1, 7, 7, 2600, 3000, 96, DType::BF16, causal, Layout::Padded), 318, 37);
       check_on_device(backend,
                       fctest::sequence_case(16, 4, 64, DType::F16, causal, {4500, 37, 1}, {4600, 37, 900},
                                             Case::KvStore::Packed),
@@ -767,9 +778,12 @@ TEST(Gpu, TunedMatchesDeviceReferenceEverywhere) {
 TEST(Gpu, TunedKernelsAreDeterministic) {
   REQUIRE_DEVICE();
   for (const auto& backend : device_backends()) {
-    for (bool causal : {false, true}) {
-      const Case c = make_case(1, 8, 2, 777, 1333, 128, DType::BF16, causal);
-      fctest::HostData h = fctest::make_data(c, fctest::run_seed() + 500);
+    // The second: the Hopper schedule's tail split on 132 SMs (non-causal; its merge goes in piece order).
+    for (int n = 0; n < 4; ++n) {
+      const bool causal = n % 2 == 1;
+      const Case c = n < 2 ? make_case(1, 8, 2, 777, 1333, 128, DType::BF16, causal)
+                           : make_case(1, 75, 15, 250, 300, 128, DType::BF16, causal);
+      fctest::HostData h = fctest::make_data(c, fctest::run_seed() + 500 + n);
       DeviceData d;
       upload(h, d);
       std::string why;
@@ -818,6 +832,7 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
   const std::vector<GraphCase> cases = {
       {make_case(16, 16, 16, 512, 512, 64, DType::F16, false), "", " tickets"},   // Hopper: 1024 items
       {make_case(4, 16, 16, 1024, 1024, 64, DType::BF16, true), "", " tickets"},  // Hopper: causal groups
+      {make_case(4, 16, 16, 2048, 2048, 64, DType::F16, false), "", " tail="},    // Hopper: the tail split (132 SMs)
       {make_case(8, 32, 8, 1, 8192, 128, DType::F16, false), "", " splits="},     // decode: split-KV
       {fctest::sequence_case(32, 8, 128, DType::BF16, true, {}, {5000, 1, 8191, 2222, 0, 777}, Case::KvStore::Batched),
        "", " balanced"},                                                          // decode: balanced schedule

@@ -123,6 +123,10 @@ struct FlashFwdPlan {
   int work_slots = 0, work_waves = 0, work_blocks = 0;
   int pair_groups = 1;
   bool item_tickets = false;
+  // Hopper: the schedule's last, partial round split along the keys (common/tail_split.cuh): the last
+  // tail_items items run as tail_splits pieces each, merged by the last piece (plan.cu, hopper_schedule);
+  // its scratch: split_counter_bytes, split_partial_bytes, split_lse_offset.
+  int tail_items = 0, tail_splits = 1;
   int threads = 0;             // per block
   size_t smem = 0;             // dynamic shared memory per block
   size_t split_counter_bytes = 0, split_partial_bytes = 0;  // split-KV workspace (0 without): tickets, partials
@@ -156,6 +160,10 @@ struct HopperInstance {
   int wgs = 0;  // consumer warpgroups
 };
 HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant);
+
+// The Hopper kernel's persistent schedule of p on dev (plan.cu): work_blocks, item_tickets, pair_groups,
+// and the tail split (tail_items, tail_splits, its scratch bytes), from plan->n_mblocks, block_m and hopper_dim.
+void hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan);
 
 // Launches a plan on `stream` (asynchronous); returns the launch status.
 //

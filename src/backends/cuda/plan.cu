@@ -13,6 +13,7 @@
 
 #include "backends/cuda/common/mask.cuh"
 #include "backends/cuda/common/sequences.cuh"
+#include "backends/cuda/common/tail_split.cuh"
 #include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/decode/config.cuh"
 #include "backends/cuda/kernels.h"
@@ -168,18 +169,42 @@ std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, Flas
 // blocks take the next item when free) puts the last block's finish within 1-5 % of the mean on the
 // suite's causal shapes, where pair by pair (the non-persistent grid's order) is up to 27 % off and
 // unequal groups up to 12 %. Other items go pair by pair: the blocks at work share few pairs' K/V.
+//
+// The tail split (common/tail_split.cuh): where the items are equal (fixed-length, non-causal, no variants
+// or pages, 16-bit) and the last round is at most half full (r = items mod blocks <= blocks / 2), the last
+// r items run as k = min(blocks / r, key tiles, kMaxSplits) >= 2 pieces each. H200, run 38c, forced Hopper,
+// (4,H,2048,64) fp16 on the three-warpgroup instance (11 items of 192 rows a head): H = 12 (4.0 rounds)
+// 109.2 µs, 16 (5.33) 159.7, 17 (5.67) 160.0, 20 (6.67) 185.3, 33 (11.0) 298.4: 26.8 µs a round, rounded up.
 constexpr double kHopperL2Budget = 25.0 * (1 << 20);
-void plan_hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* out) {
+}  // namespace
+
+void hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* out) {
   const long long pairs = (long long)p.batch * p.heads_q, items = pairs * out->n_mblocks;
   out->work_blocks = (int)std::min<long long>(items, std::max(1, dev.sm_count));
   out->item_tickets = items > out->work_blocks;
   out->pair_groups = (int)pairs;
+  out->tail_items = 0, out->tail_splits = 1;
+  out->split_counter_bytes = out->split_partial_bytes = out->split_lse_offset = 0;
+  const long long rem = items % out->work_blocks;
+  const int key_tiles = (p.seqlen_k + detail::sm90_block_n(out->hopper_dim) - 1) / detail::sm90_block_n(out->hopper_dim);
+  if (out->item_tickets && rem > 0 && 2 * rem <= out->work_blocks && !p.causal && !p.fp8 && !detail::has_variants(p) &&
+      !detail::has_sequences(p)) {
+    const int k = (int)std::min<long long>({(long long)detail::kMaxSplits, out->work_blocks / rem, (long long)key_tiles});
+    if (k >= 2) {
+      out->tail_items = (int)rem, out->tail_splits = k;
+      out->split_counter_bytes = detail::tail_counter_bytes(out->tail_items, out->block_m);
+      out->split_lse_offset = detail::tail_o_bytes(out->tail_items, k, out->block_m, out->hopper_dim);
+      out->split_partial_bytes = out->split_lse_offset + detail::tail_lse_bytes(out->tail_items, k, out->block_m);
+    }
+  }
   if (p.causal) {
     const double kv_per_pair = 2.0 * p.seqlen_k * p.head_dim * (p.fp8 ? 1 : 2) / (p.heads_q / p.heads_kv);
     const long long per_group = std::max<long long>(1, std::min<long long>(pairs, (long long)(kHopperL2Budget / kv_per_pair)));
     out->pair_groups = (int)((pairs + per_group - 1) / per_group);
   }
 }
+
+namespace {
 
 // FP8 (e4m3) inputs: the Hopper kernel's FP8 instance (D = 128; smaller head dims zero-padded by TMA),
 // fixed-length layouts without variants for now (the reference runs the rest). Its plan adds the
@@ -205,7 +230,7 @@ std::string plan_fp8(const FlashFwdParams& p, const DeviceLimits& dev, FlashVari
   out->n_mblocks = (p.seqlen_q + out->block_m - 1) / out->block_m;
   out->fp8_keys_pad = (p.seqlen_k + detail::kFp8KeyPad - 1) / detail::kFp8KeyPad * detail::kFp8KeyPad;
   out->fp8_vt_bytes = (size_t)p.batch * p.heads_kv * p.head_dim * out->fp8_keys_pad;
-  plan_hopper_schedule(p, dev, out);
+  hopper_schedule(p, dev, out);
   return {};
 }
 
@@ -522,7 +547,8 @@ std::string FlashFwdPlan::describe() const {
   if (kernel == FlashKernel::Hopper)
     s += " instance=D" + std::to_string(hopper_dim) + "x" + std::to_string(hopper_wgs) + "wg" +
          " persistent blocks=" + std::to_string(work_blocks) + " pair_groups=" + std::to_string(pair_groups) +
-         (item_tickets ? " tickets" : "");
+         (item_tickets ? " tickets" : "") +
+         (tail_items > 0 ? " tail=" + std::to_string(tail_items) + "x" + std::to_string(tail_splits) : "");
   else if (work_slots > 0)
     s += " balanced slots=" + std::to_string(work_slots) +
          " waves=" + (work_waves ? std::to_string(work_waves) : std::string("1-2")) + " blocks=" + std::to_string(work_blocks);
@@ -614,7 +640,7 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
     out.key_split_warps = 1;
     out.smem = detail::sm90_smem_bytes(out.hopper_dim, false, out.hopper_wgs);
     out.n_mblocks = (p.seqlen_q + out.block_m - 1) / out.block_m;
-    plan_hopper_schedule(p, dev, &out);
+    hopper_schedule(p, dev, &out);
   } else {
     plan_sm80(p, dev, *row, variant, &out);
   }
@@ -637,6 +663,16 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   args.work_slots = plan.work_slots;
   args.work_waves = plan.work_waves;
   args.pair_groups = plan.pair_groups;
+  args.tail_items = plan.tail_items;
+  args.tail_splits = plan.tail_splits;
+  const int n_items = p.batch * p.heads_q * plan.n_mblocks;  // the Hopper kernel's work items
+  args.tail_first = n_items - args.tail_items;
+  args.work_total = args.tail_first + args.tail_items * plan.tail_splits;
+  if (plan.tail_items > 0) {  // every item has the same key tiles (the plan's condition: fixed length, no window)
+    const int bn = detail::sm90_block_n(plan.hopper_dim), tiles = (p.seqlen_k + bn - 1) / bn;
+    args.tail_tiles = tiles / plan.tail_splits;
+    args.tail_extra = tiles % plan.tail_splits;
+  }
   auto launch = [&](const FlashFwdPlan& pl) {
     switch (pl.kernel) {
       case FlashKernel::Hopper: return detail::launch_sm90(pl, args, stream);
@@ -647,14 +683,16 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   // Tickets and split-KV partials (launch_scratch.h): the stream's buffer for an eager launch, a buffer
   // of its own for a captured one, so graphs captured on one stream may be replayed at once. The Hopper
   // kernel's tickets are 2 ints (a captured graph's three extra nodes cost 2.4-3.4 µs a replay on an
-  // H100, run 63m).
+  // H100, run 63m), followed by the tail split's counters and partials where the plan has one.
   const bool hopper = plan.kernel == FlashKernel::Hopper;
   if (hopper ? !plan.item_tickets : plan.max_splits <= 1) return launch(plan);
   detail::LaunchScratch scratch;
-  const cudaError_t had = detail::acquire_launch_scratch(plan.device, stream, hopper ? 2 * sizeof(int) : plan.split_counter_bytes,
-                                                         hopper ? 0 : plan.split_partial_bytes, &scratch);
+  const bool tail = hopper && plan.tail_items > 0;
+  const cudaError_t had = detail::acquire_launch_scratch(
+      plan.device, stream, hopper && !tail ? 2 * sizeof(int) : plan.split_counter_bytes, hopper && !tail ? 0 : plan.split_partial_bytes, &scratch);
   if (had != cudaSuccess) return had;  // the stream's earlier error: nothing launched
   if (!scratch.have()) {
+    args.tail_items = 0, args.tail_first = args.work_total = n_items;  // no scratch: no tail split either
     if (hopper) return launch(plan);  // no tickets: the static order
     FlashFwdPlan unsplit = plan;      // no partials: un-split
     unsplit.max_splits = args.max_splits = 1;
@@ -663,7 +701,7 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
     return launch(unsplit);
   }
   args.counters = scratch.counters;
-  if (!hopper) {
+  if (!hopper || tail) {
     args.part_o = reinterpret_cast<float*>(scratch.partial);
     args.part_lse = reinterpret_cast<float*>(scratch.partial + plan.split_lse_offset);
   }

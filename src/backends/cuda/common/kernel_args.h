@@ -22,6 +22,12 @@ struct KernelArgs {
   int work_slots;       // decode kernel: > 0 = the balanced schedule, this many blocks per wave (decode/schedule.cuh)
   int work_waves;       // its waves: 0 = one or two as the lengths need, else forced
   int pair_groups;      // Hopper (persistent): groups of (batch, head) pairs of the schedule (common/work_list.h)
+  int tail_items;       // Hopper: the last items run as tail_splits pieces each (common/tail_split.cuh; 0: none)
+  int tail_splits;
+  int tail_first;       // the first of them: items - tail_items
+  int work_total;       // work indices: tail_first + tail_items · tail_splits (these two are parameters, not
+                        // computed in the kernel: the Hopper producer's 24 registers hold no more)
+  int tail_tiles, tail_extra;  // a piece's key tiles: key tiles / tail_splits, one more for the first tail_extra
   float* part_o;        // [split][batch][heads_q][seqlen_q][D] fp32 (split-KV scratch; decode: decode/config.cuh)
   float* part_lse;      // [split][batch][heads_q][seqlen_q]   log2 domain
   int* counters;        // [batch][heads_q][n_mblocks] tickets, zero between launches (decode: [batch][heads_kv][n_mblocks])

@@ -61,12 +61,15 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "backends/cuda/common/elem_ops.cuh"
 #include "backends/cuda/common/epilogue.cuh"
 #include "backends/cuda/common/mask.cuh"
 #include "backends/cuda/common/online_softmax.cuh"
 #include "backends/cuda/common/ptx.cuh"
 #include "backends/cuda/common/sequences.cuh"
+#include "backends/cuda/common/tail_split.cuh"
 #include "backends/cuda/common/work_list.h"
 #include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/kernels.h"
@@ -112,12 +115,19 @@ __device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const C
 // producer loads the next item's Q (once the consumers are done with the current one's: q_empty) and
 // its first K/V tiles while the consumers finish the current item.
 // kWGs: consumer warpgroups (sm90/config.h, HopperConfig).
-template <int D, typename Elem, class Mask, bool kPaged, typename OutElem = Elem, int kWGs = hopper_default_wgs(D)>
+// kTail: the tail split (common/tail_split.cuh), its own instance of the plain-mask, non-paged, 16-bit kernel, so
+// that the launches without a split run code with none of it.
+template <int D, typename Elem, class Mask, bool kPaged, typename OutElem = Elem, int kWGs = hopper_default_wgs(D),
+          bool kTail = false>
 __global__ void __launch_bounds__(HopperConfig<D, 2, kWGs>::kThreads, 1)
 flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_constant__ HopperMaps maps) {
   using Cfg = HopperConfig<D, sizeof(Elem), kWGs>;
   using ItemMask = typename Mask::template WithLengths<ReadLengths>;
   constexpr int kS = Cfg::kStages, kBN = Cfg::kBlockN;
+  // The tail split (common/tail_split.cuh): work index w -> item and piece of its key tiles (-1: whole).
+  static_assert(!kTail || (!kPaged && !Cfg::kFp8 && std::is_same<Mask, CausalMask>::value),
+                "the tail split: plain mask, 16-bit, non-paged (the plan's condition)");
+  const TailSplit ts(a.tail_first, a.tail_items, a.tail_splits);
   extern __shared__ unsigned char smem_raw[];
   const uint32_t sQ = (smem_u32(smem_raw) + 1023u) & ~1023u;  // swizzle atoms need 1024-byte alignment
   const uint32_t sK = sQ + Cfg::kQRegionBytes;                 // K slot s at sK + s·kTileBytes
@@ -195,12 +205,15 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     // on faster SMs or with lighter items take more), or without one from the static snake.
     const WorkList work(a.n_mblocks, p.heads_q, p.batch, a.q_heads_per_kv, a.pair_groups, (int)gridDim.x, (int)blockIdx.x);
     for (int w = work.item(0), round = 1; w >= 0; ++round) {
-      const WorkItem blk = work.coord(w);
+      int item = w, piece = -1;
+      if constexpr (kTail) piece = ts.decode(w, &item);
+      const WorkItem blk = work.coord(item);
       const int h = blk.h, b = blk.b, hk = blk.hk, m0 = blk.mblock * Cfg::kBlockM;
       const ItemMask mask(p, b);
       const bool live = m0 < mask.seq.len_q();  // else past this sequence's queries: skipped
       int t_first = 0, n_tiles = 0;
       if (live) item_tiles(mask, m0, &t_first, &n_tiles);
+      if (piece >= 0) tail_piece_tiles(piece, a.tail_tiles, a.tail_extra, &t_first, &n_tiles);  // a tail piece's tiles
       if (live) hand_item(w, b, h, m0);
       if (live && lane == 0) {  // one thread issues every copy
         const TmaRows kr = tma_kv_rows(p, b);
@@ -251,7 +264,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       }
       if (live) ring += n_tiles, phases ^= 1;
       // The next item, drawn once this one's copies are issued (the wait for q_empty hides the atomic).
-      if (lane == 0) w = a.counters != nullptr ? next_ticket(a.counters, (int)gridDim.x, work.total) : work.item(round);
+      if (lane == 0) w = a.counters != nullptr ? next_ticket(a.counters, (int)gridDim.x, kTail ? a.work_total : work.total) : work.item(round);
       w = __shfl_sync(0xffffffffu, w, 0);
     }
     hand_item(-1, 0, 0, 0);  // no more
@@ -301,11 +314,14 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     const int w = ld_shared_s32(item_slot);
     if (w < 0) break;
     named_bar_arrive(Cfg::kBarItemEmpty + cw, Cfg::kItemBarThreads);
-    const WorkItem blk = work.coord(w);
+    int item = w, piece = -1;
+    if constexpr (kTail) piece = ts.decode(w, &item);
+    const WorkItem blk = work.coord(item);
     const int h = blk.h, b = blk.b, m0 = blk.mblock * Cfg::kBlockM;
     const ItemMask mask(p, b);
     int t_first, n_tiles;
     item_tiles(mask, m0, &t_first, &n_tiles);
+    if (piece >= 0) tail_piece_tiles(piece, a.tail_tiles, a.tail_extra, &t_first, &n_tiles);
     const int wg_row0 = m0 + 64 * cw;
     // Steps in [wg_full_lo, wg_full) need no mask (steps count from t_first).
     const int wg_full = mask.unmasked_tiles(wg_row0, kBN) - t_first;
@@ -429,11 +445,20 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       inv[0] *= p.descale_v, inv[1] *= p.descale_v;
       lse2[0] -= float(kFp8PLog2), lse2[1] -= float(kFp8PLog2);
     }
-    OutElem* sO = reinterpret_cast<OutElem*>(smem_raw + (sQ + Cfg::kOStageOffset - smem_u32(smem_raw)));
-    stage_o_rows<D>(sO, row_lo - m0 + g, lane, inv, [&](int j, int e) { return o[j][e]; });
-    write_lse_rows(p, b, h, row_lo + g, lse2, lane);
-    __syncwarp();
-    store_o_rows<D>(p, b, h, sO, row_lo - m0, row_lo, 16, lane);
+    bool whole = true;
+    if constexpr (kTail) {
+      if (piece >= 0) {  // a tail piece: the partial, and the merge by the last piece's warp
+        tail_piece_epilogue<D, Cfg::kBlockM, Elem>(a, ts, item, piece, b, h, m0, row_lo - m0, o, inv, lse2, lane);
+        whole = false;
+      }
+    }
+    if (whole) {
+      OutElem* sO = reinterpret_cast<OutElem*>(smem_raw + (sQ + Cfg::kOStageOffset - smem_u32(smem_raw)));
+      stage_o_rows<D>(sO, row_lo - m0 + g, lane, inv, [&](int j, int e) { return o[j][e]; });
+      write_lse_rows(p, b, h, row_lo + g, lse2, lane);
+      __syncwarp();
+      store_o_rows<D>(p, b, h, sO, row_lo - m0, row_lo, 16, lane);
+    }
     if constexpr (!Cfg::kOwnOStage) {
       // This warp's staged rows are read: the next item's Q may land (generic accesses ordered before
       // the async proxy's writes).
@@ -454,13 +479,16 @@ cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, const
   using Cfg = HopperConfig<D, sizeof(Elem), kWGs>;
   const bool variants = has_variants(args.p), paged = args.p.block_table != nullptr;
   void (*kernel)(KernelArgs, HopperMaps) = nullptr;
-  if constexpr (kWGs == hopper_default_wgs(D))
+  if (args.tail_items > 0) {  // the tail split: plain mask, non-paged (the plan splits nothing else)
+    if (paged || variants) return cudaErrorInvalidValue;
+    kernel = flash_fwd_hopper_kernel<D, Elem, CausalMask, false, Elem, kWGs, true>;
+  } else if constexpr (kWGs == hopper_default_wgs(D)) {
     kernel = paged ? (variants ? flash_fwd_hopper_kernel<D, Elem, VariantMask, true> : flash_fwd_hopper_kernel<D, Elem, CausalMask, true>)
                    : (variants ? flash_fwd_hopper_kernel<D, Elem, VariantMask, false> : flash_fwd_hopper_kernel<D, Elem, CausalMask, false>);
-  else if (paged || variants)
-    return cudaErrorInvalidValue;
-  else
+  } else {
+    if (paged || variants) return cudaErrorInvalidValue;
     kernel = flash_fwd_hopper_kernel<D, Elem, CausalMask, false, Elem, kWGs>;
+  }
   const cudaError_t e = raise_smem_limit(reinterpret_cast<const void*>(kernel), plan.device, Cfg::kSmemBytes);
   if (e != cudaSuccess) return e;
   kernel<<<plan.work_blocks, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args, maps);
