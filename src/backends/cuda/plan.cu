@@ -185,7 +185,7 @@ void hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdP
   out->pair_groups = (int)pairs;
   out->tail_items = 0, out->tail_splits = 1;
   out->split_counter_bytes = out->split_partial_bytes = out->split_lse_offset = 0;
-  const long long rem = items % out->work_blocks;
+  const long long rem = out->work_blocks > 0 ? items % out->work_blocks : 0;
   const int key_tiles = (p.seqlen_k + detail::sm90_block_n(out->hopper_dim) - 1) / detail::sm90_block_n(out->hopper_dim);
   if (out->item_tickets && rem > 0 && 2 * rem <= out->work_blocks && !p.causal && !p.fp8 && !detail::has_variants(p) &&
       !detail::has_sequences(p)) {

@@ -479,8 +479,9 @@ cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, const
   using Cfg = HopperConfig<D, sizeof(Elem), kWGs>;
   const bool variants = has_variants(args.p), paged = args.p.block_table != nullptr;
   void (*kernel)(KernelArgs, HopperMaps) = nullptr;
-  if (args.tail_items > 0) {  // the tail split: plain mask, non-paged (the plan splits nothing else)
-    if (paged || variants) return cudaErrorInvalidValue;
+  if (args.tail_items > 0) {  // the tail split: the plan splits nothing else, and it needs the counters
+    if (paged || variants || args.p.causal || has_sequences(args.p) || args.counters == nullptr || args.part_o == nullptr)
+      return cudaErrorInvalidValue;
     kernel = flash_fwd_hopper_kernel<D, Elem, CausalMask, false, Elem, kWGs, true>;
   } else if constexpr (kWGs == hopper_default_wgs(D)) {
     kernel = paged ? (variants ? flash_fwd_hopper_kernel<D, Elem, VariantMask, true> : flash_fwd_hopper_kernel<D, Elem, CausalMask, true>)
