@@ -113,7 +113,8 @@ __device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const C
 // items (common/work_list.h): one item = kBlockM query rows of one (batch, head). The K/V ring
 // runs on across items (its slots and mbarrier phases count the block's tiles, not the item's), so the
 // producer loads the next item's Q (once the consumers are done with the current one's: q_empty) and
-// its first K/V tiles while the consumers finish the current item.
+// its first K/V tiles while the consumers finish the current item. Where the last round of items would be
+// at most half full, its items run as pieces of their key tiles, merged by the last piece (kTail below).
 // kWGs: consumer warpgroups (sm90/config.h, HopperConfig).
 // kTail: the tail split (common/tail_split.cuh), its own instance of the plain-mask, non-paged, 16-bit kernel, so
 // that the launches without a split run code with none of it.
