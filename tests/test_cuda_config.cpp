@@ -963,6 +963,8 @@ TEST(CudaConfig, HopperTailSplit) {
   FlashFwdPlan a = schedule(params(4, 16, 16, 2048, 2048, 64, false, false), 192, 64);
   EXPECT_EQ(a.tail_items, 44);
   EXPECT_EQ(a.tail_splits, 3);
+  EXPECT_EQ(a.tail_tiles, 5);  // 16 key tiles of 128: pieces of 6, 5, 5
+  EXPECT_EQ(a.tail_extra, 1);
   EXPECT_TRUE(a.item_tickets);
   EXPECT_EQ(a.split_counter_bytes, (2 + 44 * 12) * sizeof(int));  // two tickets, a counter per 16-row slice
   EXPECT_GE(a.split_partial_bytes, size_t(44) * 3 * 192 * (64 + 1) * sizeof(float));

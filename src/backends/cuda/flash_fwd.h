@@ -125,8 +125,10 @@ struct FlashFwdPlan {
   bool item_tickets = false;
   // Hopper: the schedule's last, partial round split along the keys (common/tail_split.cuh): the last
   // tail_items items run as tail_splits pieces each, merged by the last piece (plan.cu, hopper_schedule);
-  // its scratch: split_counter_bytes, split_partial_bytes, split_lse_offset.
+  // its scratch: split_counter_bytes, split_partial_bytes, split_lse_offset. A piece's key tiles: tail_tiles,
+  // one more for the first tail_extra pieces (every item has the same tiles).
   int tail_items = 0, tail_splits = 1;
+  int tail_tiles = 0, tail_extra = 0;
   int threads = 0;             // per block
   size_t smem = 0;             // dynamic shared memory per block
   size_t split_counter_bytes = 0, split_partial_bytes = 0;  // split-KV workspace (0 without): tickets, partials

@@ -183,7 +183,7 @@ void hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdP
   out->work_blocks = (int)std::min<long long>(items, std::max(1, dev.sm_count));
   out->item_tickets = items > out->work_blocks;
   out->pair_groups = (int)pairs;
-  out->tail_items = 0, out->tail_splits = 1;
+  out->tail_items = 0, out->tail_splits = 1, out->tail_tiles = out->tail_extra = 0;
   out->split_counter_bytes = out->split_partial_bytes = out->split_lse_offset = 0;
   const long long rem = out->work_blocks > 0 ? items % out->work_blocks : 0;
   const int key_tiles = (p.seqlen_k + detail::sm90_block_n(out->hopper_dim) - 1) / detail::sm90_block_n(out->hopper_dim);
@@ -192,6 +192,7 @@ void hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdP
     const int k = (int)std::min<long long>({(long long)detail::kMaxSplits, out->work_blocks / rem, (long long)key_tiles});
     if (k >= 2) {
       out->tail_items = (int)rem, out->tail_splits = k;
+      out->tail_tiles = key_tiles / k, out->tail_extra = key_tiles % k;
       out->split_counter_bytes = detail::tail_counter_bytes(out->tail_items, out->block_m);
       out->split_lse_offset = detail::tail_o_bytes(out->tail_items, k, out->block_m, out->hopper_dim);
       out->split_partial_bytes = out->split_lse_offset + detail::tail_lse_bytes(out->tail_items, k, out->block_m);
@@ -668,11 +669,8 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   const int n_items = p.batch * p.heads_q * plan.n_mblocks;  // the Hopper kernel's work items
   args.tail_first = n_items - args.tail_items;
   args.work_total = args.tail_first + args.tail_items * plan.tail_splits;
-  if (plan.tail_items > 0) {  // every item has the same key tiles (the plan's condition: fixed length, no window)
-    const int bn = detail::sm90_block_n(plan.hopper_dim), tiles = (p.seqlen_k + bn - 1) / bn;
-    args.tail_tiles = tiles / plan.tail_splits;
-    args.tail_extra = tiles % plan.tail_splits;
-  }
+  args.tail_tiles = plan.tail_tiles;
+  args.tail_extra = plan.tail_extra;
   auto launch = [&](const FlashFwdPlan& pl) {
     switch (pl.kernel) {
       case FlashKernel::Hopper: return detail::launch_sm90(pl, args, stream);
