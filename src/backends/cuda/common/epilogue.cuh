@@ -86,6 +86,29 @@ __device__ __forceinline__ void write_split_partial(const KernelArgs& a, int b, 
   }
 }
 
+// The weights of one row's n <= kMaxSplits split partials, in split order, from their log2-domain LSEs
+// lse[0], lse[stride], ...: w_s = 2^(lse_s - max) / Σ (0 past n); returns the merged log2-domain LSE
+// (-inf, with weights 0, where no partial saw a key). merge_splits and the Hopper tail split
+// (common/tail_split.cuh) both merge with it.
+__device__ __forceinline__ float split_merge_weights(const float* lse, long long stride, int n, float (&w)[kMaxSplits]) {
+  float mx = -INFINITY;
+#pragma unroll
+  for (int sp = 0; sp < kMaxSplits; ++sp) {
+    w[sp] = sp < n ? __ldcg(lse + sp * stride) : -INFINITY;
+    mx = fmaxf(mx, w[sp]);
+  }
+  float sum = 0.f;
+#pragma unroll
+  for (int sp = 0; sp < kMaxSplits; ++sp) {
+    w[sp] = mx == -INFINITY ? 0.f : fast_exp2(w[sp] - mx);
+    sum += w[sp];
+  }
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+  for (int sp = 0; sp < kMaxSplits; ++sp) w[sp] *= inv;
+  return mx == -INFINITY ? -INFINITY : mx + __log2f(sum);
+}
+
 // Split-KV merge, run by the last block of a query block: O = Σ w_s O_s with w_s = 2^(lse_s - max)/Σ,
 // in fixed split order (deterministic). Two phases, each with all its loads in flight at once; the
 // `n_consumers` threads meet at named barrier `bar` between them.
@@ -99,23 +122,11 @@ __device__ __forceinline__ void merge_splits(const KernelArgs& a, float* s_w, in
   const int rows_here = min(a.block_m, seq.len_q(b) - m0);
   // Phase 1: per-row weights -> smem, final LSE.
   for (int r = tid; r < rows_here; r += n_consumers) {
-    float l[kMaxSplits];
-    float mx = -INFINITY;
+    float w[kMaxSplits];
+    const float lse2 = split_merge_weights(a.part_lse + bh_row + m0 + r, split_rows, n_splits, w);
 #pragma unroll
-    for (int sp = 0; sp < kMaxSplits; ++sp) {
-      l[sp] = sp < n_splits ? __ldcg(a.part_lse + sp * split_rows + bh_row + m0 + r) : -INFINITY;
-      mx = fmaxf(mx, l[sp]);
-    }
-    float sum = 0.f;
-#pragma unroll
-    for (int sp = 0; sp < kMaxSplits; ++sp) {
-      l[sp] = mx == -INFINITY ? 0.f : fast_exp2(l[sp] - mx);
-      sum += l[sp];
-    }
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-#pragma unroll
-    for (int sp = 0; sp < kMaxSplits; ++sp) s_w[r * kMaxSplits + sp] = l[sp] * inv;
-    if (p.lse != nullptr) p.lse[seq.lse_index(b, h, m0 + r, p.heads_q)] = (mx == -INFINITY) ? -INFINITY : (mx + __log2f(sum)) * kLn2;
+    for (int sp = 0; sp < kMaxSplits; ++sp) s_w[r * kMaxSplits + sp] = w[sp];
+    if (p.lse != nullptr) p.lse[seq.lse_index(b, h, m0 + r, p.heads_q)] = lse2 * kLn2;
   }
   named_bar_sync(bar, n_consumers);
   // Phase 2: O, 4 columns per item, the head_dim columns of the D-float partial rows.

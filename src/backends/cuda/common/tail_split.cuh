@@ -71,6 +71,7 @@ inline size_t tail_lse_bytes(int items, int splits, int block_m) {
 
 #ifdef __CUDACC__
 #include "backends/cuda/common/elem_ops.cuh"
+#include "backends/cuda/common/epilogue.cuh"
 #include "backends/cuda/common/kernel_args.h"
 #include "backends/cuda/common/online_softmax.cuh"
 #include "backends/cuda/common/sequences.cuh"
@@ -107,28 +108,14 @@ __device__ __forceinline__ void tail_piece_epilogue(const KernelArgs& a, const T
   if (__shfl_sync(0xffffffffu, before, 0) != ts.splits - 1) return;
   __syncwarp();     // every lane after lane 0's count (a shuffle alone orders no memory between lanes)
   __threadfence();  // the other pieces' partials, counted before ours
-  // Weights of the warp's 16 rows (lane r < 16: row lrow0 + r): w_s = 2^(lse_s - max) / Σ, piece order.
+  // Weights of the warp's 16 rows in piece order (lane r < 16: row lrow0 + r; lanes 16.. repeat them).
   const long long item_rows = (long long)slot * ts.splits * kBlockM;
   float w[kMaxSplits];
-  float mx = -INFINITY, sum = 0.f;
-  const int rr = lane & 15;
-#pragma unroll
-  for (int s = 0; s < kMaxSplits; ++s) {
-    w[s] = s < ts.splits ? __ldcg(a.part_lse + item_rows + s * kBlockM + lrow0 + rr) : -INFINITY;
-    mx = fmaxf(mx, w[s]);
-  }
-#pragma unroll
-  for (int s = 0; s < kMaxSplits; ++s) {
-    w[s] = s < ts.splits ? fast_exp2(w[s] - mx) : 0.f;  // every piece saw a key of every row: mx is finite
-    sum += w[s];
-  }
-  const float inv_sum = 1.f / sum;
-#pragma unroll
-  for (int s = 0; s < kMaxSplits; ++s) w[s] *= inv_sum;
+  const float lse2_all = split_merge_weights(a.part_lse + item_rows + lrow0 + (lane & 15), kBlockM, ts.splits, w);
   const numeric::Sequences seq = sequences_of(p);
   const int len_q = seq.len_q(b);
   if (lane < 16 && p.lse != nullptr && m0 + lrow0 + lane < len_q)
-    p.lse[seq.lse_index(b, h, m0 + lrow0 + lane, p.heads_q)] = (mx + __log2f(sum)) * kLn2;
+    p.lse[seq.lse_index(b, h, m0 + lrow0 + lane, p.heads_q)] = lse2_all * kLn2;
   // O: 4 columns an item, in piece order.
   Elem* gO = static_cast<Elem*>(p.o) + seq.q_row(o_strides(p), b, 0) + (long long)h * p.o_head_stride;
   constexpr int kC4 = D / 4;
