@@ -18,6 +18,11 @@
 //   hopper_dev profile  two calls of (2,16,4096,64) and (1,16,16384,128) bf16 (for ncu); profile-short:
 //                       of (16,16,512,64), whose blocks see 4 key tiles each; profile-shape: of
 //                       HOPPER_DEV_SHAPE="B,H,L,D" (non-causal; HOPPER_DEV_CAUSAL=1 causal)
+//   hopper_dev timeline the item timeline (src/backends/cuda/common/dev_timeline.cuh) of three calls of
+//                       HOPPER_DEV_SHAPE (fp16; HOPPER_DEV_BF16=1 bf16; HOPPER_DEV_CAUSAL=1 causal) with the
+//                       plan Auto picks (HOPPER_DEV_TAIL=0: without its tail split), as CSV on stdout
+//                       (perf/dev/timeline_summary.py reads it). Needs a kernel instance built with
+//                       -DFLASHCORE_DEV_TIMELINE linked before the library (build_hopper_dev.sh EXTRA_OBJS).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -244,6 +249,53 @@ static void profile_once(const DeviceLimits& dev, const std::string& mode) {
   printf("profiled %zu shape(s), bf16, two calls each\n", cases.size());
 }
 
+// The timeline's host side, defined only in an instance built with FLASHCORE_DEV_TIMELINE (weak: null here otherwise).
+extern "C" __attribute__((weak)) cudaError_t flashcore_dev_timeline_clear();
+extern "C" __attribute__((weak)) cudaError_t flashcore_dev_timeline_read(unsigned long long* host, size_t count, int* blocks,
+                                                                         int* warps, int* items, int* fields);
+
+static int timeline(const DeviceLimits& dev) {
+  if (flashcore_dev_timeline_clear == nullptr || flashcore_dev_timeline_read == nullptr) {
+    fprintf(stderr, "timeline: no instance built with -DFLASHCORE_DEV_TIMELINE is linked\n");
+    return 2;
+  }
+  const char* shape = std::getenv("HOPPER_DEV_SHAPE");
+  int b = 0, h = 0, l = 0, d = 0;
+  if (shape == nullptr || std::sscanf(shape, "%d,%d,%d,%d", &b, &h, &l, &d) != 4) {
+    fprintf(stderr, "timeline: set HOPPER_DEV_SHAPE=B,H,L,D\n");
+    return 2;
+  }
+  const Timed t(Case{b, h, h, l, l, d, std::getenv("HOPPER_DEV_CAUSAL") != nullptr, std::getenv("HOPPER_DEV_BF16") != nullptr});
+  const FlashFwdParams p = t.params();
+  FlashFwdPlan plan;
+  const std::string why = flash_fwd_plan(p, dev, FlashVariant::Auto, &plan);
+  if (!why.empty()) { fprintf(stderr, "declined: %s\n", why.c_str()); return 2; }
+  const char* tail = std::getenv("HOPPER_DEV_TAIL");
+  if (tail != nullptr && std::atoi(tail) == 0) plan.tail_items = 0, plan.tail_splits = 0;
+  printf("# device %s, %d SMs; shape %s; plan %s; graph-timed %.1f us\n", dev.name.c_str(), dev.sm_count, shape,
+         plan.describe().c_str(), time_plan(p, plan));
+  printf("call,block,warp,n,w,piece,tiles,t_q,t_pv,t_end\n");
+  std::vector<unsigned long long> rec(1 << 22);
+  for (int call = 0; call < 3; ++call) {
+    CK(flash_fwd_run(p, plan, nullptr));  // an unrecorded call first: the clear's copy is not in the timeline
+    CK(cudaDeviceSynchronize());
+    CK(flashcore_dev_timeline_clear());
+    CK(flash_fwd_run(p, plan, nullptr));
+    CK(cudaDeviceSynchronize());
+    int nb, nw, ni, nf;
+    CK(flashcore_dev_timeline_read(rec.data(), rec.size(), &nb, &nw, &ni, &nf));
+    for (int bl = 0; bl < nb; ++bl)
+      for (int wp = 0; wp < nw; ++wp)
+        for (int n = 0; n < ni; ++n) {
+          const unsigned long long* r = &rec[(((size_t)bl * nw + wp) * ni + n) * nf];
+          if ((r[0] >> 63) == 0) continue;
+          printf("%d,%d,%d,%d,%u,%d,%u,%llu,%llu,%llu\n", call, bl, wp, n, (unsigned)(r[0] & 0xffffffffu),
+                 (int)((r[0] >> 32) & 0xff) - 1, (unsigned)((r[0] >> 40) & 0x7fffff), r[1], r[2], r[3]);
+        }
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "check";
   DeviceLimits dev;
@@ -275,6 +327,7 @@ int main(int argc, char** argv) {
     profile_once(dev, mode);
     return 0;
   }
-  fprintf(stderr, "usage: hopper_dev check|time|profile|profile-short|profile-shape\n");
+  if (mode == "timeline") return timeline(dev);
+  fprintf(stderr, "usage: hopper_dev check|time|profile|profile-short|profile-shape|timeline\n");
   return 2;
 }

@@ -63,6 +63,7 @@
 
 #include <type_traits>
 
+#include "backends/cuda/common/dev_timeline.cuh"
 #include "backends/cuda/common/elem_ops.cuh"
 #include "backends/cuda/common/epilogue.cuh"
 #include "backends/cuda/common/mask.cuh"
@@ -314,6 +315,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     named_bar_sync(Cfg::kBarItemFull + cw, Cfg::kItemBarThreads);
     const int w = ld_shared_s32(item_slot);
     if (w < 0) break;
+    FLASHCORE_TIMELINE_NOW(t_q);
     named_bar_arrive(Cfg::kBarItemEmpty + cw, Cfg::kItemBarThreads);
     int item = w, piece = -1;
     if constexpr (kTail) piece = ts.decode(w, &item);
@@ -440,6 +442,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     if constexpr (!Cfg::kOwnOStage) named_bar_sync(Cfg::kBarEpilogue, 128 * Cfg::kConsumerWGs);
 
     // ---- epilogue: O / l -> this warp's 16 rows of the Q region (row-major, swizzled) -> 16-byte stores
+    FLASHCORE_TIMELINE_NOW(t_pv);
     float inv[2], lse2[2];
     sm.finish(mask, h, sl2, inv, lse2);
     if constexpr (Cfg::kFp8) {  // P and l carry 2^kFp8PLog2 (O / l does not); V stands for descale_v · V
@@ -468,6 +471,8 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     } else {
       __syncwarp();  // the warp's stores have read its staged rows before the next item's staging
     }
+    FLASHCORE_TIMELINE_NOW(t_end);
+    FLASHCORE_TIMELINE_RECORD(warp - 4, lane, n_items, w, piece, n_tiles, t_q, t_pv, t_end);
     ring += n_tiles;
     ++n_items;
   }

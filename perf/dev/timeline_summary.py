@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Summary of a Hopper forward item timeline (perf/dev/hopper_dev.cu `timeline`, CSV on stdin or a file).
+
+Per call: the span (first Q landed to last epilogue done), then the block's items by their place n in the
+block's walk (round n): when they start (Q landed) relative to the call's first, how long their tiles take
+(Q landed -> last P·V done, per tile), their epilogue (stores; a tail piece's partial and merge), and the
+wait before them (the previous item's epilogue done -> this item's Q landed). Whole items and tail pieces
+apart. Times in µs, from the global timer; an item's times are its warps' earliest start and latest ends.
+
+Usage: perf/dev/timeline_summary.py [FILE]
+"""
+import collections
+import statistics
+import sys
+
+
+def stats(xs):
+    if not xs:
+        return "-"
+    xs = sorted(xs)
+    return "%7.2f %7.2f %7.2f %7.2f" % (xs[0], statistics.median(xs), statistics.mean(xs), xs[-1])
+
+
+def main():
+    src = open(sys.argv[1]) if len(sys.argv) > 1 else sys.stdin
+    calls = collections.defaultdict(list)
+    for line in src:
+        if line.startswith("#"):
+            print(line.rstrip())
+            continue
+        if line.startswith("call"):
+            continue
+        f = line.strip().split(",")
+        if len(f) != 10:
+            continue
+        call, block, warp, n, w, piece, tiles = map(int, f[:7])
+        tq, tpv, tend = map(int, f[7:])
+        calls[call].append((block, warp, n, w, piece, tiles, tq, tpv, tend))
+    for call, recs in sorted(calls.items()):
+        t0 = min(r[6] for r in recs)
+        items = {}
+        for block, warp, n, w, piece, tiles, tq, tpv, tend in recs:
+            k = (block, n)
+            if k not in items:
+                items[k] = [w, piece, tiles, tq, tpv, tend]
+            else:
+                it = items[k]
+                it[3] = min(it[3], tq)
+                it[4] = max(it[4], tpv)
+                it[5] = max(it[5], tend)
+        end = max(it[5] for it in items.values())
+        print(f"call {call}: span {(end - t0) / 1e3:.2f} us, {len(items)} items on {len({k[0] for k in items})} blocks")
+        print("  round kind   count | start after t0 (min med mean max) | per tile | epilogue | wait before")
+        rounds = collections.defaultdict(lambda: collections.defaultdict(list))
+        for (block, n), (w, piece, tiles, tq, tpv, tend) in items.items():
+            kind = "piece" if piece >= 0 else "whole"
+            prev = items.get((block, n - 1))
+            r = rounds[(n, kind)]
+            r["start"].append((tq - t0) / 1e3)
+            r["tile"].append((tpv - tq) / 1e3 / max(tiles, 1))
+            r["epi"].append((tend - tpv) / 1e3)
+            r["tiles"].append(tiles)
+            if prev is not None:
+                r["wait"].append((tq - prev[5]) / 1e3)
+            r["end"].append((tend - t0) / 1e3)
+        for (n, kind), r in sorted(rounds.items()):
+            print(f"  {n:5d} {kind:5s} {len(r['start']):6d} | {stats(r['start'])} | {statistics.median(r['tile']):6.3f} "
+                  f"| {statistics.median(r['epi']):6.2f} (max {max(r['epi']):5.2f}) | {stats(r['wait'])}"
+                  f" | tiles {min(r['tiles'])}-{max(r['tiles'])}, ends {min(r['end']):.2f}-{max(r['end']):.2f}")
+        last = max(items.items(), key=lambda kv: kv[1][5])
+        print(f"  last to finish: block {last[0][0]}, item {last[1][0]} piece {last[1][1]} at {(last[1][5] - t0) / 1e3:.2f} us")
+
+
+if __name__ == "__main__":
+    main()
