@@ -78,6 +78,66 @@ inline size_t tail_lse_bytes(int items, int splits, int block_m) {
 
 namespace flashcore::cuda::detail {
 
+// The merge of a tail item's 16-row slice (rows m0 + lrow0 .. + 15 of (b, h); the item's partials from
+// row item_rows) by the warp that completed its count: weights from the pieces' LSEs, the merged LSE,
+// then O = Σ_s w_s O_s in piece order, 4 columns an item: lane l takes items it = l + 32·i (row it / (D/4),
+// columns 4·(it % (D/4))). The piece count is a template parameter so that a chunk's loads (up to 16
+// float4 a lane) are all in flight before its sums and stores: with a run-time count they sat behind a
+// branch each and behind the previous item's stores (which may alias for the compiler), one L2 round trip
+// an item (H200 run 39a: the merging warp's epilogue took 5.9 µs at D = 64 with 3 pieces, 11 µs at D = 128
+// with 2, where the other pieces' warps took 2-3 µs). Not inlined: inlined, it moved the kernel's register
+// allocation (the D = 192 tail kernel spilled 8-92 bytes, whatever the loads in flight); called, no kernel
+// spills, and the call costs nothing next to its loads.
+template <int D, int kBlockM, int kSplits, typename Elem>
+__device__ __noinline__ void tail_merge(const KernelArgs& a, long long item_rows, int b, int h, int m0, int lrow0,
+                                        int lane) {
+  const FlashFwdParams& p = a.p;
+  // Weights of the warp's 16 rows in piece order (lane r < 16: row lrow0 + r; lanes 16.. repeat them).
+  float w[kMaxSplits];
+  const float lse2_all = split_merge_weights(a.part_lse + item_rows + lrow0 + (lane & 15), kBlockM, kSplits, w);
+  const numeric::Sequences seq = sequences_of(p);
+  const int len_q = seq.len_q(b);
+  const float* __restrict__ part = a.part_o + (item_rows + lrow0) * D;
+  Elem* __restrict__ out = static_cast<Elem*>(p.o) + seq.q_row(o_strides(p), b, 0) + (long long)h * p.o_head_stride +
+                           (long long)(m0 + lrow0) * p.o_seq_stride;
+  const int rows = len_q - (m0 + lrow0), dim4 = p.head_dim / 4;
+  constexpr int kC4 = D / 4, kItems = 16 * kC4 / 32;
+  constexpr int kLoads = 16;  // float4 loads in flight a lane (32 spilled in the three-warpgroup kernels: 128 registers)
+  constexpr int kChunk = kLoads / kSplits < 1 ? 1 : kLoads / kSplits < kItems ? kLoads / kSplits : kItems;
+#pragma unroll
+  for (int i0 = 0; i0 < kItems; i0 += kChunk) {
+    float4 v[kChunk][kSplits];
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      const int it = lane + 32 * (i0 + i), r = it / kC4, c4 = it % kC4;
+#pragma unroll
+      for (int s = 0; s < kSplits; ++s)
+        if (i0 + i < kItems) v[i][s] = __ldcg(reinterpret_cast<const float4*>(part + ((long long)s * kBlockM + r) * D) + c4);
+    }
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      const int it = lane + 32 * (i0 + i), r = it / kC4, c4 = it % kC4;
+      if (i0 + i >= kItems) break;
+      float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int s = 0; s < kSplits; ++s) {
+        const float ws = __shfl_sync(0xffffffffu, w[s], r);
+        acc[0] = fmaf(ws, v[i][s].x, acc[0]); acc[1] = fmaf(ws, v[i][s].y, acc[1]);
+        acc[2] = fmaf(ws, v[i][s].z, acc[2]); acc[3] = fmaf(ws, v[i][s].w, acc[3]);
+      }
+      if (r < rows && c4 < dim4) {
+        uint2 o4;
+        o4.x = ElemOps<Elem>::pack(acc[0], acc[1]);
+        o4.y = ElemOps<Elem>::pack(acc[2], acc[3]);
+        *reinterpret_cast<uint2*>(out + (long long)r * p.o_seq_stride + c4 * 4) = o4;
+      }
+    }
+  }
+  // The LSE last: a store before the partials' loads would keep them waiting (p.lse may alias them for the compiler).
+  if (lane < 16 && p.lse != nullptr && m0 + lrow0 + lane < len_q)
+    p.lse[seq.lse_index(b, h, m0 + lrow0 + lane, p.heads_q)] = lse2_all * kLn2;
+}
+
 // One warp's end of a tail piece: its rows lrow0 + lane/4 (+8) of the block (accumulator layout:
 // common/mask.cuh; o(j, e) as in stage_o_rows) -> the partials; the warp that completes the rows' count
 // merges them into O and the LSE of (b, h), rows m0 + lrow0 .. + 15.
@@ -86,7 +146,6 @@ __device__ __forceinline__ void tail_piece_epilogue(const KernelArgs& a, const T
                                                     int h, int m0, int lrow0, const float (&o)[D / 8][4],
                                                     const float (&inv)[2], const float (&lse2)[2], int lane) {
   static_assert(D % 32 == 0 && kBlockM % 16 == 0, "16-row slices of whole 32-column groups");
-  const FlashFwdParams& p = a.p;
   const int slot = item - ts.n_full, g = lane >> 2, t = lane & 3;  // slot: the item's place in the tail
   const long long piece_rows = (long long)(slot * ts.splits + c) * kBlockM;
   float* po = a.part_o + piece_rows * D;
@@ -108,39 +167,15 @@ __device__ __forceinline__ void tail_piece_epilogue(const KernelArgs& a, const T
   if (__shfl_sync(0xffffffffu, before, 0) != ts.splits - 1) return;
   __syncwarp();     // every lane after lane 0's count (a shuffle alone orders no memory between lanes)
   __threadfence();  // the other pieces' partials, counted before ours
-  // Weights of the warp's 16 rows in piece order (lane r < 16: row lrow0 + r; lanes 16.. repeat them).
-  const long long item_rows = (long long)slot * ts.splits * kBlockM;
-  float w[kMaxSplits];
-  const float lse2_all = split_merge_weights(a.part_lse + item_rows + lrow0 + (lane & 15), kBlockM, ts.splits, w);
-  const numeric::Sequences seq = sequences_of(p);
-  const int len_q = seq.len_q(b);
-  if (lane < 16 && p.lse != nullptr && m0 + lrow0 + lane < len_q)
-    p.lse[seq.lse_index(b, h, m0 + lrow0 + lane, p.heads_q)] = lse2_all * kLn2;
-  // O: 4 columns an item, in piece order.
-  Elem* gO = static_cast<Elem*>(p.o) + seq.q_row(o_strides(p), b, 0) + (long long)h * p.o_head_stride;
-  constexpr int kC4 = D / 4;
-  const int dim4 = p.head_dim / 4;
-#pragma unroll 4
-  for (int it = lane; it < 16 * kC4; it += 32) {
-    const int r = it / kC4, c4 = it % kC4;
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-    for (int s = 0; s < kMaxSplits; ++s) {
-      const float ws = __shfl_sync(0xffffffffu, w[s], r);
-      if (s < ts.splits) {
-        const float4 v = __ldcg(reinterpret_cast<const float4*>(a.part_o + (item_rows + s * kBlockM + lrow0 + r) * D) + c4);
-        acc[0] = fmaf(ws, v.x, acc[0]); acc[1] = fmaf(ws, v.y, acc[1]);
-        acc[2] = fmaf(ws, v.z, acc[2]); acc[3] = fmaf(ws, v.w, acc[3]);
-      }
-    }
-    const int row = m0 + lrow0 + r;
-    if (row < len_q && c4 < dim4) {
-      uint2 out;
-      out.x = ElemOps<Elem>::pack(acc[0], acc[1]);
-      out.y = ElemOps<Elem>::pack(acc[2], acc[3]);
-      *reinterpret_cast<uint2*>(gO + (long long)row * p.o_seq_stride + c4 * 4) = out;
-    }
+  switch (ts.splits) {  // the plan's 2 .. kMaxSplits
+#define FLASHCORE_TAIL_MERGE(k) \
+  case k: tail_merge<D, kBlockM, k, Elem>(a, (long long)slot * k * kBlockM, b, h, m0, lrow0, lane); break;
+    FLASHCORE_TAIL_MERGE(2) FLASHCORE_TAIL_MERGE(3) FLASHCORE_TAIL_MERGE(4) FLASHCORE_TAIL_MERGE(5)
+    FLASHCORE_TAIL_MERGE(6) FLASHCORE_TAIL_MERGE(7) FLASHCORE_TAIL_MERGE(8)
+#undef FLASHCORE_TAIL_MERGE
+    default: break;
   }
+  static_assert(kMaxSplits == 8, "a merge instance for each piece count 2 .. kMaxSplits");
   if (lane == 0) *count = 0;  // for the next launch
 }
 

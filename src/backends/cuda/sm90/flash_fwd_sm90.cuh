@@ -486,7 +486,8 @@ cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, const
   const bool variants = has_variants(args.p), paged = args.p.block_table != nullptr;
   void (*kernel)(KernelArgs, HopperMaps) = nullptr;
   if (args.tail_items > 0) {  // the tail split: the plan splits nothing else, and it needs the counters
-    if (paged || variants || args.p.causal || has_sequences(args.p) || args.counters == nullptr || args.part_o == nullptr)
+    if (paged || variants || args.p.causal || has_sequences(args.p) || args.counters == nullptr || args.part_o == nullptr ||
+        args.tail_splits < 2 || args.tail_splits > kMaxSplits)  // the merge has an instance for each of 2 .. kMaxSplits
       return cudaErrorInvalidValue;
     kernel = flash_fwd_hopper_kernel<D, Elem, CausalMask, false, Elem, kWGs, true>;
   } else if constexpr (kWGs == hopper_default_wgs(D)) {
