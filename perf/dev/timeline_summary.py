@@ -6,6 +6,8 @@ block's walk (round n): when they start (Q landed) relative to the call's first,
 (Q landed -> last P·V done, per tile), their epilogue (stores; a tail piece's partial and merge), and the
 wait before them (the previous item's epilogue done -> this item's Q landed). Whole items and tail pieces
 apart. Times in µs, from the global timer; an item's times are its warps' earliest start and latest ends.
+With a tail split, the pieces' epilogues per 16-row slice (a consumer warp's rows): the warp that counted last and
+merged against the others, which wrote their partial and counted.
 
 Usage: perf/dev/timeline_summary.py [FILE]
 """
@@ -69,6 +71,21 @@ def main():
                   f" | tiles {min(r['tiles'])}-{max(r['tiles'])}, ends {min(r['end']):.2f}-{max(r['end']):.2f}")
         last = max(items.items(), key=lambda kv: kv[1][5])
         print(f"  last to finish: block {last[0][0]}, item {last[1][0]} piece {last[1][1]} at {(last[1][5] - t0) / 1e3:.2f} us")
+        pieces = [r for r in recs if r[4] >= 0]
+        if pieces:  # work index w of piece c of tail slot q: n_full + c * items + q (common/tail_split.cuh)
+            n_full, splits = min(r[3] for r in pieces), max(r[4] for r in pieces) + 1
+            n_items = (max(r[3] for r in pieces) - n_full + 1) // splits
+            slices = collections.defaultdict(list)
+            for block, warp, n, w, piece, tiles, tq, tpv, tend in pieces:
+                slices[((w - n_full) % n_items, warp)].append((tpv, tend))
+            merging, others, after = [], [], []
+            for v in slices.values():
+                v.sort(key=lambda x: x[1])
+                merging.append((v[-1][1] - v[-1][0]) / 1e3)
+                others.extend((e - p) / 1e3 for p, e in v[:-1])
+                after.append((v[-1][1] - max(p for p, _ in v)) / 1e3)
+            print(f"  tail {n_items}x{splits}: merging warp's epilogue {stats(merging)}; the others' {stats(others)};"
+                  f" slice done after its last piece's P·V {stats(after)} (min med mean max)")
 
 
 if __name__ == "__main__":
