@@ -277,7 +277,7 @@ static int timeline(const DeviceLimits& dev) {
   printf("call,block,warp,n,w,piece,tiles,t_q,t_pv,t_end\n");
   std::vector<unsigned long long> rec(1 << 22);
   for (int call = 0; call < 3; ++call) {
-    CK(flash_fwd_run(p, plan, nullptr));  // an unrecorded call first: the clear's copy is not in the timeline
+    CK(flash_fwd_run(p, plan, nullptr));  // an unrecorded call first: the clear is not in the timeline
     CK(cudaDeviceSynchronize());
     CK(flashcore_dev_timeline_clear());
     CK(flash_fwd_run(p, plan, nullptr));

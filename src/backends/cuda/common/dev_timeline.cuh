@@ -15,7 +15,8 @@
 namespace flashcore::cuda::detail {
 
 constexpr int kTimelineBlocks = 160, kTimelineWarps = 12, kTimelineItems = 32, kTimelineFields = 4;
-__device__ unsigned long long g_timeline[kTimelineBlocks * kTimelineWarps * kTimelineItems * kTimelineFields];
+constexpr size_t kTimelineWords = (size_t)kTimelineBlocks * kTimelineWarps * kTimelineItems * kTimelineFields;
+__device__ unsigned long long g_timeline[kTimelineWords];
 
 __device__ __forceinline__ unsigned long long timeline_now() {
   unsigned long long t;
@@ -39,17 +40,16 @@ __device__ __forceinline__ void timeline_record(int cw_warp, int lane, int n, in
 
 // The host side (the harness declares these; defined once, in the instance built with the timeline).
 extern "C" cudaError_t flashcore_dev_timeline_clear() {
-  static unsigned long long zeros[flashcore::cuda::detail::kTimelineBlocks * flashcore::cuda::detail::kTimelineWarps *
-                                  flashcore::cuda::detail::kTimelineItems * flashcore::cuda::detail::kTimelineFields];
-  return cudaMemcpyToSymbol(flashcore::cuda::detail::g_timeline, zeros, sizeof(zeros));
+  void* d = nullptr;
+  const cudaError_t e = cudaGetSymbolAddress(&d, flashcore::cuda::detail::g_timeline);
+  return e != cudaSuccess ? e : cudaMemset(d, 0, sizeof(flashcore::cuda::detail::g_timeline));
 }
 extern "C" cudaError_t flashcore_dev_timeline_read(unsigned long long* host, size_t count, int* blocks, int* warps,
                                                    int* items, int* fields) {
   using namespace flashcore::cuda::detail;
   *blocks = kTimelineBlocks, *warps = kTimelineWarps, *items = kTimelineItems, *fields = kTimelineFields;
-  const size_t n = (size_t)kTimelineBlocks * kTimelineWarps * kTimelineItems * kTimelineFields;
-  if (count < n) return cudaErrorInvalidValue;
-  return cudaMemcpyFromSymbol(host, g_timeline, n * sizeof(unsigned long long));
+  if (count < kTimelineWords) return cudaErrorInvalidValue;
+  return cudaMemcpyFromSymbol(host, g_timeline, sizeof(g_timeline));
 }
 #define FLASHCORE_TIMELINE_NOW(t) const unsigned long long t = flashcore::cuda::detail::timeline_now()
 #define FLASHCORE_TIMELINE_RECORD(...) flashcore::cuda::detail::timeline_record(__VA_ARGS__)

@@ -103,16 +103,17 @@ __device__ __noinline__ void tail_merge(const KernelArgs& a, long long item_rows
   const int rows = len_q - (m0 + lrow0), dim4 = p.head_dim / 4;
   constexpr int kC4 = D / 4, kItems = 16 * kC4 / 32;
   constexpr int kLoads = 16;  // float4 loads in flight a lane (32 spilled in the three-warpgroup kernels: 128 registers)
-  constexpr int kChunk = kLoads / kSplits < 1 ? 1 : kLoads / kSplits < kItems ? kLoads / kSplits : kItems;
+  constexpr int kChunk = kLoads / kSplits < kItems ? kLoads / kSplits : kItems;  // kSplits <= 8: at least 2
 #pragma unroll
   for (int i0 = 0; i0 < kItems; i0 += kChunk) {
     float4 v[kChunk][kSplits];
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
       const int it = lane + 32 * (i0 + i), r = it / kC4, c4 = it % kC4;
+      if (i0 + i >= kItems) break;
 #pragma unroll
       for (int s = 0; s < kSplits; ++s)
-        if (i0 + i < kItems) v[i][s] = __ldcg(reinterpret_cast<const float4*>(part + ((long long)s * kBlockM + r) * D) + c4);
+        v[i][s] = __ldcg(reinterpret_cast<const float4*>(part + ((long long)s * kBlockM + r) * D) + c4);
     }
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
