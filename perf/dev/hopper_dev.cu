@@ -224,18 +224,23 @@ static void time_shapes(const DeviceLimits& dev) {
     }
 }
 
+// The case of HOPPER_DEV_SHAPE="B,H,L,D" (causal with HOPPER_DEV_CAUSAL set); exits when it is missing.
+static Case case_from_env(const char* mode, bool bf16) {
+  const char* shape = std::getenv("HOPPER_DEV_SHAPE");
+  int b = 0, h = 0, l = 0, d = 0;
+  if (shape == nullptr || std::sscanf(shape, "%d,%d,%d,%d", &b, &h, &l, &d) != 4) {
+    fprintf(stderr, "%s: set HOPPER_DEV_SHAPE=B,H,L,D\n", mode);
+    exit(2);
+  }
+  return Case{b, h, h, l, l, d, std::getenv("HOPPER_DEV_CAUSAL") != nullptr, bf16};
+}
+
 static void profile_once(const DeviceLimits& dev, const std::string& mode) {
   std::vector<Case> cases = mode == "profile-short" ? std::vector<Case>{Case{16, 16, 16, 512, 512, 64, false, true}}
                                                     : std::vector<Case>{Case{2, 16, 16, 4096, 4096, 64, false, true},
                                                                         Case{1, 16, 16, 16384, 16384, 128, false, true}};
   if (mode == "profile-shape") {
-    const char* shape = std::getenv("HOPPER_DEV_SHAPE");
-    int b = 0, h = 0, l = 0, d = 0;
-    if (shape == nullptr || std::sscanf(shape, "%d,%d,%d,%d", &b, &h, &l, &d) != 4) {
-      fprintf(stderr, "profile-shape: set HOPPER_DEV_SHAPE=B,H,L,D\n");
-      exit(2);
-    }
-    cases = {Case{b, h, h, l, l, d, std::getenv("HOPPER_DEV_CAUSAL") != nullptr, true}};
+    cases = {case_from_env("profile-shape", true)};
   }
   for (const Case& c : cases) {
     const Timed t(c);
@@ -260,12 +265,7 @@ static int timeline(const DeviceLimits& dev) {
     return 2;
   }
   const char* shape = std::getenv("HOPPER_DEV_SHAPE");
-  int b = 0, h = 0, l = 0, d = 0;
-  if (shape == nullptr || std::sscanf(shape, "%d,%d,%d,%d", &b, &h, &l, &d) != 4) {
-    fprintf(stderr, "timeline: set HOPPER_DEV_SHAPE=B,H,L,D\n");
-    return 2;
-  }
-  const Timed t(Case{b, h, h, l, l, d, std::getenv("HOPPER_DEV_CAUSAL") != nullptr, std::getenv("HOPPER_DEV_BF16") != nullptr});
+  const Timed t(case_from_env("timeline", std::getenv("HOPPER_DEV_BF16") != nullptr));
   const FlashFwdParams p = t.params();
   FlashFwdPlan plan;
   const std::string why = flash_fwd_plan(p, dev, FlashVariant::Auto, &plan);
