@@ -18,6 +18,11 @@
 //                        schedule's waves against the fixed grid; equal lengths through seqlens_k too
 //   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be): plain
 //                        16-byte loads, and TMA bulk copies into shared memory
+//   decode_dev timeline  where one call's time goes, block by block (src/backends/cuda/common/dev_timeline.cuh):
+//                        DECODE_DEV_SHAPE=B,Hq,Hkv,Lq,Lk,D (DECODE_DEV_PAGE=16.. for paged K/V); three calls,
+//                        each summed up (start spread, first tile, loop ends, the merge), the first as CSV
+//                        when DECODE_DEV_CSV names a file. Needs the decode instance of that head dim built
+//                        with -DFLASHCORE_DEV_TIMELINE (EXTRA_OBJS of build_decode_dev.sh)
 //
 // Build (CPU machine, after `cmake --build build/cuda-sm90 --target flashcore`): perf/dev/build_decode_dev.sh
 #include <cuda_runtime.h>
@@ -694,6 +699,107 @@ static void time_one(const Case& c, FlashVariant v, const char* label) {
   time_cfg(bn, v, label);
 }
 
+// The timeline's host side, defined only in an instance built with FLASHCORE_DEV_TIMELINE (weak: null otherwise).
+extern "C" __attribute__((weak)) cudaError_t flashcore_dev_timeline_clear();
+extern "C" __attribute__((weak)) cudaError_t flashcore_dev_timeline_read(unsigned long long* host, size_t count, int* blocks,
+                                                                         int* warps, int* items, int* fields);
+
+// p-quantile of v (sorted copy), µs.
+static double quant(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, (size_t)(q * (v.size() - 1) + 0.5))];
+}
+
+static int timeline_mode() {
+  if (flashcore_dev_timeline_clear == nullptr || flashcore_dev_timeline_read == nullptr) {
+    fprintf(stderr, "timeline: no decode instance built with -DFLASHCORE_DEV_TIMELINE is linked\n");
+    return 2;
+  }
+  const char* env = std::getenv("DECODE_DEV_SHAPE");
+  int B, Hq, Hkv, Lq, Lk, D;
+  if (env == nullptr || sscanf(env, "%d,%d,%d,%d,%d,%d", &B, &Hq, &Hkv, &Lq, &Lk, &D) != 6) {
+    fprintf(stderr, "timeline: DECODE_DEV_SHAPE=B,Hq,Hkv,Lq,Lk,D\n");
+    return 2;
+  }
+  Case c = shape(B, Hq, Hkv, Lq, Lk, D);
+  if (const char* pg = std::getenv("DECODE_DEV_PAGE")) c.page = std::atoi(pg), c.name += " paged:" + std::string(pg);
+  Bench bn(c);
+  FlashFwdPlan plan;
+  const std::string why = plan_of(bn.r.p, FlashVariant::Auto, &plan);
+  if (!why.empty()) {
+    fprintf(stderr, "declined: %s\n", why.c_str());
+    return 2;
+  }
+  printf("# device %s, %d SMs; %s; plan %s; graph-timed %.1f us a call\n", g_dev.name.c_str(), g_dev.sm_count,
+         c.name.c_str(), plan.describe().c_str(), time_plan(bn.r.p, plan));
+  std::vector<unsigned long long> rec(1 << 22);
+  FILE* csv = std::getenv("DECODE_DEV_CSV") ? fopen(std::getenv("DECODE_DEV_CSV"), "w") : nullptr;
+  if (csv) fprintf(csv, "block,sm,split,tiles,splits,kind,t_entry,t_first,t_loop,t_store,t_weights,t_merged,t_groups,t_finish,t_issued\n");
+  for (int call = 0; call < 3; ++call) {
+    CK(flash_fwd_run(bn.r.p, plan, nullptr));  // an unrecorded call first: the clear is not in the timeline
+    CK(cudaDeviceSynchronize());
+    CK(flashcore_dev_timeline_clear());
+    CK(flash_fwd_run(bn.r.p, plan, nullptr));
+    CK(cudaDeviceSynchronize());
+    int nb, nw, ni, nf;
+    CK(flashcore_dev_timeline_read(rec.data(), rec.size(), &nb, &nw, &ni, &nf));
+    struct Blk { int sm, split, tiles, splits, kind; double entry, first, loop, store, weights, merged, groups, finish, issued; };
+    std::vector<Blk> bl;
+    unsigned long long t0 = ~0ull;
+    for (size_t slot = 0; slot < (size_t)nb * nw; ++slot) {
+      const unsigned long long* r0 = &rec[(slot * ni + 0) * nf];
+      if ((r0[0] >> 63) != 0) t0 = std::min(t0, r0[1]);
+    }
+    for (size_t slot = 0; slot < (size_t)nb * nw; ++slot) {
+      const unsigned long long* r0 = &rec[(slot * ni + 0) * nf];
+      const unsigned long long* r1 = &rec[(slot * ni + 1) * nf];
+      const unsigned long long* r2 = &rec[(slot * ni + 2) * nf];
+      if ((r0[0] >> 63) == 0 || (r1[0] >> 63) == 0) continue;
+      const bool has2 = (r2[0] >> 63) != 0;
+      auto us = [&](unsigned long long t) { return t ? (double)(t - t0) * 1e-3 : 0.0; };
+      Blk x{(int)((r1[0] >> 48) & 0xff), (int)(r1[0] & 0xffff), (int)((r1[0] >> 16) & 0xffff), (int)((r1[0] >> 32) & 0xff), (int)((r1[0] >> 40) & 0xff),
+            us(r0[1]), us(r0[2]), us(r0[3]), us(r1[1]), us(r1[2]), us(r1[3]),
+            has2 ? us(r2[1]) : 0, has2 ? us(r2[2]) : 0, has2 ? us(r2[3]) : 0};
+      bl.push_back(x);
+      if (csv && call == 0)
+        fprintf(csv, "%zu,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", slot, x.sm, x.split, x.tiles,
+                x.splits, x.kind, x.entry, x.first, x.loop, x.store, x.weights, x.merged, x.groups, x.finish, x.issued);
+    }
+    std::vector<double> entry, wait1, loop_end, per_tile, store, wmerge, pmerge, end, groups, finish, issued;
+    int merges = 0;
+    for (const Blk& x : bl) {
+      entry.push_back(x.entry);
+      if (x.tiles > 0) wait1.push_back(x.first - x.entry), loop_end.push_back(x.loop);
+      if (x.tiles > 1) per_tile.push_back((x.loop - x.first) / (x.tiles - 1));
+      store.push_back(x.store - x.loop);
+      if (x.groups > 0) {
+        groups.push_back(x.groups - x.loop);
+        finish.push_back(x.finish - x.groups);
+        issued.push_back(x.issued - x.finish);
+      }
+      end.push_back(x.kind == 3 ? x.merged : x.store);
+      if (x.kind == 3) ++merges, wmerge.push_back(x.weights - x.store), pmerge.push_back(x.merged - x.weights);
+    }
+    printf("call %d: %zu blocks, span %.2f us (last end); entry p50 %.2f max %.2f; first tile after entry p50 %.2f "
+           "p90 %.2f max %.2f\n", call, bl.size(), quant(end, 1.0), quant(entry, 0.5), quant(entry, 1.0),
+           quant(wait1, 0.5), quant(wait1, 0.9), quant(wait1, 1.0));
+    printf("  loop end min %.2f p10 %.2f p50 %.2f p90 %.2f max %.2f; us a tile p10 %.3f p50 %.3f p90 %.3f; "
+           "store/ticket after loop p50 %.2f max %.2f\n", quant(loop_end, 0), quant(loop_end, 0.1), quant(loop_end, 0.5),
+           quant(loop_end, 0.9), quant(loop_end, 1.0), quant(per_tile, 0.1), quant(per_tile, 0.5), quant(per_tile, 0.9),
+           quant(store, 0.5), quant(store, 1.0));
+    printf("  after the loop: key groups merged p50 %.2f max %.2f, rows finished p50 %.2f max %.2f, stores issued p50 "
+           "%.2f max %.2f us\n", quant(groups, 0.5), quant(groups, 1.0), quant(finish, 0.5), quant(finish, 1.0),
+           quant(issued, 0.5), quant(issued, 1.0));
+    if (merges)
+      printf("  %d merging blocks: weights p50 %.2f max %.2f us, sums p50 %.2f max %.2f us; last merge ends %.2f "
+             "(%.2f after the last loop end)\n", merges, quant(wmerge, 0.5), quant(wmerge, 1.0), quant(pmerge, 0.5),
+             quant(pmerge, 1.0), quant(end, 1.0), quant(end, 1.0) - quant(loop_end, 1.0));
+  }
+  if (csv) fclose(csv);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "check";
   std::string why;
@@ -747,6 +853,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (mode == "timeline") return timeline_mode();
   if (mode == "sweep") {
     auto sweep = [](const Case& c, std::vector<int> stages_list, std::vector<int> splits_list) {
       Bench bn(c);

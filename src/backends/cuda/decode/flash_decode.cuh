@@ -33,6 +33,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/common/dev_timeline.cuh"
 #include "backends/cuda/common/elem_ops.cuh"
 #include "backends/cuda/common/online_softmax.cuh"
 #include "backends/cuda/common/ptx.cuh"
@@ -101,6 +102,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int mt = warp % MT, kg = warp / MT;
   const int G = a.q_heads_per_kv;
+  FLASHCORE_TIMELINE_NOW(t_entry);  // development timeline only (common/dev_timeline.cuh)
 
   // ---- the block's work item (decode/schedule.cuh), rows and keys
   const numeric::Sequences seq = sequences_of(p);
@@ -317,9 +319,11 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
 
   // ---- the key loop: one __syncthreads per tile; the slot of tile i-1 is refilled with tile i+stages-1
   int slot = 0;
+  FLASHCORE_TIMELINE_DECL(t_first);
   for (int i = 0; i < n_iter; ++i) {
     cp_async_wait_upto(stages - 2);  // tile i landed (this thread's copies)...
     __syncthreads();                // ...and everyone's; everyone is done with tile i-1
+    FLASHCORE_TIMELINE_SET_IF(i == 0, t_first);
     if (i + stages - 1 < n_iter) load_next(t_begin + i + stages - 1, slot == 0 ? stages - 1 : slot - 1);
     cp_async_commit();
     const int key0 = (t_begin + i) * kBN;
@@ -331,6 +335,8 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   }
   cp_async_wait<0>();
   __syncthreads();  // the ring and Q are free
+  FLASHCORE_TIMELINE_NOW(t_loop);
+  FLASHCORE_TIMELINE_BLOCK(0, split, n_iter, n_splits, 0, t_entry, t_first, t_loop);
 
   // ---- merge the KG key groups (fixed order). Groups > 0 park their state in the ring, lane-major.
   float* xbuf = reinterpret_cast<float*>(sRing);
@@ -382,6 +388,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   }
 
   // ---- epilogue: warps of key group 0 hold their row tile's state
+  FLASHCORE_TIMELINE_NOW(t_groups);
   long long ws_row0, split_rows;  // workspace row: ws_row0 + split·split_rows + row
   decode_workspace(a, work, &ws_row0, &split_rows);
   if (kg == 0) {
@@ -393,6 +400,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       finish_row(row_max[e], l, a.scale_log2, n_splits == 1 ? rw[e].sink_l2 : -INFINITY, inv[e], lse2[e]);
     }
+    FLASHCORE_TIMELINE_NOW(t_finish);
     const int row_a = r0 + mt * kWarpRows + g;
     if (n_splits == 1) {
       // O·inv -> this row tile's rows of the Q tile (free) -> 16-byte stores to each row's (query, head).
@@ -417,6 +425,9 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
         for (int e = 0; e < 2; ++e)
           if (row_a + 8 * e < r_end) p.lse[seq.lse_index(b, rw[e].h, rw[e].i, p.heads_q)] = lse2[e] * kLn2;
       }
+      FLASHCORE_TIMELINE_NOW(t_stored);
+      FLASHCORE_TIMELINE_BLOCK(1, split, n_iter, n_splits, 1, t_stored, 0, 0);
+      FLASHCORE_TIMELINE_BLOCK(2, split, n_iter, n_splits, 1, t_groups, t_finish, t_stored);
       return;
     }
     // Split: this piece's fp32 partial (O normalised by its own l, log2-domain LSE).
@@ -431,6 +442,8 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
         *reinterpret_cast<float2*>(po + 8 * j) = make_float2(o[j][2 * e] * inv[e], o[j][2 * e + 1] * inv[e]);
       if (t4 == 0) a.part_lse[ws + row] = lse2[e];
     }
+    FLASHCORE_TIMELINE_NOW(t_part);
+    FLASHCORE_TIMELINE_BLOCK(2, split, n_iter, n_splits, 2, t_groups, t_finish, t_part);
   }
   if (n_splits == 1) return;
 
@@ -440,7 +453,11 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   int* counter = a.counters + ((long long)b * p.heads_kv + hk) * a.n_mblocks + rb;
   if (tid == 0) s_is_last = atomicAdd(counter, 1) == n_splits - 1;
   __syncthreads();
-  if (!s_is_last) return;
+  FLASHCORE_TIMELINE_NOW(t_ticket);
+  if (!s_is_last) {
+    FLASHCORE_TIMELINE_BLOCK(1, split, n_iter, n_splits, 2, t_ticket, 0, 0);
+    return;
+  }
   __threadfence();
 
   // Phase 1: the pieces' LSEs -> shared memory (a thread's loads in flight together); per row, a group of
@@ -492,6 +509,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
       p.lse[seq.lse_index(b, h, row / G, p.heads_q)] = mx == -INFINITY ? -INFINITY : (mx + __log2f(sum)) * kLn2;
   }
   __syncthreads();
+  FLASHCORE_TIMELINE_NOW(t_weights);
   // Phase 2: O = sum_s w_s O_s, 4 columns per item, in split order.
   const int dim4 = p.head_dim / 4;
   for (int it = tid; it < rows_here * dim4; it += kDecodeThreads) {
@@ -515,6 +533,8 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
     *reinterpret_cast<uint2*>(dst + c4 * 4) = out;
   }
   if (tid == 0) *counter = 0;  // ready for the next launch
+  FLASHCORE_TIMELINE_NOW(t_merged);
+  FLASHCORE_TIMELINE_BLOCK(1, split, n_iter, n_splits, 3, t_ticket, t_weights, t_merged);
 }
 
 }  // namespace flashcore::cuda::detail
