@@ -460,6 +460,29 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   }
   __threadfence();
 
+  // The partials of this thread's first phase-2 item (below), up to kMergeAhead pieces, loaded now: they
+  // do not depend on the weights, so they are in flight with phase 1's LSE loads and while phase 1
+  // computes. Without, phase 2 began with an L2 round trip after phase 1's two barriers. On an H200
+  // (perf/dev/NOTES.md, fortieth session) the sums went from 1.06 to 0.42 us on (8,32,8,1,8192,128), the
+  // weights from 1.5 to 2.0 (their LSE loads queue behind these): the call 71.1 -> 70.6 us, the 32k row
+  // 42.4 -> 42.0. Issued after the LSE loads instead, the calls were 0.4-0.6 us slower than this.
+  // Registers are free here: the block's O fragments are stored. D = 256 keeps the plain loop: any pieces
+  // ahead (4 to 16) moved its instances from 255 registers into 4-28 bytes of spills.
+  constexpr int kMergeAhead = D <= 128 ? 16 : 0;
+  const int rows_here = r_end - r0;
+  const int dim4 = p.head_dim / 4;
+  const long long piece_stride4 = split_rows * (D / 4);  // float4s from one piece's partial to the next's
+  auto partial4 = [&](int it) {  // phase-2 item it (row r0 + it / dim4, columns 4·(it % dim4)..): piece 0
+    return reinterpret_cast<const float4*>(a.part_o + (ws_row0 + r0 + it / dim4) * D) + it % dim4;
+  };
+  float4 ahead[kMergeAhead > 0 ? kMergeAhead : 1];
+  if (tid < rows_here * dim4) {
+    const float4* po = partial4(tid);
+#pragma unroll
+    for (int s = 0; s < kMergeAhead; ++s)
+      if (s < n_splits) ahead[s] = __ldcg(po + s * piece_stride4);
+  }
+
   // Phase 1: the pieces' LSEs -> shared memory (a thread's loads in flight together); per row, a group of
   // gw lanes computes the weights (lane l of the group takes pieces l and l + gw; max and sum by shuffles
   // in a fixed order), the sink and the final LSE. gw: the fewest lanes (a power of two) with at most two
@@ -468,7 +491,6 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   // at 64 pieces; a warp a row was slower at 4 pieces of 16 rows; perf/dev/NOTES.md, thirty-fourth session.)
   static_assert(kMaxDecodeSplits <= 64, "two pieces a lane");
   float* s_w = xbuf;  // [block_m][kMaxDecodeSplits]
-  const int rows_here = r_end - r0;
   const int n_lse = rows_here * n_splits;
   for (int it0 = tid; it0 < n_lse; it0 += 4 * kDecodeThreads) {
     float v[4];
@@ -510,22 +532,27 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   }
   __syncthreads();
   FLASHCORE_TIMELINE_NOW(t_weights);
-  // Phase 2: O = sum_s w_s O_s, 4 columns per item, in split order.
-  const int dim4 = p.head_dim / 4;
+  // Phase 2: O = sum_s w_s O_s, 4 columns per item, in split order (the first item's first pieces from
+  // registers).
   for (int it = tid; it < rows_here * dim4; it += kDecodeThreads) {
     const int r = it / dim4, c4 = it % dim4;
     const int row = r0 + r;
-    const float4* po = reinterpret_cast<const float4*>(a.part_o + (ws_row0 + row) * D) + c4;
+    const float4* po = partial4(it);
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll 8
-    for (int s = 0; s < n_splits; ++s) {
-      const float w = s_w[r * kMaxDecodeSplits + s];
-      const float4 v = __ldcg(po + s * split_rows * (D / 4));
+    auto add = [&](float w, const float4& v) {
       acc[0] = fmaf(w, v.x, acc[0]);
       acc[1] = fmaf(w, v.y, acc[1]);
       acc[2] = fmaf(w, v.z, acc[2]);
       acc[3] = fmaf(w, v.w, acc[3]);
+    };
+    const bool first = it == tid;
+    if (first) {
+#pragma unroll
+      for (int s = 0; s < kMergeAhead; ++s)
+        if (s < n_splits) add(s_w[r * kMaxDecodeSplits + s], ahead[s]);
     }
+#pragma unroll 8
+    for (int s = first ? kMergeAhead : 0; s < n_splits; ++s) add(s_w[r * kMaxDecodeSplits + s], __ldcg(po + s * piece_stride4));
     uint2 out;
     out.x = ElemOps<Elem>::pack(acc[0], acc[1]);
     out.y = ElemOps<Elem>::pack(acc[2], acc[3]);
