@@ -546,6 +546,17 @@ TEST(CudaConfig, SequenceArraysPlan) {
     // Without sequence arrays: the fixed grid, as before.
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(16, 32, 8, 1, 8192, 128, false, false), h100, FlashVariant::Auto, &plan), "");
     EXPECT_EQ(plan.work_slots, 0);
+    // Paged K/V without length arrays (every sequence seqlen_k keys): the fixed grid's one wave of equal
+    // pieces, no schedule to compute; with cache lengths: the balanced schedule.
+    FlashFwdParams pages_only = paged(params(8, 32, 8, 1, 8192, 128, false, false), 16);
+    pages_only.seqlens_k = nullptr;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(pages_only, h100, FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.kernel, FlashKernel::Decode);
+    EXPECT_EQ(plan.work_slots, 0);
+    EXPECT_EQ(plan.max_splits, 4);  // 264 slots over 8 x 8 (b, hk)
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(paged(params(8, 32, 8, 1, 8192, 128, false, false), 16), h100,
+                                              FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.work_slots, 2 * 132);
   }
   // With the variants (window, softcap, ALiBi, sinks): the decode kernel too.
   FlashFwdParams variants = paged(params(4, 16, 4, 2, 4096, 128, true, false), 64);

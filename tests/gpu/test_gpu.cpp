@@ -373,6 +373,13 @@ std::vector<Case> sequence_cases() {
       // paged decode: every tuned page size, last pages partly filled, a length-1 cache
       for (int page : {16, 32, 64, 128, 256})
         out.push_back(sequence_case(4, 2, d, dt, causal, {}, {1, page + 3, 5 * page - 1, 777}, KvStore::Paged, page));
+      // paged decode with every sequence at the bound (a block table, no length arrays: the decode
+      // kernel's fixed grid), the last page partly filled; 1 and 3 queries per sequence
+      for (int page : {16, 256}) {
+        Case full = make_case(3, 8, 2, page == 16 ? 1 : 3, 5 * page + 7, d, dt, causal);
+        full.kv = KvStore::Paged, full.page_size = page;
+        out.push_back(full);
+      }
       // varlen Q against a paged cache (chunked prefill) and against packed K/V
       out.push_back(sequence_case(4, 2, d, dt, causal, {3, 0, 64, 1}, {300, 9, 64, 1}, KvStore::Paged, 64));
       // paged prefill (the Hopper kernel; the reference elsewhere): pages smaller than, equal to and

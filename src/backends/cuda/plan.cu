@@ -434,7 +434,11 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   plan->work_slots = plan->work_waves = plan->work_blocks = 0;
   size_t ws_rows = (size_t)base / plan->n_mblocks * plan->max_splits * rows;  // fixed grid: (b, hk, split, row)
   // (The balanced schedule's block counts are scanned as 32-bit halves: base · 64 splits below 2^31.)
-  if (detail::has_sequences(p) && !(ov && ov->splits) && p.batch <= kDecodeBalanceMaxBatch &&
+  // Sequences of equal lengths (no length arrays: contiguous, or paged K/V alone) take the fixed grid, the
+  // same pieces without the schedule's scans in every block: on an H200 paged (8,32,8,1,8192,128) had its
+  // first tile 6.6 us after a block started with the schedule, 5.4 without (contiguous 4.0), and the paged
+  // decode rows ran 2.8-3.5 % faster (perf/dev/NOTES.md, fortieth session).
+  if (detail::has_sequence_lengths(p) && !(ov && ov->splits) && p.batch <= kDecodeBalanceMaxBatch &&
       base * detail::kMaxDecodeSplits < (1ll << 31)) {
     // Balanced schedule: at most waves · work_slots + base work items (decode/schedule.cuh); workspace
     // rows by block index.

@@ -50,6 +50,11 @@ __device__ __forceinline__ TmaRows tma_kv_rows(const FlashFwdParams& p, int b) {
 __host__ __device__ inline bool has_sequences(const FlashFwdParams& p) {
   return p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr || p.block_table != nullptr;
 }
+// Whether sequences may differ in length (varlen offsets or cache lengths; a block table alone keeps
+// every sequence at seqlen_q x seqlen_k).
+__host__ __device__ inline bool has_sequence_lengths(const FlashFwdParams& p) {
+  return p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr;
+}
 
 // One (batch entry b, query head h) of a prefill kernel (contiguous, not paged, K/V): the first
 // element of its sequence's Q rows and of its K and V head. Lengths come from the mask policy

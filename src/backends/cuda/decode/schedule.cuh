@@ -4,11 +4,12 @@
 // Work item = (sequence b, KV head hk, row block rb, split): `split` of the `splits` pieces of the key
 // tiles that row block sees.
 //
-// Fixed grid (no sequence arrays, a forced split count, or more than 128 sequences): grid (row blocks x splits, heads_kv, batch),
+// Fixed grid (no length arrays (contiguous or paged K/V of equal lengths), a forced split count, or more than
+// 128 sequences): grid (row blocks x splits, heads_kv, batch),
 // every (b, hk, rb) cut into the same max_splits pieces. With every sequence as long as the longest,
 // that is one wave of equal blocks.
 //
-// Balanced schedule (plan: work_slots > 0, sequence arrays). With the fixed grid, a batch of one long
+// Balanced schedule (plan: work_slots > 0, length arrays). With the fixed grid, a batch of one long
 // and many short caches waits on the long one's few blocks, each walking a long chain of tiles (16
 // caches of 1..8192 keys on an H100: 2 splits, 64 tiles per block of the longest). Here every block
 // takes about the same number of tiles, whatever its sequence:
