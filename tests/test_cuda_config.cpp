@@ -358,15 +358,16 @@ alignas(16) int g_seq_dummy[16];
 }  // namespace
 
 // The decode shapes (fp16, GQA, D=128) run on the decode kernel, with the split counts of the
-// rule (one wave: 2 blocks per SM of an H100 at D=128, splits = 264 / (batch · heads_kv · row blocks)).
+// rule (one wave at D=128 of one block per SM of an H100, splits = 132 / (batch · heads_kv · row blocks),
+// where that fills the SMs within 5 % of two blocks per SM; else two per SM; D=64: two per SM).
 TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
   using flashcore::cuda::FlashFwdPlan;
   using flashcore::cuda::FlashKernel;
   using flashcore::cuda::FlashVariant;
   const auto h100 = h100_limits();
   struct Shape { int b, hq, hkv, lq, lk, splits; };
-  const Shape shapes[] = {{8, 32, 8, 1, 8192, 4}, {1, 32, 8, 1, 32768, 33}, {64, 32, 8, 1, 2048, 1},
-                          {16, 64, 8, 1, 4096, 2}, {8, 32, 8, 4, 8192, 4}};
+  const Shape shapes[] = {{8, 32, 8, 1, 8192, 2}, {1, 32, 8, 1, 32768, 16}, {64, 32, 8, 1, 2048, 1},
+                          {16, 64, 8, 1, 4096, 1}, {8, 32, 8, 4, 8192, 2}};
   for (const Shape& s : shapes) {
     SCOPED_TRACE(std::to_string(s.b) + "," + std::to_string(s.hq) + "," + std::to_string(s.hkv) + "," +
                  std::to_string(s.lq) + "," + std::to_string(s.lk));
@@ -386,8 +387,15 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
     EXPECT_EQ(again.describe(), plan.describe());
     EXPECT_EQ(again.split_partial_bytes, plan.split_partial_bytes);
   }
-  // More packed rows than one block holds: row blocks of 64 rows (group 8 x 64 queries = 8 blocks).
+  // One block per SM only where it fills the SMs as well as two: 50 (b, hk) pairs get 5 pieces (250 of 264
+  // slots) rather than 2 (100 of 132 SMs); D=64 keeps two per SM (4 pieces of (8,32,8,1,8192)).
   FlashFwdPlan plan;
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(10, 20, 5, 1, 8192, 128, false, false), h100, FlashVariant::Auto, &plan), "");
+  EXPECT_EQ(plan.max_splits, 5);
+  ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(8, 32, 8, 1, 8192, 64, false, false), h100, FlashVariant::Auto, &plan), "");
+  EXPECT_EQ(plan.kernel, FlashKernel::Decode);
+  EXPECT_EQ(plan.max_splits, 4);
+  // More packed rows than one block holds: row blocks of 64 rows (group 8 x 64 queries = 8 blocks).
   ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(2, 64, 8, 64, 4096, 128, false, true), h100, FlashVariant::Decode, &plan), "");
   EXPECT_EQ(plan.kernel, FlashKernel::Decode);
   EXPECT_EQ(plan.block_m, 64);
@@ -553,7 +561,11 @@ TEST(CudaConfig, SequenceArraysPlan) {
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(pages_only, h100, FlashVariant::Auto, &plan), "");
     EXPECT_EQ(plan.kernel, FlashKernel::Decode);
     EXPECT_EQ(plan.work_slots, 0);
-    EXPECT_EQ(plan.max_splits, 4);  // 264 slots over 8 x 8 (b, hk)
+    EXPECT_EQ(plan.max_splits, 4);  // pages of 16: two blocks per SM, 264 slots over 8 x 8 (b, hk)
+    FlashFwdParams pages64 = paged(params(8, 32, 8, 1, 8192, 128, false, false), 64);
+    pages64.seqlens_k = nullptr;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(pages64, h100, FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.max_splits, 2);  // pages of 64: one block per SM, 132 over 8 x 8
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(paged(params(8, 32, 8, 1, 8192, 128, false, false), 16), h100,
                                               FlashVariant::Auto, &plan), "");
     EXPECT_EQ(plan.work_slots, 2 * 132);

@@ -9,6 +9,7 @@
 //   decode_dev time      the issue's decode shapes: decode kernel vs the other kernels; CUDA graph of 20
 //                        calls, median of 15 replays; us and GB/s of the bytes read and written
 //   decode_dev sweep     splits x stages x rows per block on the issue's shapes
+//   decode_dev deep      ring depth 3..8 x splits 1..8 (deep rings: one block per SM) on the issue's shapes
 //   decode_dev cross     Auto's decode rule: decode vs the other kernels over Lq x Lk x GQA
 //   decode_dev cross64   the same at D=64
 //   decode_dev rule      Auto's boundaries (kDecodeTable): decode vs the other kernels
@@ -854,6 +855,23 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "timeline") return timeline_mode();
+  if (mode == "deep") {  // one block per SM with a deeper ring (fewer splits, less merging) against the plan's
+    for (const Case& c : {shape(8, 32, 8, 1, 8192, 128), shape(1, 32, 8, 1, 32768, 128), shape(64, 32, 8, 1, 2048, 128),
+                          shape(16, 64, 8, 1, 4096, 128), shape(8, 32, 8, 4, 8192, 128), shape(8, 32, 8, 1, 8192, 64)}) {
+      Bench bn(c);
+      time_cfg(bn, FlashVariant::Auto, "auto");
+      for (int stages : {3, 4, 6, 8})
+        for (int splits : {1, 2, 4, 8}) {
+          FlashFwdLaunchOverride ov{};
+          ov.stages = stages;
+          ov.splits = splits;
+          char label[32];
+          snprintf(label, sizeof label, "s%d x%d", stages, splits);
+          time_cfg(bn, FlashVariant::Decode, label, &ov);
+        }
+    }
+    return 0;
+  }
   if (mode == "sweep") {
     auto sweep = [](const Case& c, std::vector<int> stages_list, std::vector<int> splits_list) {
       Bench bn(c);

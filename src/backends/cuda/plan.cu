@@ -363,6 +363,16 @@ constexpr DecodeLaunchRow kDecodeTable[] = {
 // 15.8 in 2 of 4).
 constexpr int kDecodeWaveBlocksPerSm = 2;
 constexpr int kDecodeMinTilesPerSplit = 1;
+// The fixed grid at D >= 128 takes one block per SM instead of two when that fills the SMs as well (within
+// kDecodeOneBlockFill of the two-block wave's share): half the pieces, half the partials to merge, and the
+// kernel was not slower with one block's copies in flight per SM there. H200 (run 40l, `decode_dev deep`,
+// µs, one block per SM / two): (16,64,8,1,4096,128) 64.5 (1 piece, no merge) / 70.4 (2); (8,32,8,4,8192,128)
+// 71.4 (2) / 74.4 (4); (8,32,8,1,8192,128) 68.0 (2) / 68.6 (4). D = 64: two (8,32,8,1,8192,64) 40.0 (4) against
+// 44.9 (2) with one. D = 256 runs one per SM anyway (registers). Paged K/V only with pages of at least
+// kDecodeOneBlockMinPage rows: in pages of 16 one block per SM was slower (run 40m: (8,32,8,1,8192,128)
+// paged:16 75.3 against 70.5 us, Lq = 4 77.9 against 74.4; pages of 64 as contiguous, 0.93-1.00).
+constexpr double kDecodeOneBlockFill = 0.95;
+constexpr int kDecodeOneBlockMinPage = 64;
 // Sequence arrays (lengths in device memory, each sequence its own): the balanced schedule
 // (decode/schedule.cuh: one or two waves, as the lengths need) up to this many sequences, one per
 // thread of the block that computes it; above, B · Hkv blocks of the fixed grid are many waves and
@@ -427,6 +437,11 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   const long long base = (long long)p.batch * p.heads_kv * plan->n_mblocks;
   const int tiles = (p.seqlen_k + detail::kDecodeBlockN - 1) / detail::kDecodeBlockN;
   long long splits = std::max<long long>(1, slots / base);
+  if (detail::decode_head_dim(p.head_dim) >= 128 && per_sm > 1 && base <= dev.sm_count &&
+      (!detail::paged_kv(p) || p.page_size >= kDecodeOneBlockMinPage)) {
+    const long long one = dev.sm_count / base;  // pieces a (b, hk, row block) with one block per SM
+    if ((double)(one * base) / dev.sm_count >= kDecodeOneBlockFill * (double)(splits * base) / slots) splits = one;
+  }
   splits = std::min<long long>({splits, std::max(1, tiles / kDecodeMinTilesPerSplit), (long long)detail::kMaxDecodeSplits});
   if (ov && ov->splits) splits = std::min(ov->splits, std::max(1, tiles));
   plan->max_splits = (int)splits;
