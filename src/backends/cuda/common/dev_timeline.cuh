@@ -9,7 +9,7 @@
 // tiles, and the global timer (ns) when the item's Q had landed, when its last P·V had completed and when
 // its epilogue (stores, or a tail piece's partial and merge) was done.
 //
-// The decode kernel's thread 0 records two entries per block, at the slot of the block's linear index
+// The decode kernel's thread 0 records three entries per block, at the slot of the block's linear index
 // (blockIdx.x fastest): (0) when the block started, when its first K/V tile had landed, when its key
 // loop ended; (1) when its output or partial was stored (split: after the ticket), when the merge's
 // weights were done and when the merge ended (the merging block; else 0); (2) when the key groups'
@@ -43,7 +43,7 @@ __device__ __forceinline__ void timeline_record(int cw_warp, int lane, int n, in
   r[3] = t_end;
 }
 
-// Decode: record n (0 or 1) of this block; head packs the split, its tiles, the splits, a kind and the SM.
+// Decode: record n (0, 1 or 2) of this block; head packs the split, its tiles, the splits, a kind and the SM.
 __device__ __forceinline__ void timeline_block(int n, int split, int n_tiles, int n_splits, int kind,
                                                unsigned long long t1, unsigned long long t2, unsigned long long t3) {
   const unsigned long long slot =
