@@ -695,15 +695,30 @@ static void time_forced(Bench& bn, const char* what, int FlashFwdLaunchOverride:
   }
 }
 
+// The decode kernel at each ring depth x split count (forced), and the fastest; with_auto: Auto's plan first.
+static void sweep_stages_splits(const Case& c, std::vector<int> stages_list, std::vector<int> splits_list,
+                                bool with_auto = false) {
+  Bench bn(c);
+  if (with_auto) time_cfg(bn, FlashVariant::Auto, "auto");
+  double best = 1e30;
+  std::string best_label;
+  for (int stages : stages_list)
+    for (int splits : splits_list) {
+      FlashFwdLaunchOverride ov{};
+      ov.stages = stages;
+      ov.splits = splits;
+      char label[32];
+      snprintf(label, sizeof label, "s%d x%d", stages, splits);
+      const double us = time_cfg(bn, FlashVariant::Decode, label, &ov);
+      if (us > 0 && us < best) best = us, best_label = label;
+    }
+  printf("best %-34s %s %.1f us\n", c.name.c_str(), best_label.c_str(), best);
+}
+
 static void time_one(const Case& c, FlashVariant v, const char* label) {
   Bench bn(c);
   time_cfg(bn, v, label);
 }
-
-// The timeline's host side, defined only in an instance built with FLASHCORE_DEV_TIMELINE (weak: null otherwise).
-extern "C" __attribute__((weak)) cudaError_t flashcore_dev_timeline_clear();
-extern "C" __attribute__((weak)) cudaError_t flashcore_dev_timeline_read(unsigned long long* host, size_t count, int* blocks,
-                                                                         int* warps, int* items, int* fields);
 
 // p-quantile of v (sorted copy), µs.
 static double quant(std::vector<double> v, double q) {
@@ -857,42 +872,15 @@ int main(int argc, char** argv) {
   if (mode == "timeline") return timeline_mode();
   if (mode == "deep") {  // one block per SM with a deeper ring (fewer splits, less merging) against the plan's
     for (const Case& c : {shape(8, 32, 8, 1, 8192, 128), shape(1, 32, 8, 1, 32768, 128), shape(64, 32, 8, 1, 2048, 128),
-                          shape(16, 64, 8, 1, 4096, 128), shape(8, 32, 8, 4, 8192, 128), shape(8, 32, 8, 1, 8192, 64)}) {
-      Bench bn(c);
-      time_cfg(bn, FlashVariant::Auto, "auto");
-      for (int stages : {3, 4, 6, 8})
-        for (int splits : {1, 2, 4, 8}) {
-          FlashFwdLaunchOverride ov{};
-          ov.stages = stages;
-          ov.splits = splits;
-          char label[32];
-          snprintf(label, sizeof label, "s%d x%d", stages, splits);
-          time_cfg(bn, FlashVariant::Decode, label, &ov);
-        }
-    }
+                          shape(16, 64, 8, 1, 4096, 128), shape(8, 32, 8, 4, 8192, 128), shape(8, 32, 8, 1, 8192, 64)})
+      sweep_stages_splits(c, {3, 4, 6, 8}, {1, 2, 4, 8}, true);
     return 0;
   }
   if (mode == "sweep") {
-    auto sweep = [](const Case& c, std::vector<int> stages_list, std::vector<int> splits_list) {
-      Bench bn(c);
-      double best = 1e30;
-      std::string best_label;
-      for (int stages : stages_list)
-        for (int splits : splits_list) {
-          FlashFwdLaunchOverride ov{};
-          ov.stages = stages;
-          ov.splits = splits;
-          char label[32];
-          snprintf(label, sizeof label, "s%d x%d", stages, splits);
-          const double us = time_cfg(bn, FlashVariant::Decode, label, &ov);
-          if (us > 0 && us < best) best = us, best_label = label;
-        }
-      printf("best %-34s %s %.1f us\n", c.name.c_str(), best_label.c_str(), best);
-    };
-    for (const Case& c : issue_shapes()) sweep(c, {3}, {2, 4, 8, 16, 33, 64});
-    sweep(shape(8, 32, 8, 1, 8192, 64), {3, 4, 6}, {4, 6, 8});
-    sweep(shape(8, 32, 8, 1, 8192, 256), {2, 3}, {2, 4});
-    sweep(shape(8, 32, 8, 16, 8192, 128, true), {2, 3}, {2, 4, 8});
+    for (const Case& c : issue_shapes()) sweep_stages_splits(c, {3}, {2, 4, 8, 16, 33, 64});
+    sweep_stages_splits(shape(8, 32, 8, 1, 8192, 64), {3, 4, 6}, {4, 6, 8});
+    sweep_stages_splits(shape(8, 32, 8, 1, 8192, 256), {2, 3}, {2, 4});
+    sweep_stages_splits(shape(8, 32, 8, 16, 8192, 128, true), {2, 3}, {2, 4, 8});
     return 0;
   }
   if (mode == "cross") {

@@ -26,6 +26,12 @@
 
 // Timing: a CUDA graph of 20 back-to-back calls, median replay / 20 (us). One call runs first, outside
 // the capture, so that any scratch is allocated before it.
+// The development timeline's host side (src/backends/cuda/common/dev_timeline.cuh), defined only in a kernel
+// instance built with FLASHCORE_DEV_TIMELINE and linked before the library (weak: null otherwise).
+extern "C" __attribute__((weak)) cudaError_t flashcore_dev_timeline_clear();
+extern "C" __attribute__((weak)) cudaError_t flashcore_dev_timeline_read(unsigned long long* host, size_t count, int* blocks,
+                                                                         int* warps, int* items, int* fields);
+
 inline double time_plan(const flashcore::cuda::FlashFwdParams& p, const flashcore::cuda::FlashFwdPlan& plan) {
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));

@@ -254,11 +254,6 @@ static void profile_once(const DeviceLimits& dev, const std::string& mode) {
   printf("profiled %zu shape(s), bf16, two calls each\n", cases.size());
 }
 
-// The timeline's host side, defined only in an instance built with FLASHCORE_DEV_TIMELINE (weak: null here otherwise).
-extern "C" __attribute__((weak)) cudaError_t flashcore_dev_timeline_clear();
-extern "C" __attribute__((weak)) cudaError_t flashcore_dev_timeline_read(unsigned long long* host, size_t count, int* blocks,
-                                                                         int* warps, int* items, int* fields);
-
 static int timeline(const DeviceLimits& dev) {
   if (flashcore_dev_timeline_clear == nullptr || flashcore_dev_timeline_read == nullptr) {
     fprintf(stderr, "timeline: no instance built with -DFLASHCORE_DEV_TIMELINE is linked\n");

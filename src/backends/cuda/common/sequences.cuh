@@ -46,14 +46,14 @@ __device__ __forceinline__ TmaRows tma_q_rows(const FlashFwdParams& p, int b) {
 __device__ __forceinline__ TmaRows tma_kv_rows(const FlashFwdParams& p, int b) {
   return p.cu_seqlens_k != nullptr ? TmaRows{p.cu_seqlens_k[b], 0} : TmaRows{0, b};
 }
-// Whether any sequence array is set.
-__host__ __device__ inline bool has_sequences(const FlashFwdParams& p) {
-  return p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr || p.block_table != nullptr;
-}
 // Whether sequences may differ in length (varlen offsets or cache lengths; a block table alone keeps
 // every sequence at seqlen_q x seqlen_k).
 __host__ __device__ inline bool has_sequence_lengths(const FlashFwdParams& p) {
   return p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr || p.seqlens_k != nullptr;
+}
+// Whether any sequence array is set.
+__host__ __device__ inline bool has_sequences(const FlashFwdParams& p) {
+  return has_sequence_lengths(p) || p.block_table != nullptr;
 }
 
 // One (batch entry b, query head h) of a prefill kernel (contiguous, not paged, K/V): the first
