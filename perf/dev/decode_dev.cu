@@ -753,13 +753,8 @@ static int timeline_mode() {
   FILE* csv = std::getenv("DECODE_DEV_CSV") ? fopen(std::getenv("DECODE_DEV_CSV"), "w") : nullptr;
   if (csv) fprintf(csv, "block,sm,split,tiles,splits,kind,t_entry,t_first,t_loop,t_store,t_weights,t_merged,t_groups,t_finish,t_issued\n");
   for (int call = 0; call < 3; ++call) {
-    CK(flash_fwd_run(bn.r.p, plan, nullptr));  // an unrecorded call first: the clear is not in the timeline
-    CK(cudaDeviceSynchronize());
-    CK(flashcore_dev_timeline_clear());
-    CK(flash_fwd_run(bn.r.p, plan, nullptr));
-    CK(cudaDeviceSynchronize());
     int nb, nw, ni, nf;
-    CK(flashcore_dev_timeline_read(rec.data(), rec.size(), &nb, &nw, &ni, &nf));
+    timeline_call(bn.r.p, plan, rec, &nb, &nw, &ni, &nf);
     struct Blk { int sm, split, tiles, splits, kind; double entry, first, loop, store, weights, merged, groups, finish, issued; };
     std::vector<Blk> bl;
     unsigned long long t0 = ~0ull;

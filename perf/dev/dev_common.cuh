@@ -1,5 +1,5 @@
 // What the development harnesses (perf/dev/decode_dev.cu, fp8_dev.cu, hopper_dev.cu) share: the CUDA
-// error check, the CUDA-graph timing of a plan, two poisoned runs of a plan (checks), the (B, S, H, D)
+// error check, the development timeline's host side, the CUDA-graph timing of a plan, two poisoned runs of a plan (checks), the (B, S, H, D)
 // parameters and a hashed input fill.
 #pragma once
 
@@ -24,14 +24,27 @@
     }                                                                                                    \
   } while (0)
 
-// Timing: a CUDA graph of 20 back-to-back calls, median replay / 20 (us). One call runs first, outside
-// the capture, so that any scratch is allocated before it.
 // The development timeline's host side (src/backends/cuda/common/dev_timeline.cuh), defined only in a kernel
 // instance built with FLASHCORE_DEV_TIMELINE and linked before the library (weak: null otherwise).
 extern "C" __attribute__((weak)) cudaError_t flashcore_dev_timeline_clear();
 extern "C" __attribute__((weak)) cudaError_t flashcore_dev_timeline_read(unsigned long long* host, size_t count, int* blocks,
                                                                          int* warps, int* items, int* fields);
 
+// One call of a plan on the timeline: an unrecorded call first (so that the clear is not in the timeline),
+// the clear, the recorded call; its records into rec, their layout (blocks, warps, items, fields) into *nb ..
+// *nf. Only with an instance built with the timeline linked (the two functions above not null).
+inline void timeline_call(const flashcore::cuda::FlashFwdParams& p, const flashcore::cuda::FlashFwdPlan& plan,
+                          std::vector<unsigned long long>& rec, int* nb, int* nw, int* ni, int* nf) {
+  CK(flashcore::cuda::flash_fwd_run(p, plan, nullptr));
+  CK(cudaDeviceSynchronize());
+  CK(flashcore_dev_timeline_clear());
+  CK(flashcore::cuda::flash_fwd_run(p, plan, nullptr));
+  CK(cudaDeviceSynchronize());
+  CK(flashcore_dev_timeline_read(rec.data(), rec.size(), nb, nw, ni, nf));
+}
+
+// Timing: a CUDA graph of 20 back-to-back calls, median replay / 20 (us). One call runs first, outside
+// the capture, so that any scratch is allocated before it.
 inline double time_plan(const flashcore::cuda::FlashFwdParams& p, const flashcore::cuda::FlashFwdPlan& plan) {
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));

@@ -272,13 +272,8 @@ static int timeline(const DeviceLimits& dev) {
   printf("call,block,warp,n,w,piece,tiles,t_q,t_pv,t_end\n");
   std::vector<unsigned long long> rec(1 << 22);
   for (int call = 0; call < 3; ++call) {
-    CK(flash_fwd_run(p, plan, nullptr));  // an unrecorded call first: the clear is not in the timeline
-    CK(cudaDeviceSynchronize());
-    CK(flashcore_dev_timeline_clear());
-    CK(flash_fwd_run(p, plan, nullptr));
-    CK(cudaDeviceSynchronize());
     int nb, nw, ni, nf;
-    CK(flashcore_dev_timeline_read(rec.data(), rec.size(), &nb, &nw, &ni, &nf));
+    timeline_call(p, plan, rec, &nb, &nw, &ni, &nf);
     for (int bl = 0; bl < nb; ++bl)
       for (int wp = 0; wp < nw; ++wp)
         for (int n = 0; n < ni; ++n) {
