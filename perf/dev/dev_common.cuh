@@ -1,6 +1,6 @@
 // What the development harnesses (perf/dev/decode_dev.cu, fp8_dev.cu, hopper_dev.cu) share: the CUDA
-// error check, the development timeline's host side, the CUDA-graph timing of a plan, two poisoned runs of a plan (checks), the (B, S, H, D)
-// parameters and a hashed input fill.
+// error check, the development timeline's host side, the CUDA-graph timing of a plan, two poisoned runs
+// of a plan (checks), the (B, S, H, D) parameters and a hashed input fill.
 #pragma once
 
 #include <cuda_runtime.h>
