@@ -561,11 +561,16 @@ TEST(CudaConfig, SequenceArraysPlan) {
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(pages_only, h100, FlashVariant::Auto, &plan), "");
     EXPECT_EQ(plan.kernel, FlashKernel::Decode);
     EXPECT_EQ(plan.work_slots, 0);
-    EXPECT_EQ(plan.max_splits, 4);  // pages of 16: two blocks per SM, 264 slots over 8 x 8 (b, hk)
+    EXPECT_EQ(plan.max_splits, 2);  // one block per SM whatever the page size: 132 slots over 8 x 8 (b, hk)
     FlashFwdParams pages64 = paged(params(8, 32, 8, 1, 8192, 128, false, false), 64);
     pages64.seqlens_k = nullptr;
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(pages64, h100, FlashVariant::Auto, &plan), "");
-    EXPECT_EQ(plan.max_splits, 2);  // pages of 64: one block per SM, 132 over 8 x 8
+    EXPECT_EQ(plan.max_splits, 2);
+    // D = 64 keeps two blocks per SM: 264 slots over 8 x 8.
+    FlashFwdParams pages_d64 = paged(params(8, 32, 8, 1, 8192, 64, false, false), 16);
+    pages_d64.seqlens_k = nullptr;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(pages_d64, h100, FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.max_splits, 4);
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(paged(params(8, 32, 8, 1, 8192, 128, false, false), 16), h100,
                                               FlashVariant::Auto, &plan), "");
     EXPECT_EQ(plan.work_slots, 2 * 132);

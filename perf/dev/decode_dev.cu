@@ -15,6 +15,8 @@
 //   decode_dev rule      Auto's boundaries (kDecodeTable): decode vs the other kernels
 //   decode_dev paged     paged K/V (page 16..256; pages shuffled, in order, or 2 MB groups shuffled) and
 //                        varlen timing against the fixed layout; a plain gather read of the same pages
+//   decode_dev pages     the issue's shapes contiguous and in pages of 16/32/64: the plan's choice, and the
+//                        splits of one and of two blocks per SM forced; three rounds
 //   decode_dev mixed     16 caches of 1..8192 keys (contiguous, pages of 16/64/256): the balanced
 //                        schedule's waves against the fixed grid; equal lengths through seqlens_k too
 //   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be): plain
@@ -943,6 +945,24 @@ int main(int argc, char** argv) {
     Case c = shape(8, 32, 8, 1, 8192, 128);
     c.varlen_k = true, c.name += " varlen k";
     time_one(c, FlashVariant::Auto, "auto");
+    return 0;
+  }
+  if (mode == "pages") {  // pages of 16/32/64 against contiguous: the plan's choice, and one / two blocks per SM
+    for (int round = 0; round < 3; ++round)
+      for (const Case& base : issue_shapes())
+        for (int page : {0, 16, 32, 64}) {
+          Case c = base;
+          if (page) c.page = page, c.name += " paged:" + std::to_string(page);
+          Bench bn(c);
+          time_cfg(bn, FlashVariant::Auto, "auto");
+          const int items = c.B * c.Hkv;  // (b, hk) pairs: these shapes have <= 16 packed rows, one row block
+          if (items > g_dev.sm_count) continue;
+          FlashFwdLaunchOverride ov{};
+          ov.splits = g_dev.sm_count / items;
+          time_cfg(bn, FlashVariant::Decode, "1/SM", &ov);
+          ov.splits = std::min(64, 2 * g_dev.sm_count / items);
+          time_cfg(bn, FlashVariant::Decode, "2/SM", &ov);
+        }
     return 0;
   }
   if (mode == "mixed") {  // a batch of different cache lengths: the balanced schedule's waves vs the fixed grid

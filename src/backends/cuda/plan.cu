@@ -368,11 +368,13 @@ constexpr int kDecodeMinTilesPerSplit = 1;
 // kernel was not slower with one block's copies in flight per SM there. H200 (run 40l, `decode_dev deep`,
 // µs, one block per SM / two): (16,64,8,1,4096,128) 64.5 (1 piece, no merge) / 70.4 (2); (8,32,8,4,8192,128)
 // 71.4 (2) / 74.4 (4); (8,32,8,1,8192,128) 68.0 (2) / 68.6 (4). D = 64: two (8,32,8,1,8192,64) 40.0 (4) against
-// 44.9 (2) with one. D = 256 runs one per SM anyway (registers). Paged K/V only with pages of at least
-// kDecodeOneBlockMinPage rows: in pages of 16 one block per SM was slower (run 40m: (8,32,8,1,8192,128)
-// paged:16 75.3 against 70.5 us, Lq = 4 77.9 against 74.4; pages of 64 as contiguous, 0.93-1.00).
+// 44.9 (2) with one. D = 256 runs one per SM anyway (registers). Paged K/V alike since the block-table
+// entries are staged a ring ahead (decode/flash_decode.cuh); before, pages of 16 were slower with one block
+// (run 42a, `decode_dev pages`, µs, one block per SM / two, entries a tile ahead -> staged):
+// (8,32,8,1,8192,128) paged:16 76.5 / 72.0 -> 73.1 / 71.8; (1,32,8,1,32768,128) 43.8 / 43.2 -> 42.0 / 42.8;
+// (16,64,8,1,4096,128) 72.5 / 73.2 -> 69.2 / 72.7; (8,32,8,4,8192,128) 79.2 / 76.0 -> 75.8 / 75.5; pages of 32
+// 0.94-1.01, pages of 64 0.93-1.00.
 constexpr double kDecodeOneBlockFill = 0.95;
-constexpr int kDecodeOneBlockMinPage = 64;
 // Sequence arrays (lengths in device memory, each sequence its own): the balanced schedule
 // (decode/schedule.cuh: one or two waves, as the lengths need) up to this many sequences, one per
 // thread of the block that computes it; above, B · Hkv blocks of the fixed grid are many waves and
@@ -437,8 +439,7 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   const long long base = (long long)p.batch * p.heads_kv * plan->n_mblocks;
   const int tiles = (p.seqlen_k + detail::kDecodeBlockN - 1) / detail::kDecodeBlockN;
   long long splits = std::max<long long>(1, slots / base);
-  if (detail::decode_head_dim(p.head_dim) >= 128 && per_sm > 1 && base <= dev.sm_count &&
-      (!detail::paged_kv(p) || p.page_size >= kDecodeOneBlockMinPage)) {
+  if (detail::decode_head_dim(p.head_dim) >= 128 && per_sm > 1 && base <= dev.sm_count) {
     const long long one = dev.sm_count / base;  // pieces a (b, hk, row block) with one block per SM
     if ((double)(one * base) / dev.sm_count >= kDecodeOneBlockFill * (double)(splits * base) / slots) splits = one;
   }

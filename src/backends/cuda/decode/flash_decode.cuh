@@ -22,8 +22,8 @@
 // Sequences (flashcore.hpp, "Sequences"; core/sequences.hpp): lengths, the rows of Q/O and K/V and
 // the LSE index come from numeric::Sequences, so fixed-length, varlen Q/K, cache lengths and paged
 // K/V are one code path (paged: a tile may span pages; a thread copies consecutive rows of a tile, which
-// lie in one page, through one block-table entry read a tile ahead; D = 256 with 2 or 4 row tiles looks
-// up every row).
+// lie in one page, through one block-table entry staged in shared memory a ring's depth ahead; D = 256
+// with 2 or 4 row tiles looks up every row).
 // Keys at or past k_hi are zero-filled, never read.
 //
 // Variants (common/variant_mask.cuh has the definitions): each row has its own query index and head,
@@ -153,29 +153,33 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   // consecutive rows, ld_row·kLdRows onwards. They lie in one page (kLdRows divides 16, page sizes are
   // multiples of 16), so a tile costs this thread one block-table entry and one row offset; the rows
   // follow at the sequence stride, as without pages. Keys at or past k_hi and columns past head_dim
-  // are zero-filled. The entry of the next tile is read when this one's copies issue (`load_next`), so
-  // in the key loop it has a tile's MMAs and a barrier to land (in the prologue, one tile's copies):
-  // the copies are asm with a memory clobber, so a lookup among them waited its round trip, row after row.
-  // Paged decode was 1.3x contiguous on an H200 with per-row lookups; perf/dev/NOTES.md, fifteenth
-  // session.
+  // are zero-filled.
+  // Block-table entries travel a ring's depth ahead of their tile, through shared memory: s_pages holds
+  // the entry of each 16-row chunk of a tile (a thread's rows lie in one chunk), and threads 0-3 copy the
+  // entries of tile t + stages - 1 by cp.async in tile t's commit group, so they have landed when the
+  // loop's barrier says tile t has (the copies are asm with a memory clobber: a lookup among them waits
+  // its round trip before the next copy issues). The prologue's tiles read theirs in one round trip
+  // before their copies. (Paged decode was 1.3x contiguous on an H200 with per-row lookups; entries one
+  // tile ahead in a register brought it to 1.02-1.05x with two blocks per SM but not with one: that round
+  // trip lay in the copy-issue path when no second block had copies in flight; perf/dev/NOTES.md,
+  // fifteenth and forty-second sessions.)
   constexpr int kLdRows = kBN / Cfg::kLoadRowStep;  // rows this thread copies per tile
   static_assert(16 % kLdRows == 0, "a thread's rows of a tile must lie in one page");
   // D = 256 with 2 or 4 row tiles: no registers to spare (consecutive rows spilled 12-52 bytes even
   // without the read-ahead, 20-92 with it): a lookup per row, kLoadRowStep rows apart. One row tile
   // (Lq = 1 decode) has room.
   constexpr bool kPageAhead = D <= 128 || MT == 1;
+  constexpr int kChunks16 = kBN / 16;  // 16-row chunks of a tile: entries per tile
+  static_assert(kChunks16 <= 4 && 4 * (kMaxDecodeStages - 1) <= kDecodeThreads, "threads 0-3 stage a tile's entries");
+  constexpr int kPageSlots = 16;  // entry slots: tile i of the piece in slot i % 16 (> 2·stages - 2 tiles in flight)
+  static_assert(kPageSlots >= 2 * kMaxDecodeStages - 1, "an entry slot is refilled after its tile's copies issued");
+  __shared__ int s_pages[kPageSlots][kChunks16];
   const int ld_chunk = tid % Cfg::kRowChunks, ld_row = tid / Cfg::kRowChunks;
   const int ld_r0 = kPageAhead ? ld_row * kLdRows : ld_row;
   const bool ld_col_ok = ld_chunk < Cfg::kChunks && ld_chunk * 8 < p.head_dim;
   const bool paged = seq.block_table != nullptr;
   const long long k_row0 = paged ? 0 : seq.kv_row(ks, b, 0), v_row0 = paged ? 0 : seq.kv_row(vs, b, 0);
   const int* table = paged ? seq.block_table + (long long)b * seq.pages_per_seq : nullptr;
-  // The page of this thread's rows of tile t (0 when not paged, or when they start at or past k_hi or
-  // the thread's column chunk is past head_dim: nothing is read then).
-  auto read_page = [&](int t) {
-    const int j0 = t * kBN + ld_r0;
-    return paged && ld_col_ok && j0 < k_hi ? __ldg(table + j0 / seq.page_size) : 0;
-  };
   auto load_tile = [&](int t, int slot, int page) {
     if (ld_chunk >= Cfg::kChunks) return;
     const uint32_t sK = smem_u32(sRing + slot * 2 * Cfg::kTileElems);
@@ -212,14 +216,27 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
       v_src += vs.seq;
     }
   };
-  // Tiles are loaded in order; next_page holds the entry of the next one (paged).
-  int next_page = kPageAhead && n_iter > 0 ? read_page(t_begin) : 0;
+  // Does this thread copy rows of tile t (its first row before k_hi, its columns within head_dim)?
+  auto copies_rows = [&](int t) { return ld_col_ok && t * kBN + ld_r0 < k_hi; };
+  // Tile t's copies, and (paged) the entries of tile t + stages - 1 staged in the same commit group.
   auto load_next = [&](int t, int slot) {
-    const int page = next_page;
-    if (kPageAhead && paged && t + 1 < t_begin + n_iter) next_page = read_page(t + 1);  // in flight until the next call
+    int page = 0;
+    if (kPageAhead && paged) {
+      const int ta = t + stages - 1;
+      if (tid < kChunks16 && ta < t_begin + n_iter && ta * kBN + 16 * tid < k_hi)
+        cp_async_4(smem_u32(&s_pages[(ta - t_begin) % kPageSlots][tid]), table + (ta * kBN + 16 * tid) / seq.page_size);
+      if (copies_rows(t)) page = s_pages[(t - t_begin) % kPageSlots][ld_r0 / 16];
+    }
     load_tile(t, slot, page);
   };
-  // Prologue: tiles 0 .. stages-2 in flight, one commit group each (empty groups keep the count).
+  // Prologue: the entries of tiles 0 .. stages-2 (paged; every load in flight at once), then their
+  // copies, one commit group each (empty groups keep the count).
+  if (kPageAhead && paged) {
+    const int s = tid / kChunks16, c = tid % kChunks16;
+    const int j = (t_begin + s) * kBN + 16 * c;
+    if (s < stages - 1 && s < n_iter && j < k_hi) s_pages[s][c] = __ldg(table + j / seq.page_size);
+    __syncthreads();
+  }
   for (int s = 0; s < stages - 1; ++s) {
     if (s < n_iter) load_next(t_begin + s, s);
     cp_async_commit();
