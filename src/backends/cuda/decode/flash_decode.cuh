@@ -15,9 +15,10 @@
 //       the tile's keys kg·64/KG .. (kg+1)·64/KG - 1 (MT 16-key slices) for its 16 rows:
 //       S = Q·Kᵀ (16 rows x 16·MT keys), transform/mask (variants, causal, tail), online softmax,
 //       O = O·α + P·V
-//   merge the KG key groups' states (shared memory, fixed order)
+//   merge the KG key groups' states (shared memory, fixed order; decode/merge.cuh)
 //   one split: O/l and LSE to the output; else an fp32 partial, and the last block of the
-//   (b, hk, row block) to finish (atomic ticket) merges the pieces in split order: deterministic.
+//   (b, hk, row block) to finish (atomic ticket) merges the pieces in split order: deterministic
+//   (decode/merge.cuh).
 //
 // Sequences (flashcore.hpp, "Sequences"; core/sequences.hpp): lengths, the rows of Q/O and K/V and
 // the LSE index come from numeric::Sequences, so fixed-length, varlen Q/K, cache lengths and paged
@@ -41,6 +42,7 @@
 #include "backends/cuda/common/swizzle.cuh"
 #include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/decode/config.cuh"
+#include "backends/cuda/decode/merge.cuh"
 #include "backends/cuda/decode/schedule.cuh"
 #include "backends/cuda/sm80/tile_ops.cuh"
 
@@ -355,54 +357,9 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   FLASHCORE_TIMELINE_NOW(t_loop);
   FLASHCORE_TIMELINE_BLOCK(0, split, n_iter, n_splits, 0, t_entry, t_first, t_loop);
 
-  // ---- merge the KG key groups (fixed order). Groups > 0 park their state in the ring, lane-major.
+  // ---- merge the KG key groups (fixed order; decode/merge.cuh), through the ring
   float* xbuf = reinterpret_cast<float*>(sRing);
-  if constexpr (KG > 1) {
-    constexpr int kVals = Cfg::kMergeVals;
-    if (kg > 0) {
-      float* dst = xbuf + ((kg - 1) * MT + mt) * kVals * 32 + lane;
-#pragma unroll
-      for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) dst[(j * 4 + e) * 32] = o[j][e];
-      dst[(kVals - 4) * 32] = row_max[0];
-      dst[(kVals - 3) * 32] = row_max[1];
-      dst[(kVals - 2) * 32] = row_sum[0];
-      dst[(kVals - 1) * 32] = row_sum[1];
-    }
-    __syncthreads();
-    if (kg == 0) {
-      const float sl2 = a.scale_log2;
-      float mx[2] = {row_max[0], row_max[1]};
-      for (int k = 1; k < KG; ++k) {
-        const float* src = xbuf + ((k - 1) * MT + mt) * kVals * 32 + lane;
-        mx[0] = fmaxf(mx[0], src[(kVals - 4) * 32]);
-        mx[1] = fmaxf(mx[1], src[(kVals - 3) * 32]);
-      }
-      // factor of a state with max m: 2^((m - mx)·scale·log2e); 0 for a state that saw no key
-      auto factor = [&](float m, int r) { return m == -INFINITY ? 0.f : fast_exp2((m - mx[r]) * sl2); };
-      float f[2] = {factor(row_max[0], 0), factor(row_max[1], 1)};
-      row_sum[0] *= f[0];
-      row_sum[1] *= f[1];
-      scale_rows(o, f);
-      for (int k = 1; k < KG; ++k) {
-        const float* src = xbuf + ((k - 1) * MT + mt) * kVals * 32 + lane;
-        f[0] = factor(src[(kVals - 4) * 32], 0);
-        f[1] = factor(src[(kVals - 3) * 32], 1);
-        row_sum[0] = fmaf(f[0], src[(kVals - 2) * 32], row_sum[0]);
-        row_sum[1] = fmaf(f[1], src[(kVals - 1) * 32], row_sum[1]);
-#pragma unroll
-        for (int j = 0; j < D / 8; ++j) {
-          o[j][0] = fmaf(f[0], src[(j * 4 + 0) * 32], o[j][0]);
-          o[j][1] = fmaf(f[0], src[(j * 4 + 1) * 32], o[j][1]);
-          o[j][2] = fmaf(f[1], src[(j * 4 + 2) * 32], o[j][2]);
-          o[j][3] = fmaf(f[1], src[(j * 4 + 3) * 32], o[j][3]);
-        }
-      }
-      row_max[0] = mx[0];
-      row_max[1] = mx[1];
-    }
-  }
+  merge_key_groups<D, MT, KG>(xbuf, mt, kg, lane, a.scale_log2, o, row_max, row_sum);
 
   // ---- epilogue: warps of key group 0 hold their row tile's state
   FLASHCORE_TIMELINE_NOW(t_groups);
@@ -477,105 +434,15 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   }
   __threadfence();
 
-  // The partials of this thread's first phase-2 item (below), up to kMergeAhead pieces, loaded now: they
-  // do not depend on the weights, so they are in flight with phase 1's LSE loads and while phase 1
-  // computes. Without, phase 2 began with an L2 round trip after phase 1's two barriers. On an H200
-  // (perf/dev/NOTES.md, fortieth session) the sums went from 1.06 to 0.42 us on (8,32,8,1,8192,128), the
-  // weights from 1.5 to 2.0 (their LSE loads queue behind these): the call 71.1 -> 70.6 us, the 32k row
-  // 42.4 -> 42.0. Issued after the LSE loads instead, the calls were 0.4-0.6 us slower than this.
-  // Registers are free here: the block's O fragments are stored. D = 256 keeps the plain loop: any pieces
-  // ahead (4 to 16) moved its instances from 255 registers into 4-28 bytes of spills.
-  constexpr int kMergeAhead = D <= 128 ? 16 : 0;
-  const int rows_here = r_end - r0;
-  const int dim4 = p.head_dim / 4;
-  const long long piece_stride4 = split_rows * (D / 4);  // float4s from one piece's partial to the next's
-  auto partial4 = [&](int it) {  // phase-2 item it (row r0 + it / dim4, columns 4·(it % dim4)..): piece 0
-    return reinterpret_cast<const float4*>(a.part_o + (ws_row0 + r0 + it / dim4) * D) + it % dim4;
-  };
-  float4 ahead[kMergeAhead > 0 ? kMergeAhead : 1];
-  if (tid < rows_here * dim4) {
-    const float4* po = partial4(tid);
-#pragma unroll
-    for (int s = 0; s < kMergeAhead; ++s)
-      if (s < n_splits) ahead[s] = __ldcg(po + s * piece_stride4);
-  }
-
-  // Phase 1: the pieces' LSEs -> shared memory (a thread's loads in flight together); per row, a group of
-  // gw lanes computes the weights (lane l of the group takes pieces l and l + gw; max and sum by shuffles
-  // in a fixed order), the sink and the final LSE. gw: the fewest lanes (a power of two) with at most two
-  // pieces each, so few pieces keep a row to one or two lanes and many rows in one pass. (One thread a
-  // row, looping over the pieces, left the block's other threads waiting at the barrier: half of the merge
-  // at 64 pieces; a warp a row was slower at 4 pieces of 16 rows; perf/dev/NOTES.md, thirty-fourth session.)
-  static_assert(kMaxDecodeSplits <= 64, "two pieces a lane");
+  // The pieces' partials, in split order (decode/merge.cuh): the first item's partials in flight, the
+  // weights and LSE (phase 1), the sums (phase 2).
+  const DecodeSplitMerge m{b, hk, G, r0, r_end - r0, n_splits, p.head_dim / 4, ws_row0, split_rows};
+  float4 ahead[decode_merge_ahead<D> > 0 ? decode_merge_ahead<D> : 1];
+  merge_loads_ahead<D>(a, m, tid, ahead);
   float* s_w = xbuf;  // [block_m][kMaxDecodeSplits]
-  const int n_lse = rows_here * n_splits;
-  for (int it0 = tid; it0 < n_lse; it0 += 4 * kDecodeThreads) {
-    float v[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int it = it0 + j * kDecodeThreads;
-      if (it < n_lse) v[j] = __ldcg(a.part_lse + ws_row0 + (it % n_splits) * split_rows + r0 + it / n_splits);
-    }
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int it = it0 + j * kDecodeThreads;
-      if (it < n_lse) s_w[(it / n_splits) * kMaxDecodeSplits + it % n_splits] = v[j];
-    }
-  }
-  __syncthreads();
-  int gw = 1;
-  while (2 * gw < n_splits) gw <<= 1;  // <= 32
-  const int gl = tid & (gw - 1);
-  for (int rg = 0; rg < rows_here; rg += kDecodeThreads / gw) {  // the same trip count in every lane
-    const int r = rg + tid / gw;
-    const bool live = r < rows_here;
-    const int row = r0 + r, h = hk * G + row % G;
-    float* w = s_w + r * kMaxDecodeSplits;
-    const float sink = live && p.sinks != nullptr ? __ldg(p.sinks + h) * 1.4426950408889634f : -INFINITY;
-    const bool has0 = live && gl < n_splits, has1 = live && gl + gw < n_splits;
-    const float v0 = has0 ? w[gl] : -INFINITY, v1 = has1 ? w[gl + gw] : -INFINITY;
-    float mx = fmaxf(sink, fmaxf(v0, v1));
-    for (int o = gw >> 1; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    const float e0 = has0 && mx != -INFINITY ? fast_exp2(v0 - mx) : 0.f;
-    const float e1 = has1 && mx != -INFINITY ? fast_exp2(v1 - mx) : 0.f;
-    float sum = e0 + e1;
-    for (int o = gw >> 1; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (sink != -INFINITY) sum += fast_exp2(sink - mx);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    if (has0) w[gl] = e0 * inv;
-    if (has1) w[gl + gw] = e1 * inv;
-    if (live && gl == 0 && p.lse != nullptr)
-      p.lse[seq.lse_index(b, h, row / G, p.heads_q)] = mx == -INFINITY ? -INFINITY : (mx + __log2f(sum)) * kLn2;
-  }
-  __syncthreads();
+  merge_weights(a, seq, m, s_w, tid);
   FLASHCORE_TIMELINE_NOW(t_weights);
-  // Phase 2: O = sum_s w_s O_s, 4 columns per item, in split order (the first item's first pieces from
-  // registers).
-  for (int it = tid; it < rows_here * dim4; it += kDecodeThreads) {
-    const int r = it / dim4, c4 = it % dim4;
-    const int row = r0 + r;
-    const float4* po = partial4(it);
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    auto add = [&](float w, const float4& v) {
-      acc[0] = fmaf(w, v.x, acc[0]);
-      acc[1] = fmaf(w, v.y, acc[1]);
-      acc[2] = fmaf(w, v.z, acc[2]);
-      acc[3] = fmaf(w, v.w, acc[3]);
-    };
-    const bool first = it == tid;
-    if (first) {
-#pragma unroll
-      for (int s = 0; s < kMergeAhead; ++s)
-        if (s < n_splits) add(s_w[r * kMaxDecodeSplits + s], ahead[s]);
-    }
-#pragma unroll 8
-    for (int s = first ? kMergeAhead : 0; s < n_splits; ++s) add(s_w[r * kMaxDecodeSplits + s], __ldcg(po + s * piece_stride4));
-    uint2 out;
-    out.x = ElemOps<Elem>::pack(acc[0], acc[1]);
-    out.y = ElemOps<Elem>::pack(acc[2], acc[3]);
-    Elem* dst = static_cast<Elem*>(p.o) + seq.q_row(os, b, row / G) + (long long)(hk * G + row % G) * p.o_head_stride;
-    *reinterpret_cast<uint2*>(dst + c4 * 4) = out;
-  }
+  merge_sums<D, Elem>(a, seq, m, s_w, tid, ahead);
   if (tid == 0) *counter = 0;  // ready for the next launch
   FLASHCORE_TIMELINE_NOW(t_merged);
   FLASHCORE_TIMELINE_BLOCK(1, split, n_iter, n_splits, 3, t_ticket, t_weights, t_merged);
