@@ -672,6 +672,27 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
     }
 }
 
+// Paged decode with pieces longer than the decode kernel's 16 block-table entry slots (decode/flash_decode.cuh:
+// a piece's tile i takes its entries from slot i % 16, staged a ring ahead): 70000 keys are 1094 key tiles,
+// at least 17 a piece at any split count (at most kMaxDecodeSplits = 64), so every slot is refilled. One query
+// row per sequence at D = 64 (pages of 32, two blocks per SM), 128 and 256 (pages of 16, one block per SM);
+// 16 causal query rows x 4 heads at D = 128 (four row tiles). Rows sampled (every 2nd-3rd).
+TEST(Gpu, PagedDecodeLongPieces) {
+  REQUIRE_DEVICE();
+  struct Shape {
+    int seqlen_q, head_dim, page;
+    DType dt;
+    bool causal;
+  };
+  for (const auto& backend : device_backends())
+    for (const Shape sh : {Shape{1, 64, 32, DType::F16, false}, Shape{1, 128, 16, DType::BF16, false},
+                           Shape{1, 256, 16, DType::F16, false}, Shape{16, 128, 16, DType::F16, true}}) {
+      Case c = make_case(3, 8, 2, sh.seqlen_q, 70000, sh.head_dim, sh.dt, sh.causal);
+      c.kv = Case::KvStore::Paged, c.page_size = sh.page;
+      check_on_device(backend, c, 330 + sh.head_dim + sh.seqlen_q);
+    }
+}
+
 // Scores that grow from key tile to key tile, by less and by more than the Hopper kernel's lazy max
 // lets pass without a rescale (sm90/config.h, kMaxSlack: 8 in the log2 domain): P then comes out above
 // 1 (up to 2^5 here) in the tiles whose growth a row's held max absorbs, and O is rescaled in the
