@@ -17,6 +17,7 @@
 //                        varlen timing against the fixed layout; a plain gather read of the same pages
 //   decode_dev pages     the issue's shapes contiguous and in pages of 16/32/64: the plan's choice, and the
 //                        splits of one and of two blocks per SM forced; three rounds
+//   decode_dev lowbase   one or two (b, kv head) pairs (fewer blocks than SMs): the plan, and ring depths 3..8
 //   decode_dev mixed     16 caches of 1..8192 keys (contiguous, pages of 16/64/256): the balanced
 //                        schedule's waves against the fixed grid; equal lengths through seqlens_k too
 //   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be): plain
@@ -963,6 +964,19 @@ int main(int argc, char** argv) {
           ov.splits = std::min(64, 2 * g_dev.sm_count / items);
           time_cfg(bn, FlashVariant::Decode, "2/SM", &ov);
         }
+    return 0;
+  }
+  if (mode == "lowbase") {  // grids of fewer blocks than SMs (one or two (b, kv head) pairs): ring depth forced
+    std::vector<Case> cs = {shape(1, 8, 1, 1, 65536, 128), shape(1, 8, 1, 1, 65536, 128), shape(1, 32, 2, 1, 32768, 128),
+                            shape(1, 8, 1, 1, 16384, 128), shape(1, 8, 1, 1, 65536, 64), shape(1, 8, 1, 1, 32768, 256),
+                            shape(1, 16, 1, 4, 65536, 128)};
+    cs[1].page = 16, cs[1].name += " paged:16";
+    for (int round = 0; round < 2; ++round)
+      for (const Case& c : cs) {
+        Bench bn(c);
+        time_cfg(bn, FlashVariant::Auto, "auto");
+        time_forced(bn, "stages", &FlashFwdLaunchOverride::stages, {3, 4, 5, 6, 8});
+      }
     return 0;
   }
   if (mode == "mixed") {  // a batch of different cache lengths: the balanced schedule's waves vs the fixed grid
