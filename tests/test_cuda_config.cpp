@@ -423,6 +423,31 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
   ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 8, 8, 1, 64, 128, false, false), h100, FlashVariant::Decode, &plan), "");
   EXPECT_EQ(plan.max_splits, 1);
   EXPECT_EQ(plan.split_partial_bytes, 0u);
+  // One or two (b, kv head) pairs with long caches: more pieces than the kernel merges itself (64), merged by
+  // the combine kernel (decode/combine.cuh): one wave of 132 blocks at D = 128, 256 (of 264 slots) at D = 64;
+  // at most one piece a tile; a forced split count up to 256.
+  struct Many { int b, hq, hkv, lk, d, splits; bool combine; };
+  const Many many[] = {{1, 8, 1, 65536, 128, 132, true}, {1, 32, 2, 32768, 128, 66, true}, {1, 8, 1, 65536, 64, 256, true},
+                       {1, 8, 1, 65536, 256, 132, true}, {1, 8, 1, 2048, 128, 32, false}, {2, 16, 2, 65536, 128, 33, false}};
+  for (const Many& m : many) {
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(m.b, m.hq, m.hkv, 1, m.lk, m.d, false, false), h100, FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.kernel, FlashKernel::Decode);
+    EXPECT_EQ(plan.max_splits, m.splits) << plan.describe();
+    EXPECT_EQ(plan.split_combine, m.combine) << plan.describe();
+    EXPECT_EQ(plan.describe().find(" combine") != std::string::npos, m.combine) << plan.describe();
+  }
+  {
+    FlashFwdParams forced = params(1, 8, 8, 1, 16384, 128, false, false);
+    flashcore::cuda::FlashFwdLaunchOverride ov{};
+    ov.splits = 200;
+    forced.launch_override = &ov;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(forced, h100, FlashVariant::Decode, &plan), "");
+    EXPECT_EQ(plan.max_splits, 200);
+    EXPECT_TRUE(plan.split_combine);
+    ov.splits = 257;
+    EXPECT_NE(flashcore::cuda::flash_fwd_plan(forced, h100, FlashVariant::Decode, &plan).find("launch_override.splits not in [0, 256]"),
+              std::string::npos);
+  }
   // Prefill stays on the other kernels.
   ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(2, 16, 4, 512, 4096, 128, false, true), h100, FlashVariant::Auto, &plan), "");
   EXPECT_NE(plan.kernel, FlashKernel::Decode);
@@ -526,7 +551,13 @@ TEST(CudaConfig, SequenceArraysPlan) {
     EXPECT_EQ(plan.work_waves, 0);
     EXPECT_EQ(plan.work_blocks, 2 * 2 * 132 + 16 * 8);
     EXPECT_EQ(plan.max_splits, 64);
+    EXPECT_FALSE(plan.split_combine);  // the balanced schedule's pieces are merged in the kernel
     EXPECT_NE(plan.describe().find("balanced slots=264 waves=1-2 blocks=656"), std::string::npos) << plan.describe();
+    FlashFwdPlan one;  // one long cache with lengths: the schedule, 64 pieces at most
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(cache(params(1, 8, 1, 1, 65536, 128, false, false)), h100, FlashVariant::Auto, &one), "");
+    EXPECT_GT(one.work_slots, 0);
+    EXPECT_EQ(one.max_splits, 64);
+    EXPECT_FALSE(one.split_combine);
     EXPECT_EQ(plan.split_partial_bytes, size_t(656) * 16 * (128 + 1) * sizeof(float));
     flashcore::cuda::FlashFwdLaunchOverride ov{};
     ov.work_waves = 4;

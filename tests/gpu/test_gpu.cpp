@@ -715,6 +715,51 @@ TEST(Gpu, PagedDecodeLongPieces) {
   }
 }
 
+// One or two (b, kv head) pairs with long caches: the decode kernel cut into more pieces than it merges itself
+// (64), the pieces merged by the combine kernel (decode/combine.cuh; the plan says " combine"). D = 64 (256
+// pieces), 128, 256; GQA 16 x 4 query rows (64-row blocks), two KV heads, paged K/V; a window with sinks and
+// ALiBi where the row block sees 48 of the tiles (pieces past them write nothing), and a window of one tile
+// (one piece: the decode kernel writes the row itself).
+TEST(Gpu, DecodeManyPiecesCombined) {
+  REQUIRE_DEVICE();
+  const auto names = device_backends();
+  if (std::find(names.begin(), names.end(), "cuda-flash") == names.end()) GTEST_SKIP() << "no cuda-flash backend";
+  std::vector<Case> cases = {make_case(1, 8, 1, 1, 16384, 128, DType::F16, false),
+                             make_case(1, 32, 2, 1, 9000, 128, DType::BF16, false),
+                             make_case(1, 8, 1, 1, 20000, 64, DType::F16, false),
+                             make_case(1, 4, 1, 1, 9000, 256, DType::BF16, false),
+                             make_case(1, 16, 1, 4, 12000, 128, DType::F16, true)};
+  Case paged = make_case(1, 8, 1, 1, 16384, 128, DType::BF16, false);
+  paged.kv = Case::KvStore::Paged, paged.page_size = 16;
+  cases.push_back(paged);
+  Case window = make_case(1, 8, 1, 2, 16000, 128, DType::F16, true);
+  window.window_left = 3000, window.sinks = true, window.alibi = true;
+  cases.push_back(window);
+  Case one_tile = make_case(1, 8, 1, 1, 16000, 128, DType::F16, true);
+  one_tile.window_left = 30, one_tile.sinks = true;
+  cases.push_back(one_tile);
+  int seed = 350;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name());
+    fctest::HostData h = fctest::make_data(c, fctest::run_seed() ^ static_cast<std::uint64_t>(seed++));
+    {
+      DeviceData d;
+      upload(h, d);
+      flashcore::Options opts;
+      opts.backend = "cuda-flash";
+      const flashcore::Report plan = flashcore::explain(h.problem, d.tensors(), opts);
+      EXPECT_NE(plan.plan.find("decode"), std::string::npos) << plan.plan;
+      int device = 0, sms = 0;
+      CUDA_OK(cudaGetDevice(&device));
+      CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      if (sms >= 132) EXPECT_NE(plan.plan.find(" combine"), std::string::npos) << plan.plan;  // e.g. 132 / 2 = 66 pieces
+    }
+    const double work = 1.0 * c.batch * c.heads_q * c.seqlen_q * c.seqlen_k * c.head_dim;
+    check_data_on_device("cuda-flash", std::move(h), c.name() + "/many", work > 2e8 ? static_cast<int>(std::ceil(work / 2e8)) : 1,
+                         nullptr);
+  }
+}
+
 // Scores that grow from key tile to key tile, by less and by more than the Hopper kernel's lazy max
 // lets pass without a rescale (sm90/config.h, kMaxSlack: 8 in the log2 domain): P then comes out above
 // 1 (up to 2^5 here) in the tiles whose growth a row's held max absorbs, and O is rescaled in the
@@ -829,10 +874,12 @@ TEST(Gpu, TunedKernelsAreDeterministic) {
   REQUIRE_DEVICE();
   for (const auto& backend : device_backends()) {
     // The second: the Hopper schedule's tail split on 132 SMs (non-causal; its merge goes in piece order).
-    for (int n = 0; n < 4; ++n) {
+    // The last: decode pieces merged by the combine kernel (one KV head, 16384 keys: 132 pieces on 132 SMs).
+    for (int n = 0; n < 5; ++n) {
       const bool causal = n % 2 == 1;
-      const Case c = n < 2 ? make_case(1, 8, 2, 777, 1333, 128, DType::BF16, causal)
-                           : make_case(1, 75, 15, 250, 300, 128, DType::BF16, causal);
+      const Case c = n < 2   ? make_case(1, 8, 2, 777, 1333, 128, DType::BF16, causal)
+                     : n < 4 ? make_case(1, 75, 15, 250, 300, 128, DType::BF16, causal)
+                             : make_case(1, 8, 1, 1, 16384, 128, DType::F16, false);
       fctest::HostData h = fctest::make_data(c, fctest::run_seed() + 500 + n);
       DeviceData d;
       upload(h, d);

@@ -20,7 +20,7 @@ struct FlashFwdLaunchOverride {
   int key_split_warps = 0;     // compute warps per row warp, each on every key_split_warps-th key tile (1..8)
   int stages = 0;              // K/V shared-memory ring depth, 2..4
   int kv_tiles_per_split = 0;  // split-KV: 64-key tiles per split; -1 = never split
-  int splits = 0;              // decode kernel: key splits per (batch, kv head, row block), 1..kMaxDecodeSplits
+  int splits = 0;              // decode kernel: key splits per (batch, kv head, row block), 1..kMaxDecodeCombineSplits
                                // (with sequence arrays too: the fixed grid instead of the balanced schedule)
   int work_waves = 0;          // decode kernel with sequence arrays: waves of blocks the balanced schedule fills, 1..8
                                // (0: one, or two when the pieces of one do not fit in it)
@@ -114,6 +114,7 @@ struct FlashFwdPlan {
   int n_mblocks = 1;           // query blocks per (batch, head) (Decode: row blocks per (batch, kv head))
   int tiles_per_split = 1 << 30;  // split-KV piece size in 64-key tiles; 1 << 30 = no split (not Decode)
   int max_splits = 1;          // pieces of the longest query block (Decode: of every (batch, kv head, row block))
+  bool split_combine = false;  // Decode: more than kMaxDecodeSplits pieces, merged by the combine kernel (decode/combine.cuh)
   // Decode with sequence arrays: the balanced schedule (decode/schedule.cuh). work_slots: blocks of one
   // wave (0: the fixed grid); work_waves: 0 = one or two waves as the lengths need, else forced;
   // work_blocks: the grid, an upper bound of the work items (blocks past the last return at once).

@@ -443,9 +443,15 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
     const long long one = dev.sm_count / base;  // pieces a (b, hk, row block) with one block per SM
     if ((double)(one * base) / dev.sm_count >= kDecodeOneBlockFill * (double)(splits * base) / slots) splits = one;
   }
-  splits = std::min<long long>({splits, std::max(1, tiles / kDecodeMinTilesPerSplit), (long long)detail::kMaxDecodeSplits});
+  // The fixed grid (no length arrays, or a forced split count) may cut a (b, kv head, row block) into more
+  // than the kMaxDecodeSplits pieces the kernel merges itself: the combine kernel merges them
+  // (decode/combine.cuh), so that one or two (b, kv head) pairs fill the SMs. Balanced schedules keep 64.
+  const bool fixed_grid = !detail::has_sequence_lengths(p) || (ov && ov->splits) || p.batch > kDecodeBalanceMaxBatch;
+  const int cap = fixed_grid ? detail::kMaxDecodeCombineSplits : detail::kMaxDecodeSplits;
+  splits = std::min<long long>({splits, std::max(1, tiles / kDecodeMinTilesPerSplit), (long long)cap});
   if (ov && ov->splits) splits = std::min(ov->splits, std::max(1, tiles));
   plan->max_splits = (int)splits;
+  plan->split_combine = plan->max_splits > detail::kMaxDecodeSplits;
   plan->tiles_per_split = 1 << 30;
   plan->work_slots = plan->work_waves = plan->work_blocks = 0;
   size_t ws_rows = (size_t)base / plan->n_mblocks * plan->max_splits * rows;  // fixed grid: (b, hk, split, row)
@@ -462,6 +468,7 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
     plan->work_waves = ov && ov->work_waves ? ov->work_waves : 0;
     plan->work_blocks = (int)(slots * std::max(2, plan->work_waves) + base);
     plan->max_splits = std::min(detail::kMaxDecodeSplits, std::max(1, tiles));  // the most one sequence can get
+    plan->split_combine = false;
     ws_rows = (size_t)plan->work_blocks * plan->block_m;
   }
   if (plan->max_splits > 1) {
@@ -536,7 +543,7 @@ std::string detail::common_limits(const FlashFwdParams& p, const DeviceLimits& d
       return "launch_override.block_m not in {16,32,...,128}";
     if (ov->stages && (ov->stages < 2 || ov->stages > detail::kMaxDecodeStages))
       return "launch_override.stages not in [2, 8]";
-    if (ov->splits < 0 || ov->splits > detail::kMaxDecodeSplits) return "launch_override.splits not in [0, 64]";
+    if (ov->splits < 0 || ov->splits > detail::kMaxDecodeCombineSplits) return "launch_override.splits not in [0, 256]";
     if (ov->work_waves < 0 || ov->work_waves > 8) return "launch_override.work_waves not in [0, 8]";
     if (ov->key_split_warps && (ov->key_split_warps < 1 || ov->key_split_warps > 8))
       return "launch_override.key_split_warps not in [1, 8]";
@@ -574,7 +581,7 @@ std::string FlashFwdPlan::describe() const {
     s += " balanced slots=" + std::to_string(work_slots) +
          " waves=" + (work_waves ? std::to_string(work_waves) : std::string("1-2")) + " blocks=" + std::to_string(work_blocks);
   else
-    s += " splits=" + std::to_string(max_splits);
+    s += " splits=" + std::to_string(max_splits) + (split_combine ? " combine" : "");
   return s;
 }
 
@@ -681,6 +688,7 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   args.stages = plan.stages;
   args.tiles_per_split = plan.tiles_per_split;
   args.max_splits = plan.max_splits;
+  args.split_combine = plan.split_combine ? 1 : 0;
   args.work_slots = plan.work_slots;
   args.work_waves = plan.work_waves;
   args.pair_groups = plan.pair_groups;
@@ -714,6 +722,7 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
     if (hopper) return launch(plan);  // no tickets: the static order
     FlashFwdPlan unsplit = plan;      // no partials: un-split
     unsplit.max_splits = args.max_splits = 1;
+    unsplit.split_combine = false, args.split_combine = 0;
     unsplit.work_slots = args.work_slots = 0;
     unsplit.tiles_per_split = args.tiles_per_split = 1 << 30;
     return launch(unsplit);

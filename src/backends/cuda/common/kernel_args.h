@@ -19,6 +19,7 @@ struct KernelArgs {
   int stages;           // K/V ring depth
   int tiles_per_split;  // split-KV piece size in tiles (huge = no split)
   int max_splits;       // decode kernel: key splits of a (batch, kv head, row block) (1 = no split)
+  int split_combine;    // decode kernel: 1 = its pieces are merged by the combine kernel (decode/combine.cuh)
   int work_slots;       // decode kernel: > 0 = the balanced schedule, this many blocks per wave (decode/schedule.cuh)
   int work_waves;       // its waves: 0 = one or two as the lengths need, else forced
   int pair_groups;      // Hopper (persistent): groups of (batch, head) pairs of the schedule (common/work_list.h)

@@ -15,7 +15,8 @@ constexpr int kDecodeWarps = 4;           // warps per block: row tiles x key gr
 constexpr int kDecodeThreads = 32 * kDecodeWarps;
 constexpr int kMaxDecodeSeqlenQ = 64;     // the decode kernel takes seqlen_q up to this
 constexpr int kMaxDecodeRowTiles = 4;     // 16-row tiles per block: at most 64 packed rows
-constexpr int kMaxDecodeSplits = 64;      // key splits per (batch, kv head, row block)
+constexpr int kMaxDecodeSplits = 64;      // key splits per (batch, kv head, row block) the kernel merges itself
+constexpr int kMaxDecodeCombineSplits = 256;  // with the combine kernel (decode/combine.cuh): the fixed grid
 constexpr int kMaxDecodeStages = 8;
 
 // Head dims the decode kernel is compiled for (decode/instances/): every head dim (a multiple of 8 up to

@@ -60,8 +60,6 @@ __device__ __forceinline__ void cp_async_wait_upto(int n) {
   }
 }
 
-__device__ __forceinline__ int clamp_key(long long k, int lk) { return k < 0 ? 0 : (k > lk ? lk : (int)k); }
-
 // What one packed row sees: keys lo..hi (inclusive), its ALiBi slope in raw score units (0: none) and
 // its sink in the log2 domain (-inf: none).
 struct DecodeRow {
@@ -116,17 +114,12 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   const int r0 = rb * a.block_m;
   if (r0 >= rows) return;
   const int r_end = min(rows, r0 + a.block_m);
-  const int i_first = r0 / G, i_last = (r_end - 1) / G;
-  const long long diag = (long long)Lk - Lq;  // row i's diagonal key is i + diag
-  const int left = p.window_left, right = p.causal ? 0 : p.window_right;  // -1: unbounded
-  // Keys [k_lo, k_hi): every key some row of the block sees. [u_lo, u_hi): keys every row sees.
-  const int k_lo = left >= 0 ? clamp_key(i_first + diag - left, Lk) : 0;
-  const int k_hi = right >= 0 ? clamp_key(i_last + diag + right + 1, Lk) : Lk;
-  const long long u_lo = left >= 0 ? i_last + diag - left : 0;
-  const long long u_hi = right >= 0 ? min((long long)Lk, i_first + diag + right + 1) : (long long)Lk;
-  const int t_lo = k_lo / kBN;
-  const int n_tiles = k_hi > k_lo ? (k_hi + kBN - 1) / kBN - t_lo : 0;
-  const int n_splits = n_tiles > 0 ? min(work.splits, n_tiles) : 1;
+  const DecodeKeys keys = decode_keys(p, G, Lq, Lk, r0, r_end, work.splits);
+  const long long diag = keys.diag;
+  const int left = keys.left, right = keys.right;
+  const int k_hi = keys.k_hi;
+  const long long u_lo = keys.u_lo, u_hi = keys.u_hi;
+  const int t_lo = keys.t_lo, n_tiles = keys.n_tiles, n_splits = keys.n_splits;
   if (split >= n_splits) return;  // this sequence has fewer tiles than splits
   const int t_begin = t_lo + (int)((long long)n_tiles * split / n_splits);
   const int n_iter = t_lo + (int)((long long)n_tiles * (split + 1) / n_splits) - t_begin;
@@ -419,7 +412,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
     FLASHCORE_TIMELINE_NOW(t_part);
     FLASHCORE_TIMELINE_BLOCK(2, split, n_iter, n_splits, 2, t_groups, t_finish, t_part);
   }
-  if (n_splits == 1) return;
+  if (n_splits == 1 || a.split_combine) return;  // split_combine: decode/combine.cuh's kernel merges
 
   // ---- ticket: the last of the n_splits blocks of this (b, hk, row block) merges
   __threadfence();

@@ -1,6 +1,6 @@
-// Launching the decode kernel (decode/flash_decode.cuh): one translation unit per head dim in
-// decode/instances/ (fp16 and bf16, 16, 32 and 64 rows per block each), dispatched by
-// decode/launch_decode.cu.
+// Launching the decode kernel (decode/flash_decode.cuh), and after it the combine kernel where the plan says
+// (decode/combine.cuh): one translation unit per head dim in decode/instances/ (fp16 and bf16, 16, 32 and 64
+// rows per block each), dispatched by decode/launch_decode.cu.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -16,7 +16,8 @@ cudaError_t launch_decode_head_dim(const FlashFwdPlan& plan, const KernelArgs& a
 
 }  // namespace flashcore::cuda::detail
 
-#ifdef FLASHCORE_DECODE_INSTANCE  // only the instance files compile the kernel
+#ifdef FLASHCORE_DECODE_INSTANCE  // only the instance files compile the kernels
+#include "backends/cuda/decode/combine.cuh"
 #include "backends/cuda/decode/flash_decode.cuh"
 
 namespace flashcore::cuda::detail {
@@ -34,6 +35,13 @@ cudaError_t launch_decode_typed(const FlashFwdPlan& plan, const KernelArgs& args
                                         : dim3((unsigned)(plan.n_mblocks * plan.max_splits), (unsigned)args.p.heads_kv,
                                                (unsigned)args.p.batch);
   kernel<<<grid, kDecodeThreads, plan.smem, stream>>>(args);
+  if (!args.split_combine) return cudaGetLastError();
+  // The pieces' merge (decode/combine.cuh): a block per packed row (G x seqlen_q bound), KV head, sequence.
+  const cudaError_t e1 = cudaGetLastError();
+  if (e1 != cudaSuccess) return e1;
+  decode_combine_kernel<D, Elem><<<dim3((unsigned)(args.q_heads_per_kv * args.p.seqlen_q), (unsigned)args.p.heads_kv,
+                                        (unsigned)args.p.batch),
+                                   kCombineThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }
 

@@ -65,6 +65,36 @@ __device__ __forceinline__ void decode_workspace(const KernelArgs& a, const Deco
   }
 }
 
+__device__ __forceinline__ int clamp_key(long long k, int lk) { return k < 0 ? 0 : (k > lk ? lk : (int)k); }
+
+// The keys packed rows r0 .. r_end-1 of a sequence (Lq queries, Lk keys, G heads a KV head) see, and how a
+// row block's 64-key tiles are cut into pieces: the decode kernel's key loop, and the split combine
+// (decode/combine.cuh), which must find the same piece count.
+struct DecodeKeys {
+  long long diag;         // row i's diagonal key is i + diag
+  int left, right;        // window (causal: right 0); -1 unbounded
+  int k_lo, k_hi;         // [k_lo, k_hi): every key some row of the block sees
+  long long u_lo, u_hi;   // [u_lo, u_hi): keys every row sees
+  int t_lo, n_tiles;      // its first tile and tile count
+  int n_splits;           // pieces: min(splits, tiles) (1 when the block sees no key)
+};
+__device__ __forceinline__ DecodeKeys decode_keys(const FlashFwdParams& p, int G, int Lq, int Lk, int r0, int r_end,
+                                                  int splits) {
+  DecodeKeys k;
+  const int i_first = r0 / G, i_last = (r_end - 1) / G;
+  k.diag = (long long)Lk - Lq;
+  k.left = p.window_left;
+  k.right = p.causal ? 0 : p.window_right;
+  k.k_lo = k.left >= 0 ? clamp_key(i_first + k.diag - k.left, Lk) : 0;
+  k.k_hi = k.right >= 0 ? clamp_key(i_last + k.diag + k.right + 1, Lk) : Lk;
+  k.u_lo = k.left >= 0 ? i_last + k.diag - k.left : 0;
+  k.u_hi = k.right >= 0 ? min((long long)Lk, i_first + k.diag + k.right + 1) : (long long)Lk;
+  k.t_lo = k.k_lo / kDecodeBlockN;
+  k.n_tiles = k.k_hi > k.k_lo ? (k.k_hi + kDecodeBlockN - 1) / kDecodeBlockN - k.t_lo : 0;
+  k.n_splits = k.n_tiles > 0 ? min(splits, k.n_tiles) : 1;
+  return k;
+}
+
 // Exclusive prefix sum of v over the block's threads in thread order, and the block's total in *total.
 __device__ __forceinline__ long long block_exclusive_scan(long long v, long long* s_warp, long long* total) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
