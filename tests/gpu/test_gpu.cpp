@@ -209,14 +209,25 @@ bool check_data_on_device(const std::string& backend, fctest::HostData h, const 
 
 // Returns false (and sets *declined) when the backend declines a case it does not promise; a
 // declined promised case is a failure.
+// What cuda-flash's plan says for h (flashcore::explain on a device copy of its data).
+std::string cuda_flash_plan(const fctest::HostData& h) {
+  DeviceData d;
+  upload(h, d);
+  flashcore::Options opts;
+  opts.backend = "cuda-flash";
+  return flashcore::explain(h.problem, d.tensors(), opts).plan;
+}
+
+// Rows the host oracle checks: every row_stride-th, keeping it under ~2e8 multiply-adds per case.
+int oracle_row_stride(const Case& c) {
+  const double work = 1.0 * c.batch * c.heads_q * c.seqlen_q * c.seqlen_k * c.head_dim;
+  return work > 2e8 ? static_cast<int>(std::ceil(work / 2e8)) : 1;
+}
+
 bool check_on_device(const std::string& backend, const Case& c, std::uint64_t salt, int row_stride = 0,
                      std::string* declined = nullptr) {
   SCOPED_TRACE(backend + " " + c.name());
-  if (row_stride == 0) {
-    // Keep the host oracle under ~2e8 multiply-adds per case: sample rows of large problems.
-    const double work = 1.0 * c.batch * c.heads_q * c.seqlen_q * c.seqlen_k * c.head_dim;
-    row_stride = work > 2e8 ? static_cast<int>(std::ceil(work / 2e8)) : 1;
-  }
+  if (row_stride == 0) row_stride = oracle_row_stride(c);
   return check_data_on_device(backend, fctest::make_data(c, fctest::run_seed() ^ (salt * 0x9e3779b97f4a7c15ull)),
                               c.name() + "/" + std::to_string(salt), row_stride, declined);
 }
@@ -695,31 +706,22 @@ TEST(Gpu, PagedDecodeLongPieces) {
     c.kv = Case::KvStore::Paged, c.page_size = sh.page;
     SCOPED_TRACE(c.name());
     fctest::HostData h = fctest::make_data(c, fctest::run_seed() ^ (330u + sh.head_dim + sh.seqlen_q));
-    {
-      DeviceData d;
-      upload(h, d);
-      flashcore::Options opts;
-      opts.backend = "cuda-flash";
-      const flashcore::Report plan = flashcore::explain(h.problem, d.tensors(), opts);
-      const size_t at = plan.plan.find(" splits=");
-      ASSERT_NE(plan.plan.find("decode"), std::string::npos) << plan.plan;
-      ASSERT_NE(at, std::string::npos) << plan.plan;
-      const int splits = std::atoi(plan.plan.c_str() + at + 8);
-      const int tiles = (c.seqlen_k + 63) / 64;
-      EXPECT_GT(tiles / std::max(1, splits), 16) << plan.plan << ": pieces of 16 tiles or fewer";
-    }
-    // Sampled rows where the host oracle would exceed ~2e8 multiply-adds (as check_on_device).
-    const double work = 1.0 * c.batch * c.heads_q * c.seqlen_q * c.seqlen_k * c.head_dim;
-    check_data_on_device("cuda-flash", std::move(h), c.name() + "/long", work > 2e8 ? static_cast<int>(std::ceil(work / 2e8)) : 1,
-                         nullptr);
+    const std::string plan = cuda_flash_plan(h);
+    const size_t at = plan.find(" splits=");
+    ASSERT_NE(plan.find("decode"), std::string::npos) << plan;
+    ASSERT_NE(at, std::string::npos) << plan;
+    const int splits = std::atoi(plan.c_str() + at + 8);
+    const int tiles = (c.seqlen_k + 63) / 64;
+    EXPECT_GT(tiles / std::max(1, splits), 16) << plan << ": pieces of 16 tiles or fewer";
+    check_data_on_device("cuda-flash", std::move(h), c.name() + "/long", oracle_row_stride(c), nullptr);
   }
 }
 
 // One or two (b, kv head) pairs with long caches: the decode kernel cut into more pieces than it merges itself
-// (64), the pieces merged by the combine kernel (decode/combine.cuh; the plan says " combine"). D = 64 (256
-// pieces), 128, 256; GQA 16 x 4 query rows (64-row blocks), two KV heads, paged K/V; a window with sinks and
-// ALiBi where the row block sees 48 of the tiles (pieces past them write nothing), and a window of one tile
-// (one piece: the decode kernel writes the row itself).
+// (64), the pieces merged by the combine kernel (decode/combine.cuh; the plan says " combine" on 132 SMs). D = 64
+// (256 pieces), 128, 256; two KV heads of 16 query heads each; 16 query heads x 4 queries of one KV head (64-row
+// blocks, causal); paged K/V; a 3000-key window with sinks and ALiBi, where the row block sees 47 of the tiles
+// (the pieces past them write nothing), and a 30-key window (one piece: the decode kernel writes the row itself).
 TEST(Gpu, DecodeManyPiecesCombined) {
   REQUIRE_DEVICE();
   const auto names = device_backends();
@@ -738,25 +740,17 @@ TEST(Gpu, DecodeManyPiecesCombined) {
   Case one_tile = make_case(1, 8, 1, 1, 16000, 128, DType::F16, true);
   one_tile.window_left = 30, one_tile.sinks = true;
   cases.push_back(one_tile);
+  int device = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   int seed = 350;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name());
     fctest::HostData h = fctest::make_data(c, fctest::run_seed() ^ static_cast<std::uint64_t>(seed++));
-    {
-      DeviceData d;
-      upload(h, d);
-      flashcore::Options opts;
-      opts.backend = "cuda-flash";
-      const flashcore::Report plan = flashcore::explain(h.problem, d.tensors(), opts);
-      EXPECT_NE(plan.plan.find("decode"), std::string::npos) << plan.plan;
-      int device = 0, sms = 0;
-      CUDA_OK(cudaGetDevice(&device));
-      CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-      if (sms >= 132) EXPECT_NE(plan.plan.find(" combine"), std::string::npos) << plan.plan;  // e.g. 132 / 2 = 66 pieces
-    }
-    const double work = 1.0 * c.batch * c.heads_q * c.seqlen_q * c.seqlen_k * c.head_dim;
-    check_data_on_device("cuda-flash", std::move(h), c.name() + "/many", work > 2e8 ? static_cast<int>(std::ceil(work / 2e8)) : 1,
-                         nullptr);
+    const std::string plan = cuda_flash_plan(h);
+    EXPECT_NE(plan.find("decode"), std::string::npos) << plan;
+    if (sms >= 132) EXPECT_NE(plan.find(" combine"), std::string::npos) << plan;  // e.g. 132 / 2 = 66 pieces
+    check_data_on_device("cuda-flash", std::move(h), c.name() + "/many", oracle_row_stride(c), nullptr);
   }
 }
 
@@ -892,6 +886,7 @@ TEST(Gpu, TunedKernelsAreDeterministic) {
       for (int rep = 0; rep < 3; ++rep) {
         h.poison_outputs();
         CUDA_OK(cudaMemcpy(d.o, h.o.data(), h.o.size(), cudaMemcpyHostToDevice));
+        if (d.lse != nullptr) CUDA_OK(cudaMemcpy(d.lse, h.lse.data(), h.lse.size() * sizeof(float), cudaMemcpyHostToDevice));
         flashcore::run(h.problem, d.tensors(), opts);
         CUDA_OK(cudaDeviceSynchronize());
         download(d, h);

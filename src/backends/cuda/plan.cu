@@ -443,7 +443,8 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
     const long long one = dev.sm_count / base;  // pieces a (b, hk, row block) with one block per SM
     if ((double)(one * base) / dev.sm_count >= kDecodeOneBlockFill * (double)(splits * base) / slots) splits = one;
   }
-  // The fixed grid (no length arrays, or a forced split count) may cut a (b, kv head, row block) into more
+  // The fixed grid (no length arrays, a forced split count, or more than kDecodeBalanceMaxBatch sequences;
+  // the balanced schedule's 2^31 bound below is left out: a cap of 64 there) may cut a (b, kv head, row block) into more
   // than the kMaxDecodeSplits pieces the kernel merges itself: the combine kernel merges them
   // (decode/combine.cuh), so that one or two (b, kv head) pairs fill the SMs. Balanced schedules keep 64.
   const bool fixed_grid = !detail::has_sequence_lengths(p) || (ov && ov->splits) || p.batch > kDecodeBalanceMaxBatch;
