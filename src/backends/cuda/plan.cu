@@ -443,35 +443,34 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
     const long long one = dev.sm_count / base;  // pieces a (b, hk, row block) with one block per SM
     if ((double)(one * base) / dev.sm_count >= kDecodeOneBlockFill * (double)(splits * base) / slots) splits = one;
   }
-  // The fixed grid (no length arrays, a forced split count, or more than kDecodeBalanceMaxBatch sequences;
-  // the balanced schedule's 2^31 bound below is left out: a cap of 64 there) may cut a (b, kv head, row block) into more
-  // than the kMaxDecodeSplits pieces the kernel merges itself: the combine kernel merges them
-  // (decode/combine.cuh), so that one or two (b, kv head) pairs fill the SMs. Balanced schedules keep 64.
-  const bool fixed_grid = !detail::has_sequence_lengths(p) || (ov && ov->splits) || p.batch > kDecodeBalanceMaxBatch;
-  const int cap = fixed_grid ? detail::kMaxDecodeCombineSplits : detail::kMaxDecodeSplits;
-  splits = std::min<long long>({splits, std::max(1, tiles / kDecodeMinTilesPerSplit), (long long)cap});
-  if (ov && ov->splits) splits = std::min(ov->splits, std::max(1, tiles));
-  plan->max_splits = (int)splits;
-  plan->split_combine = plan->max_splits > detail::kMaxDecodeSplits;
-  plan->tiles_per_split = 1 << 30;
-  plan->work_slots = plan->work_waves = plan->work_blocks = 0;
-  size_t ws_rows = (size_t)base / plan->n_mblocks * plan->max_splits * rows;  // fixed grid: (b, hk, split, row)
-  // (The balanced schedule's block counts are scanned as 32-bit halves: base · 64 splits below 2^31.)
-  // Sequences of equal lengths (no length arrays: contiguous, or paged K/V alone) take the fixed grid, the
+  // Sequence arrays take the balanced schedule (below), except with a forced split count or more than
+  // kDecodeBalanceMaxBatch sequences. (Its block counts are scanned as 32-bit halves: base · 64 splits below
+  // 2^31.) Sequences of equal lengths (no length arrays: contiguous, or paged K/V alone) take the fixed grid, the
   // same pieces without the schedule's scans in every block: on an H200 paged (8,32,8,1,8192,128) had its
   // first tile 6.6 us after a block started with the schedule, 5.4 without (contiguous 4.0), and the paged
   // decode rows ran 2.8-3.5 % faster (perf/dev/NOTES.md, fortieth session).
-  if (detail::has_sequence_lengths(p) && !(ov && ov->splits) && p.batch <= kDecodeBalanceMaxBatch &&
-      base * detail::kMaxDecodeSplits < (1ll << 31)) {
+  const bool balanced = detail::has_sequence_lengths(p) && !(ov && ov->splits) && p.batch <= kDecodeBalanceMaxBatch &&
+                        base * detail::kMaxDecodeSplits < (1ll << 31);
+  // The fixed grid may cut a (b, kv head, row block) into more than the kMaxDecodeSplits pieces the kernel
+  // merges itself: the combine kernel merges them (decode/combine.cuh), so that one or two (b, kv head) pairs
+  // fill the SMs. The balanced schedule keeps 64.
+  const int cap = balanced ? detail::kMaxDecodeSplits : detail::kMaxDecodeCombineSplits;
+  splits = std::min<long long>({splits, std::max(1, tiles / kDecodeMinTilesPerSplit), (long long)cap});
+  if (ov && ov->splits) splits = std::min(ov->splits, std::max(1, tiles));
+  plan->max_splits = (int)splits;
+  plan->tiles_per_split = 1 << 30;
+  plan->work_slots = plan->work_waves = plan->work_blocks = 0;
+  size_t ws_rows = (size_t)base / plan->n_mblocks * plan->max_splits * rows;  // fixed grid: (b, hk, split, row)
+  if (balanced) {
     // Balanced schedule: at most waves · work_slots + base work items (decode/schedule.cuh); workspace
     // rows by block index.
     plan->work_slots = (int)slots;
     plan->work_waves = ov && ov->work_waves ? ov->work_waves : 0;
     plan->work_blocks = (int)(slots * std::max(2, plan->work_waves) + base);
     plan->max_splits = std::min(detail::kMaxDecodeSplits, std::max(1, tiles));  // the most one sequence can get
-    plan->split_combine = false;
     ws_rows = (size_t)plan->work_blocks * plan->block_m;
   }
+  plan->split_combine = plan->max_splits > detail::kMaxDecodeSplits;
   if (plan->max_splits > 1) {
     const int d = detail::decode_head_dim(p.head_dim);
     plan->split_lse_offset = detail::scratch_align_up(ws_rows * d * sizeof(float));

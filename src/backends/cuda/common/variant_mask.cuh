@@ -44,6 +44,12 @@ __device__ __forceinline__ void softcap_scores(float (&s)[N][4], const FlashFwdP
   }
 }
 
+// The sink of query head h in the log2 domain of the softmax, −inf when there is none. Every kernel that
+// reads sinks calls this (VariantMaskOf::sink_log2, the decode kernel and its merges).
+__device__ __forceinline__ float sink_log2_of(const FlashFwdParams& p, int h) {
+  return p.sinks != nullptr ? __ldg(p.sinks + h) * 1.4426950408889634f : -INFINITY;
+}
+
 template <class Lengths = HeldLengths>
 struct VariantMaskOf {
   template <class L>
@@ -196,9 +202,7 @@ struct VariantMaskOf {
   }
 
   // The sink of query head h in the log2 domain of the softmax, −inf when there is none.
-  __device__ __forceinline__ float sink_log2(int h) const {
-    return p.sinks != nullptr ? __ldg(p.sinks + h) * 1.4426950408889634f : -INFINITY;
-  }
+  __device__ __forceinline__ float sink_log2(int h) const { return sink_log2_of(p, h); }
 };
 using VariantMask = VariantMaskOf<>;
 

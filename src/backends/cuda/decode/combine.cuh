@@ -23,6 +23,7 @@
 #include "backends/cuda/common/online_softmax.cuh"
 #include "backends/cuda/common/sequences.cuh"
 #include "backends/cuda/decode/config.cuh"
+#include "backends/cuda/decode/merge.cuh"
 #include "backends/cuda/decode/schedule.cuh"
 
 namespace flashcore::cuda::detail {
@@ -72,8 +73,8 @@ __global__ void __launch_bounds__(kCombineThreads) decode_combine_kernel(const _
   const int h = hk * G + row % G, i = row / G;
 
   // Weights (and the LSE): the pieces' LSEs, their max with the sink, the sum.
-  float mx = p.sinks != nullptr ? __ldg(p.sinks + h) * 1.4426950408889634f : -INFINITY;
-  const float sink = mx;
+  const float sink = sink_log2_of(p, h);
+  float mx = sink;
   for (int s = tid; s < n; s += kCombineThreads) {
     const float v = __ldcg(a.part_lse + ws_row0 + s * split_rows + row);
     s_w[s] = v;
@@ -90,7 +91,7 @@ __global__ void __launch_bounds__(kCombineThreads) decode_combine_kernel(const _
   if (sink != -INFINITY) sum += fast_exp2(sink - mx);
   const float inv = sum > 0.f ? 1.f / sum : 0.f;
   if (tid == 0 && p.lse != nullptr)
-    p.lse[seq.lse_index(b, h, i, p.heads_q)] = mx == -INFINITY ? -INFINITY : (mx + __log2f(sum)) * kLn2;
+    p.lse[seq.lse_index(b, h, i, p.heads_q)] = merged_lse(mx, sum);
 
   // O = sum_s w_s O_s: group g of column quad c4 takes pieces g, g + kGroups, ...
   const int c4 = tid % kQuads, g = tid / kQuads;

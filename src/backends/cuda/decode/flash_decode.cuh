@@ -252,7 +252,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
     x.hi = right >= 0 ? (int)max(-1ll, min((long long)Lk - 1, dk + right)) : Lk - 1;
     x.lo = left >= 0 ? clamp_key(dk - left, Lk) : 0;
     x.neg_slope = p.alibi_slopes != nullptr ? -__ldg(p.alibi_slopes + x.h) / p.scale : 0.f;
-    x.sink_l2 = p.sinks != nullptr ? __ldg(p.sinks + x.h) * 1.4426950408889634f : -INFINITY;
+    x.sink_l2 = sink_log2_of(p, x.h);
   }
 
   float o[D / 8][4];

@@ -16,6 +16,7 @@
 #include "backends/cuda/common/online_softmax.cuh"
 #include "backends/cuda/common/ptx.cuh"
 #include "backends/cuda/common/sequences.cuh"
+#include "backends/cuda/common/variant_mask.cuh"
 #include "backends/cuda/decode/config.cuh"
 
 namespace flashcore::cuda::detail {
@@ -116,6 +117,11 @@ __device__ __forceinline__ void merge_loads_ahead(const KernelArgs& a, const Dec
   }
 }
 
+// A merged row's LSE (natural log) from its log2-domain max and sum of weights; −inf for a row that saw no key.
+__device__ __forceinline__ float merged_lse(float mx, float sum) {
+  return mx == -INFINITY ? -INFINITY : (mx + __log2f(sum)) * kLn2;
+}
+
 // Phase 1: the pieces' LSEs -> shared memory (a thread's loads in flight together); per row, a group of
 // gw lanes computes the weights (lane l of the group takes pieces l and l + gw; max and sum by shuffles
 // in a fixed order), the sink and the final LSE (stored). s_w: [block_m][kMaxDecodeSplits] floats, the
@@ -151,7 +157,7 @@ __device__ __forceinline__ void merge_weights(const KernelArgs& a, const numeric
     const bool live = r < rows_here;
     const int row = r0 + r, h = m.hk * m.G + row % m.G;
     float* w = s_w + r * kMaxDecodeSplits;
-    const float sink = live && p.sinks != nullptr ? __ldg(p.sinks + h) * 1.4426950408889634f : -INFINITY;
+    const float sink = live ? sink_log2_of(p, h) : -INFINITY;
     const bool has0 = live && gl < n_splits, has1 = live && gl + gw < n_splits;
     const float v0 = has0 ? w[gl] : -INFINITY, v1 = has1 ? w[gl + gw] : -INFINITY;
     float mx = fmaxf(sink, fmaxf(v0, v1));
@@ -165,7 +171,7 @@ __device__ __forceinline__ void merge_weights(const KernelArgs& a, const numeric
     if (has0) w[gl] = e0 * inv;
     if (has1) w[gl + gw] = e1 * inv;
     if (live && gl == 0 && p.lse != nullptr)
-      p.lse[seq.lse_index(m.b, h, row / m.G, p.heads_q)] = mx == -INFINITY ? -INFINITY : (mx + __log2f(sum)) * kLn2;
+      p.lse[seq.lse_index(m.b, h, row / m.G, p.heads_q)] = merged_lse(mx, sum);
   }
   __syncthreads();
 }
