@@ -435,6 +435,32 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
     EXPECT_EQ(plan.max_splits, m.splits) << plan.describe();
     EXPECT_EQ(plan.split_combine, m.combine) << plan.describe();
     EXPECT_EQ(plan.describe().find(" combine") != std::string::npos, m.combine) << plan.describe();
+    // Tickets only where the last block merges (a captured call zeroes them in a memset node of its own).
+    EXPECT_EQ(plan.split_counter_bytes == 0, m.combine) << plan.describe();
+    EXPECT_GT(plan.split_partial_bytes, 0u);
+    EXPECT_TRUE(plan.dependent_launch);  // compute capability 9.0: programmatic dependent launches
+  }
+  {
+    // launch_override.combine: the combine kernel merges any fixed-grid split (no tickets); the balanced
+    // schedule is not taken then (its pieces have no fixed place the combine kernel could find).
+    FlashFwdParams forced = params(8, 32, 8, 1, 8192, 128, false, false);
+    flashcore::cuda::FlashFwdLaunchOverride ov{};
+    ov.combine = 1;
+    forced.launch_override = &ov;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(forced, h100, FlashVariant::Decode, &plan), "");
+    EXPECT_EQ(plan.max_splits, 2) << plan.describe();
+    EXPECT_TRUE(plan.split_combine);
+    EXPECT_EQ(plan.split_counter_bytes, 0u);
+    FlashFwdParams cached = params(8, 32, 8, 1, 8192, 128, false, false);
+    cached.seqlens_k = g_seq_dummy;  // cache lengths: the balanced schedule without the override
+    cached.launch_override = &ov;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(cached, h100, FlashVariant::Decode, &plan), "");
+    EXPECT_EQ(plan.work_slots, 0) << plan.describe();
+    EXPECT_EQ(plan.max_splits, 2) << plan.describe();
+    EXPECT_TRUE(plan.split_combine);
+    ov.combine = 2;
+    EXPECT_NE(flashcore::cuda::flash_fwd_plan(forced, h100, FlashVariant::Decode, &plan).find("launch_override.combine not in [0, 1]"),
+              std::string::npos);
   }
   {
     FlashFwdParams forced = params(1, 8, 8, 1, 16384, 128, false, false);

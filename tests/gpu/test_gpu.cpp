@@ -906,11 +906,13 @@ TEST(Gpu, TunedKernelsAreDeterministic) {
 // CUDA graphs. Launches that draw tickets or keep split-KV partials (the persistent Hopper kernel with
 // more work items than SMs; the decode kernel's splits and balanced schedule; the mma.sync split-KV)
 // captured twice on one stream, once before any eager call on it and once after: each graph allocates
-// its own scratch (a memory-allocation node; on compute capability 9.0 the plans are asserted to use
-// tickets or splits), and replayed at once on two other streams while the capture stream runs the same
-// call eagerly, round after round, every output is bitwise the eager one. (Graphs that shared the
-// stream's buffer could race; the launches fill the GPU, so replays mostly run one after another and a
-// race need not show here: the allocation nodes are the structural check.) Outputs are poisoned on
+// its own scratch (a memory-allocation node, and a memset node for tickets; on compute capability 9.0 the
+// plans are asserted to use tickets or splits and the nodes are counted), and replayed at once on two
+// other streams while the capture stream runs the same call eagerly, round after round, every output is
+// bitwise the eager one. Decode splits on the fixed grid take fewer nodes when captured (partials, no
+// tickets: the combine kernel merges them instead of their last block), and the same bits are asserted.
+// (Graphs that shared the stream's buffer could race; the launches fill the GPU, so replays mostly run one
+// after another and a race need not show here: the allocation nodes are the structural check.) Outputs are poisoned on
 // their own stream before each launch, so an item a round skipped cannot pass on earlier values.
 // Captured in cudaStreamCaptureModeGlobal, the strictest mode (torch.cuda.graph's default), after one
 // eager call on another stream (kernel attributes are set once, outside the capture).
@@ -920,16 +922,29 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
     Case c;
     std::string backend;  // "" = automatic
     const char* uses;     // what its plan says on compute capability 9.0 (tickets or splits)
+    int allocs, memsets;  // the graph's allocation and memset nodes per capture there
   };
-  const std::vector<GraphCase> cases = {
-      {make_case(16, 16, 16, 512, 512, 64, DType::F16, false), "", " tickets"},   // Hopper: 1024 items
-      {make_case(4, 16, 16, 1024, 1024, 64, DType::BF16, true), "", " tickets"},  // Hopper: causal groups
-      {make_case(4, 16, 16, 2048, 2048, 64, DType::F16, false), "", " tail="},    // Hopper: the tail split (132 SMs)
-      {make_case(8, 32, 8, 1, 8192, 128, DType::F16, false), "", " splits="},     // decode: split-KV
+  std::vector<GraphCase> cases = {
+      // Hopper: 1024 items, causal groups
+      {make_case(16, 16, 16, 512, 512, 64, DType::F16, false), "", " tickets", 1, 1},
+      {make_case(4, 16, 16, 1024, 1024, 64, DType::BF16, true), "", " tickets", 1, 1},
+      {make_case(4, 16, 16, 2048, 2048, 64, DType::F16, false), "", " tail=", 1, 1},  // Hopper: the tail split (132 SMs)
+      {make_case(8, 32, 8, 1, 8192, 128, DType::F16, false), "", " splits=", 1, 0},   // decode: split-KV (partials only)
       {fctest::sequence_case(32, 8, 128, DType::BF16, true, {}, {5000, 1, 8191, 2222, 0, 777}, Case::KvStore::Batched),
-       "", " balanced"},                                                          // decode: balanced schedule
-      {make_case(1, 4, 2, 64, 8192, 64, DType::F16, false), "cuda-flash-allwarps", " splits="},  // mma.sync split-KV
+       "", " balanced", 1, 1},                                                          // decode: balanced schedule
+      {make_case(1, 4, 2, 64, 8192, 64, DType::F16, false), "cuda-flash-allwarps", " splits=", 1, 1},  // mma.sync split-KV
   };
+  // Decode splits on the fixed grid: captured, the combine kernel merges the pieces (no tickets, so no memset
+  // node); eager, the last block does. The comparison below asserts that they give the same bits, with the
+  // variants that enter the merge (sinks, ALiBi, a window), D = 64 and 256, Lq > 1, paged K/V.
+  Case dec_variants = make_case(2, 32, 4, 2, 9000, 128, DType::F16, true);
+  dec_variants.window_left = 4000, dec_variants.sinks = true, dec_variants.alibi = true;
+  Case dec_paged = make_case(4, 32, 8, 1, 7000, 128, DType::BF16, false);
+  dec_paged.kv = Case::KvStore::Paged, dec_paged.page_size = 16;
+  cases.push_back({make_case(4, 32, 8, 1, 6000, 64, DType::F16, false), "", " splits=", 1, 0});
+  cases.push_back({make_case(2, 16, 2, 3, 5000, 256, DType::BF16, true), "", " splits=", 1, 0});
+  cases.push_back({dec_variants, "", " splits=", 1, 0});
+  cases.push_back({dec_paged, "", " splits=", 1, 0});
   // Every CUDA object of one case, released however the case ends (CUDA_OK throws).
   struct Resources {
     void* o[3] = {};
@@ -1018,18 +1033,22 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
         throw;
       }
       CUDA_OK(cudaStreamEndCapture(s[0], &graph[gi]));
-      // Its own scratch: an allocation node in the graph.
+      // Its own scratch: an allocation node in the graph (tickets: and a memset node), none where it takes none.
       size_t n_nodes = 0;
       CUDA_OK(cudaGraphGetNodes(graph[gi], nullptr, &n_nodes));
       std::vector<cudaGraphNode_t> nodes(n_nodes);
       CUDA_OK(cudaGraphGetNodes(graph[gi], nodes.data(), &n_nodes));
-      int allocs = 0;
+      int allocs = 0, memsets = 0;
       for (cudaGraphNode_t node : nodes) {
         cudaGraphNodeType type;
         CUDA_OK(cudaGraphNodeGetType(node, &type));
         allocs += type == cudaGraphNodeTypeMemAlloc;
+        memsets += type == cudaGraphNodeTypeMemset;
       }
-      if (uses_scratch) EXPECT_GE(allocs, 1) << "graph " << gi << " has no allocation node of its own";
+      if (device_is_hopper()) {
+        EXPECT_EQ(allocs, g.allocs) << "graph " << gi << ": allocation nodes";
+        EXPECT_EQ(memsets, g.memsets) << "graph " << gi << ": memset nodes";
+      }
       CUDA_OK(cudaGraphInstantiate(&exec[gi], graph[gi], 0));
     }
     std::vector<unsigned char> ref(o_bytes), got(o_bytes);

@@ -24,6 +24,8 @@ struct FlashFwdLaunchOverride {
                                // (with sequence arrays too: the fixed grid instead of the balanced schedule)
   int work_waves = 0;          // decode kernel with sequence arrays: waves of blocks the balanced schedule fills, 1..8
                                // (0: one, or two when the pieces of one do not fit in it)
+  int combine = 0;             // decode kernel: 1 = split pieces merged by the combine kernel whatever their count
+                               // (the fixed grid; 0: past kMaxDecodeSplits pieces only, the last block merges fewer)
 };
 
 struct FlashFwdParams {
@@ -115,6 +117,8 @@ struct FlashFwdPlan {
   int tiles_per_split = 1 << 30;  // split-KV piece size in 64-key tiles; 1 << 30 = no split (not Decode)
   int max_splits = 1;          // pieces of the longest query block (Decode: of every (batch, kv head, row block))
   bool split_combine = false;  // Decode: more than kMaxDecodeSplits pieces, merged by the combine kernel (decode/combine.cuh)
+  bool dependent_launch = false;  // Decode: the combine kernel launched as a programmatic dependent launch
+                                  // (compute capability 9.0+; common/dependent_launch.cuh)
   // Decode with sequence arrays: the balanced schedule (decode/schedule.cuh). work_slots: blocks of one
   // wave (0: the fixed grid); work_waves: 0 = one or two waves as the lengths need, else forced;
   // work_blocks: the grid, an upper bound of the work items (blocks past the last return at once).
@@ -172,8 +176,9 @@ void hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdP
 //
 // Tickets and split-KV partials (launch_scratch.h): an eager launch uses a buffer cached per (device,
 // stream) for the process lifetime; a launch captured into a CUDA graph gets a buffer the graph
-// allocates, zeroes and frees, so graphs captured on one stream may be replayed at once on others.
-// Where neither can be had, the launch runs without (the static order; un-split): correct, maybe slower.
+// allocates, zeroes and frees, so graphs captured on one stream may be replayed at once on others
+// (a captured decode split on the fixed grid takes no tickets: the combine kernel merges its pieces,
+// with the same bits as the eager call's last-block merge). Where neither can be had, the launch runs without (the static order; un-split): correct, maybe slower.
 cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cudaStream_t stream);
 
 // Plan for the current device, then run. cudaErrorInvalidValue when the problem is not supported.

@@ -95,6 +95,15 @@ cudaError_t acquire_launch_scratch(int device, cudaStream_t stream, size_t count
   return cudaSuccess;  // an invalidated capture: it fails at its end anyway
 }
 
+bool stream_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return cap == cudaStreamCaptureStatusActive;
+}
+
 cudaError_t release_launch_scratch(LaunchScratch& s, cudaStream_t stream) {
   if (s.hold.owns_lock()) s.hold.unlock();
   if (s.graph_block == nullptr) return cudaSuccess;

@@ -38,6 +38,9 @@ struct LaunchScratch {
 cudaError_t acquire_launch_scratch(int device, cudaStream_t stream, size_t counter_bytes, size_t partial_bytes,
                                    LaunchScratch* out);
 
+// True while `stream` is being captured into a graph (false on a query error, which is cleared).
+bool stream_capturing(cudaStream_t stream);
+
 // After the launch: the free node of a captured launch's buffer; the stream buffer's lock.
 cudaError_t release_launch_scratch(LaunchScratch& s, cudaStream_t stream);
 

@@ -449,7 +449,8 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   // same pieces without the schedule's scans in every block: on an H200 paged (8,32,8,1,8192,128) had its
   // first tile 6.6 us after a block started with the schedule, 5.4 without (contiguous 4.0), and the paged
   // decode rows ran 2.8-3.5 % faster (perf/dev/NOTES.md, fortieth session).
-  const bool balanced = detail::has_sequence_lengths(p) && !(ov && ov->splits) && p.batch <= kDecodeBalanceMaxBatch &&
+  const bool balanced = detail::has_sequence_lengths(p) && !(ov && (ov->splits || ov->combine)) &&
+                        p.batch <= kDecodeBalanceMaxBatch &&
                         base * detail::kMaxDecodeSplits < (1ll << 31);
   // The fixed grid may cut a (b, kv head, row block) into more than the kMaxDecodeSplits pieces the kernel
   // merges itself: the combine kernel merges them (decode/combine.cuh), so that one or two (b, kv head) pairs
@@ -470,12 +471,15 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
     plan->max_splits = std::min(detail::kMaxDecodeSplits, std::max(1, tiles));  // the most one sequence can get
     ws_rows = (size_t)plan->work_blocks * plan->block_m;
   }
-  plan->split_combine = plan->max_splits > detail::kMaxDecodeSplits;
+  plan->split_combine = plan->max_splits > 1 && (plan->max_splits > detail::kMaxDecodeSplits || (ov && ov->combine));
+  plan->dependent_launch = dev.cc_major >= 9;
   if (plan->max_splits > 1) {
     const int d = detail::decode_head_dim(p.head_dim);
     plan->split_lse_offset = detail::scratch_align_up(ws_rows * d * sizeof(float));
     plan->split_partial_bytes = plan->split_lse_offset + detail::scratch_align_up(ws_rows * sizeof(float));
-    plan->split_counter_bytes = detail::scratch_align_up((size_t)base * sizeof(int));
+    // Tickets only where the last block merges: a captured call zeroes them in a memset node of its own
+    // (launch_scratch.h), 1.6-1.9 us a call on an H200 (perf/dev/graph_nodes_dev.cu).
+    if (!plan->split_combine) plan->split_counter_bytes = detail::scratch_align_up((size_t)base * sizeof(int));
   }
 }
 
@@ -545,6 +549,7 @@ std::string detail::common_limits(const FlashFwdParams& p, const DeviceLimits& d
       return "launch_override.stages not in [2, 8]";
     if (ov->splits < 0 || ov->splits > detail::kMaxDecodeCombineSplits) return "launch_override.splits not in [0, 256]";
     if (ov->work_waves < 0 || ov->work_waves > 8) return "launch_override.work_waves not in [0, 8]";
+    if (ov->combine < 0 || ov->combine > 1) return "launch_override.combine not in [0, 1]";
     if (ov->key_split_warps && (ov->key_split_warps < 1 || ov->key_split_warps > 8))
       return "launch_override.key_split_warps not in [1, 8]";
   }
@@ -709,13 +714,22 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   // Tickets and split-KV partials (launch_scratch.h): the stream's buffer for an eager launch, a buffer
   // of its own for a captured one, so graphs captured on one stream may be replayed at once. The Hopper
   // kernel's tickets are 2 ints (a captured graph's three extra nodes cost 2.4-3.4 µs a replay on an
-  // H100, run 63m), followed by the tail split's counters and partials where the plan has one.
+  // H100, run 63m; the memset node 1.6-1.9 µs of it on an H200, run 43a), followed by the tail split's
+  // counters and partials where the plan has one.
   const bool hopper = plan.kernel == FlashKernel::Hopper;
   if (hopper ? !plan.item_tickets : plan.max_splits <= 1) return launch(plan);
-  detail::LaunchScratch scratch;
+  // A captured decode split on the fixed grid is merged by the combine kernel, which needs no tickets, so
+  // the graph gets no memset node (1.6-1.9 us a replay on an H200; the second kernel 0.3-0.5 us; run 43a,
+  // perf/dev/NOTES.md, forty-third session). Its merge is the last block's, operation for operation
+  // (decode/combine.cuh): a captured call gives the eager call's bits.
+  size_t counter_bytes = plan.split_counter_bytes;
+  if (plan.kernel == FlashKernel::Decode && plan.work_slots == 0 && !plan.split_combine &&
+      detail::stream_capturing(stream))
+    args.split_combine = 1, counter_bytes = 0;
   const bool tail = hopper && plan.tail_items > 0;
+  detail::LaunchScratch scratch;
   const cudaError_t had = detail::acquire_launch_scratch(
-      plan.device, stream, hopper && !tail ? 2 * sizeof(int) : plan.split_counter_bytes, hopper && !tail ? 0 : plan.split_partial_bytes, &scratch);
+      plan.device, stream, hopper && !tail ? 2 * sizeof(int) : counter_bytes, hopper && !tail ? 0 : plan.split_partial_bytes, &scratch);
   if (had != cudaSuccess) return had;  // the stream's earlier error: nothing launched
   if (!scratch.have()) {
     args.tail_items = 0, args.tail_first = args.work_total = n_items;  // no scratch: no tail split either

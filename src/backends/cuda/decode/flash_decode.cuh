@@ -35,6 +35,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/common/dependent_launch.cuh"
 #include "backends/cuda/common/dev_timeline.cuh"
 #include "backends/cuda/common/elem_ops.cuh"
 #include "backends/cuda/common/online_softmax.cuh"
@@ -348,6 +349,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   }
   cp_async_wait<0>();
   __syncthreads();  // the ring and Q are free
+  dependent_launch_allow();  // K/V read: the combine kernel may launch beside the merges (common/dependent_launch.cuh)
   FLASHCORE_TIMELINE_NOW(t_loop);
   FLASHCORE_TIMELINE_BLOCK(0, split, n_iter, n_splits, 0, t_entry, t_first, t_loop);
 

@@ -17,6 +17,7 @@ cudaError_t launch_decode_head_dim(const FlashFwdPlan& plan, const KernelArgs& a
 }  // namespace flashcore::cuda::detail
 
 #ifdef FLASHCORE_DECODE_INSTANCE  // only the instance files compile the kernels
+#include "backends/cuda/common/dependent_launch.cuh"
 #include "backends/cuda/decode/combine.cuh"
 #include "backends/cuda/decode/flash_decode.cuh"
 
@@ -35,14 +36,17 @@ cudaError_t launch_decode_typed(const FlashFwdPlan& plan, const KernelArgs& args
                                         : dim3((unsigned)(plan.n_mblocks * plan.max_splits), (unsigned)args.p.heads_kv,
                                                (unsigned)args.p.batch);
   kernel<<<grid, kDecodeThreads, plan.smem, stream>>>(args);
-  if (!args.split_combine) return cudaGetLastError();
-  // The pieces' merge (decode/combine.cuh): a block per packed row (G x seqlen_q bound), KV head, sequence.
-  const cudaError_t e1 = cudaGetLastError();
-  if (e1 != cudaSuccess) return e1;
-  decode_combine_kernel<D, Elem><<<dim3((unsigned)(args.q_heads_per_kv * args.p.seqlen_q), (unsigned)args.p.heads_kv,
-                                        (unsigned)args.p.batch),
-                                   kCombineThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+  const cudaError_t e0 = cudaGetLastError();
+  if (e0 != cudaSuccess || !args.split_combine) return e0;
+  // The pieces' merge (decode/combine.cuh): a block per packed row (G x seqlen_q bound), KV head, sequence;
+  // a dependent launch where the device has them (common/dependent_launch.cuh), its blocks waiting beside
+  // the decode kernel's merges. The decode kernel itself is launched the ordinary way: a dependent launch
+  // places its blocks in the SM slots that free first, two on an SM where the plan wants one, and
+  // (16,64,8,1,4096,128) ran 7 % slower (perf/dev/NOTES.md, forty-third session).
+  return launch_kernel(decode_combine_kernel<D, Elem>,
+                       dim3((unsigned)(args.q_heads_per_kv * args.p.seqlen_q), (unsigned)args.p.heads_kv,
+                            (unsigned)args.p.batch),
+                       dim3(kCombineThreads), 0, stream, plan.dependent_launch, args);
 }
 
 template <int D>

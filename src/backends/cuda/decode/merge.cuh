@@ -122,6 +122,42 @@ __device__ __forceinline__ float merged_lse(float mx, float sum) {
   return mx == -INFINITY ? -INFINITY : (mx + __log2f(sum)) * kLn2;
 }
 
+// One row's merge, written once for the last block's merge (merge_weights, merge_sums) and the combine kernel's
+// (decode/combine.cuh), so that both give the same bits (a captured call merges by the combine kernel, an eager
+// one by the last block: flash_fwd_run).
+//
+// Weights over gw lanes (merge_row_lanes: the fewest, a power of two, with at most two pieces each): lane gl of
+// the row's group holds the LSEs of pieces gl and gl + gw (v0, v1; -inf where has0 / has1 is false); max and
+// sum by shuffles within the group in a fixed order, then the sink. Every lane of the warp calls it (groups of
+// gw lanes side by side). Returns the normalised weights of the lane's two pieces, the max and the sum.
+__device__ __forceinline__ int merge_row_lanes(int n_splits) {
+  int gw = 1;
+  while (2 * gw < n_splits) gw <<= 1;  // <= 32 for n_splits <= 64
+  return gw;
+}
+struct MergeRowWeights {
+  float w0, w1;  // pieces gl and gl + gw
+  float mx, sum;  // log2 domain, for merged_lse
+};
+__device__ __forceinline__ MergeRowWeights merge_row_weights(int gw, float sink, float v0, float v1, bool has0, bool has1) {
+  float mx = fmaxf(sink, fmaxf(v0, v1));
+  for (int o = gw >> 1; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  const float e0 = has0 && mx != -INFINITY ? fast_exp2(v0 - mx) : 0.f;
+  const float e1 = has1 && mx != -INFINITY ? fast_exp2(v1 - mx) : 0.f;
+  float sum = e0 + e1;
+  for (int o = gw >> 1; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (sink != -INFINITY) sum += fast_exp2(sink - mx);
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  return {e0 * inv, e1 * inv, mx, sum};
+}
+// acc += w · v, column by column: the sums run over the pieces in split order.
+__device__ __forceinline__ void merge_add4(float (&acc)[4], float w, const float4& v) {
+  acc[0] = fmaf(w, v.x, acc[0]);
+  acc[1] = fmaf(w, v.y, acc[1]);
+  acc[2] = fmaf(w, v.z, acc[2]);
+  acc[3] = fmaf(w, v.w, acc[3]);
+}
+
 // Phase 1: the pieces' LSEs -> shared memory (a thread's loads in flight together); per row, a group of
 // gw lanes computes the weights (lane l of the group takes pieces l and l + gw; max and sum by shuffles
 // in a fixed order), the sink and the final LSE (stored). s_w: [block_m][kMaxDecodeSplits] floats, the
@@ -149,8 +185,7 @@ __device__ __forceinline__ void merge_weights(const KernelArgs& a, const numeric
     }
   }
   __syncthreads();
-  int gw = 1;
-  while (2 * gw < n_splits) gw <<= 1;  // <= 32
+  const int gw = merge_row_lanes(n_splits);
   const int gl = tid & (gw - 1);
   for (int rg = 0; rg < rows_here; rg += kDecodeThreads / gw) {  // the same trip count in every lane
     const int r = rg + tid / gw;
@@ -160,18 +195,11 @@ __device__ __forceinline__ void merge_weights(const KernelArgs& a, const numeric
     const float sink = live ? sink_log2_of(p, h) : -INFINITY;
     const bool has0 = live && gl < n_splits, has1 = live && gl + gw < n_splits;
     const float v0 = has0 ? w[gl] : -INFINITY, v1 = has1 ? w[gl + gw] : -INFINITY;
-    float mx = fmaxf(sink, fmaxf(v0, v1));
-    for (int o = gw >> 1; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    const float e0 = has0 && mx != -INFINITY ? fast_exp2(v0 - mx) : 0.f;
-    const float e1 = has1 && mx != -INFINITY ? fast_exp2(v1 - mx) : 0.f;
-    float sum = e0 + e1;
-    for (int o = gw >> 1; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (sink != -INFINITY) sum += fast_exp2(sink - mx);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    if (has0) w[gl] = e0 * inv;
-    if (has1) w[gl + gw] = e1 * inv;
+    const MergeRowWeights rw = merge_row_weights(gw, sink, v0, v1, has0, has1);
+    if (has0) w[gl] = rw.w0;
+    if (has1) w[gl + gw] = rw.w1;
     if (live && gl == 0 && p.lse != nullptr)
-      p.lse[seq.lse_index(m.b, h, row / m.G, p.heads_q)] = merged_lse(mx, sum);
+      p.lse[seq.lse_index(m.b, h, row / m.G, p.heads_q)] = merged_lse(rw.mx, rw.sum);
   }
   __syncthreads();
 }
@@ -192,20 +220,15 @@ __device__ __forceinline__ void merge_sums(const KernelArgs& a, const numeric::S
     const int row = m.r0 + r;
     const float4* po = merge_partial4<D>(a, m, it);
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    auto add = [&](float w, const float4& v) {
-      acc[0] = fmaf(w, v.x, acc[0]);
-      acc[1] = fmaf(w, v.y, acc[1]);
-      acc[2] = fmaf(w, v.z, acc[2]);
-      acc[3] = fmaf(w, v.w, acc[3]);
-    };
     const bool first = it == tid;
     if (first) {
 #pragma unroll
       for (int s = 0; s < kMergeAhead; ++s)
-        if (s < n_splits) add(s_w[r * kMaxDecodeSplits + s], ahead[s]);
+        if (s < n_splits) merge_add4(acc, s_w[r * kMaxDecodeSplits + s], ahead[s]);
     }
 #pragma unroll 8
-    for (int s = first ? kMergeAhead : 0; s < n_splits; ++s) add(s_w[r * kMaxDecodeSplits + s], __ldcg(po + s * piece_stride4));
+    for (int s = first ? kMergeAhead : 0; s < n_splits; ++s)
+      merge_add4(acc, s_w[r * kMaxDecodeSplits + s], __ldcg(po + s * piece_stride4));
     uint2 out;
     out.x = ElemOps<Elem>::pack(acc[0], acc[1]);
     out.y = ElemOps<Elem>::pack(acc[2], acc[3]);
