@@ -1054,7 +1054,18 @@ TEST(CudaConfig, HopperTailSplit) {
   EXPECT_EQ(a.split_counter_bytes, (2 + 44 * 12) * sizeof(int));  // two tickets, a counter per 16-row slice
   EXPECT_GE(a.split_partial_bytes, size_t(44) * 3 * 192 * (64 + 1) * sizeof(float));
   EXPECT_GE(a.split_lse_offset, size_t(44) * 3 * 192 * 64 * sizeof(float));
-  EXPECT_EQ(schedule(params(4, 16, 16, 2048, 2048, 64, false, true), 192, 64).tail_items, 0);
+  EXPECT_FALSE(a.static_when_captured);  // 6 rounds of 16 key tiles: more than 64 tiles a block
+  // Captured, equal items in at most 64 key tiles a block take the static order: (16,16,512,64) 6 rounds of 4
+  // tiles, (8,16,1024,128) 8 rounds of 8; not (2,16,4096,128) (8 of 32), causal items or a window.
+  EXPECT_TRUE(schedule(params(16, 16, 16, 512, 512, 64, false, false), 192, 64).static_when_captured);
+  EXPECT_TRUE(schedule(params(8, 16, 16, 1024, 1024, 128, false, false), 128, 128).static_when_captured);
+  EXPECT_FALSE(schedule(params(2, 16, 16, 4096, 4096, 128, false, false), 128, 128).static_when_captured);
+  const FlashFwdPlan causal = schedule(params(4, 16, 16, 2048, 2048, 64, false, true), 192, 64);
+  EXPECT_EQ(causal.tail_items, 0);
+  EXPECT_FALSE(schedule(params(16, 16, 16, 512, 512, 64, false, true), 192, 64).static_when_captured);
+  FlashFwdParams windowed = params(16, 16, 16, 512, 512, 64, false, false);
+  windowed.window_left = 100;
+  EXPECT_FALSE(schedule(windowed, 192, 64).static_when_captured);
   // Whole rounds (4 x 12 x 11 = 528 = 4 x 132), a last round more than half full (4 x 17 x 11 = 748: 88 left)
   // and fewer items than SMs: none.
   EXPECT_EQ(schedule(params(4, 12, 12, 2048, 2048, 64, false, false), 192, 64).tail_items, 0);

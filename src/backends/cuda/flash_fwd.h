@@ -128,6 +128,8 @@ struct FlashFwdPlan {
   int work_slots = 0, work_waves = 0, work_blocks = 0;
   int pair_groups = 1;
   bool item_tickets = false;
+  bool static_when_captured = false;  // Hopper: equal items in few key tiles a block; a captured launch takes
+                                      // them in the static order, without tickets (flash_fwd_run)
   // Hopper: the schedule's last, partial round split along the keys (common/tail_split.cuh): the last
   // tail_items items run as tail_splits pieces each, merged by the last piece (plan.cu, hopper_schedule);
   // its scratch: split_counter_bytes, split_partial_bytes, split_lse_offset. A piece's key tiles: tail_tiles,
@@ -177,8 +179,9 @@ void hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdP
 // Tickets and split-KV partials (launch_scratch.h): an eager launch uses a buffer cached per (device,
 // stream) for the process lifetime; a launch captured into a CUDA graph gets a buffer the graph
 // allocates, zeroes and frees, so graphs captured on one stream may be replayed at once on others
-// (a captured decode split on the fixed grid takes no tickets: the combine kernel merges its pieces,
-// with the same bits as the eager call's last-block merge). Where neither can be had, the launch runs without (the static order; un-split): correct, maybe slower.
+// (two captured launches take no tickets, with the eager call's bits: a decode split on the fixed grid,
+// whose pieces the combine kernel merges; the Hopper kernel on equal items in few tiles a block without a
+// tail split, in the static order). Where neither can be had, the launch runs without (the static order; un-split): correct, maybe slower.
 cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cudaStream_t stream);
 
 // Plan for the current device, then run. cudaErrorInvalidValue when the problem is not supported.

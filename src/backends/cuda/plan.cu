@@ -176,19 +176,30 @@ std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, Flas
 // (4,H,2048,64) fp16 on the three-warpgroup instance (11 items of 192 rows a head): H = 12 (4.0 rounds)
 // 109.2 µs, 16 (5.33) 159.7, 17 (5.67) 160.0, 20 (6.67) 185.3, 33 (11.0) 298.4: 26.8 µs a round, rounded up.
 constexpr double kHopperL2Budget = 25.0 * (1 << 20);
+// Key tiles a block runs (rounds x tiles an item), at most, for a captured launch of equal items to take the
+// static order (hopper_schedule). H200, run 43f, graph-timed, static order / tickets: (4,16,1024,64) 24 tiles
+// 0.963, (16,16,512,64) 24: 0.977, (8,16,1024,128) 64: 0.928 (run 43e: 0.986); (2,16,4096,128) 256: 1.064
+// (run 43e: 1.001; with tickets in both builds it varied 414-466 us from round to round in run 43g).
+constexpr long long kHopperStaticCapturedTiles = 64;
 }  // namespace
 
 void hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* out) {
   const long long pairs = (long long)p.batch * p.heads_q, items = pairs * out->n_mblocks;
   out->work_blocks = (int)std::min<long long>(items, std::max(1, dev.sm_count));
   out->item_tickets = items > out->work_blocks;
+  const bool equal_items = !p.causal && !p.fp8 && !detail::has_variants(p) && !detail::has_sequences(p);
   out->pair_groups = (int)pairs;
   out->tail_items = 0, out->tail_splits = 1, out->tail_tiles = out->tail_extra = 0;
   out->split_counter_bytes = out->split_partial_bytes = out->split_lse_offset = 0;
   const long long rem = out->work_blocks > 0 ? items % out->work_blocks : 0;
   const int key_tiles = (p.seqlen_k + detail::sm90_block_n(out->hopper_dim) - 1) / detail::sm90_block_n(out->hopper_dim);
-  if (out->item_tickets && rem > 0 && 2 * rem <= out->work_blocks && !p.causal && !p.fp8 && !detail::has_variants(p) &&
-      !detail::has_sequences(p)) {
+  // Items of one cost (fixed-length, non-causal, no variants, 16-bit) in few key tiles a block: a captured
+  // launch takes them in the static order (flash_fwd_run), without the tickets' memset node (1.6-1.9 us).
+  // Over more tiles the node is a smaller share than the tickets' balance may be worth: on an H200 (run 43f,
+  // graph-timed) (2,16,4096,128) (8 rounds of 32 tiles) ran 421-436 us with tickets, 448-452 in the static order.
+  const long long rounds = out->work_blocks > 0 ? (items + out->work_blocks - 1) / out->work_blocks : 0;
+  out->static_when_captured = out->item_tickets && equal_items && rounds * key_tiles <= kHopperStaticCapturedTiles;
+  if (out->item_tickets && rem > 0 && 2 * rem <= out->work_blocks && equal_items) {
     const int k = (int)std::min<long long>({(long long)detail::kMaxSplits, out->work_blocks / rem, (long long)key_tiles});
     if (k >= 2) {
       out->tail_items = (int)rem, out->tail_splits = k;
@@ -727,6 +738,12 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
       detail::stream_capturing(stream))
     args.split_combine = 1, counter_bytes = 0;
   const bool tail = hopper && plan.tail_items > 0;
+  // A captured Hopper launch of equal items in few tiles a block, without a tail split, takes them in the
+  // static order (plan.static_when_captured; no tickets, so no allocation, memset and free nodes; the same
+  // items computed the same way, the same bits): H200, graph-timed, (4,16,1024,64) 49.2 -> 47.3 us,
+  // (16,16,512,64) 57.7 -> 56.3 (run 43f). Causal items keep the tickets: in the static order (4,16,2048,64)
+  // ran 104 -> 116 us, (8,16,1024,128) 94 -> 102 (run 43e).
+  if (hopper && !tail && plan.static_when_captured && detail::stream_capturing(stream)) return launch(plan);
   detail::LaunchScratch scratch;
   const cudaError_t had = detail::acquire_launch_scratch(
       plan.device, stream, hopper && !tail ? 2 * sizeof(int) : counter_bytes, hopper && !tail ? 0 : plan.split_partial_bytes, &scratch);
