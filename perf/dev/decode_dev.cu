@@ -18,6 +18,9 @@
 //   decode_dev pages     the issue's shapes contiguous and in pages of 16/32/64: the plan's choice, and the
 //                        splits of one and of two blocks per SM forced; three rounds
 //   decode_dev lowbase   one or two (b, kv head) pairs (fewer blocks than SMs): the plan, and ring depths 3..8
+//   decode_dev merge     split rows with their pieces merged by the last block (tickets) and by the combine
+//                        kernel (launch_override.combine), graph-timed and back-to-back eager; three rounds
+//                        (DECODE_DEV_ROUNDS). A captured call merges by the combine kernel either way
 //   decode_dev mixed     16 caches of 1..8192 keys (contiguous, pages of 16/64/256): the balanced
 //                        schedule's waves against the fixed grid; equal lengths through seqlens_k too
 //   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be): plain
@@ -1016,6 +1019,33 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  fprintf(stderr, "usage: decode_dev check|sanitize|time|sweep|cross|cross64|rule|paged|mixed|peak\n");
+  if (mode == "merge") {  // split pieces merged by the last block (tickets) or by the combine kernel; graph and eager
+    std::vector<Case> cs = {shape(8, 32, 8, 1, 8192, 128), shape(1, 32, 8, 1, 32768, 128), shape(8, 32, 8, 4, 8192, 128),
+                            shape(8, 32, 8, 1, 8192, 64),  shape(4, 32, 8, 1, 8192, 256),  shape(2, 32, 8, 1, 16384, 128),
+                            shape(8, 32, 8, 1, 8192, 128), shape(1, 32, 8, 1, 4096, 128),  shape(64, 32, 8, 1, 2048, 128)};
+    cs[6].page = 16, cs[6].name += " paged:16";
+    const int rounds = std::getenv("DECODE_DEV_ROUNDS") ? std::atoi(std::getenv("DECODE_DEV_ROUNDS")) : 3;
+    for (int round = 0; round < rounds; ++round)
+      for (const Case& c : cs) {
+        Bench bn(c);
+        for (int combine : {0, 1}) {
+          FlashFwdLaunchOverride ov{};
+          ov.combine = combine;
+          bn.r.p.launch_override = &ov;
+          FlashFwdPlan plan;
+          const std::string why = plan_of(bn.r.p, FlashVariant::Decode, &plan);
+          if (!why.empty()) {
+            printf("%-34s combine %d declined: %s\n", c.name.c_str(), combine, why.c_str());
+            continue;
+          }
+          const double g = time_plan(bn.r.p, plan), e = time_plan_eager(bn.r.p, plan);
+          printf("%-34s combine %d  graph %7.1f us  eager %7.1f us  %s\n", c.name.c_str(), combine, g, e,
+                 plan.describe().c_str());
+          fflush(stdout);
+        }
+      }
+    return 0;
+  }
+  fprintf(stderr, "usage: decode_dev check|sanitize|time|sweep|cross|cross64|rule|paged|mixed|merge|peak\n");
   return 2;
 }

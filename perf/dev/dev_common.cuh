@@ -80,6 +80,33 @@ inline double time_plan(const flashcore::cuda::FlashFwdParams& p, const flashcor
   return ts[ts.size() / 2] * 1000.0 / 20;
 }
 
+// Timing without a graph: 20 back-to-back calls on a stream (each launch enqueued by the host), median of
+// 15 rounds / 20 (us); what an application that does not capture its calls sees.
+inline double time_plan_eager(const flashcore::cuda::FlashFwdParams& p, const flashcore::cuda::FlashFwdPlan& plan) {
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  for (int i = 0; i < 3; ++i) CK(flashcore::cuda::flash_fwd_run(p, plan, st));
+  CK(cudaStreamSynchronize(st));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<float> ts;
+  for (int r = 0; r < 15; ++r) {
+    CK(cudaEventRecord(e0, st));
+    for (int i = 0; i < 20; ++i) CK(flashcore::cuda::flash_fwd_run(p, plan, st));
+    CK(cudaEventRecord(e1, st));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    ts.push_back(ms);
+  }
+  std::sort(ts.begin(), ts.end());
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaStreamDestroy(st);
+  return ts[ts.size() / 2] * 1000.0 / 20;
+}
+
 // Contiguous (B, S, H, D) Q, O (Hq heads) and K, V (Hkv heads), scale 1/sqrt(D): the layout the harnesses
 // check and time. The caller sets causal, dtype flags and the rest.
 inline flashcore::cuda::FlashFwdParams bshd_params(int B, int Hq, int Hkv, int Lq, int Lk, int D, const void* q,
