@@ -1,0 +1,25 @@
+#!/bin/bash
+# GPU run 43g: the final build with the static order captured only within 64 key tiles a block
+# (kHopperStaticCapturedTiles): GPU tests (graphs, determinism, Hopper vs reference, decode cases), forward + decode
+# ABBA old (ee07ea8) / bin x 3.
+set -u
+R=$OUT/r43g; mkdir -p $R
+tar xJf build/gpu-s43g.txz -C build
+S=build/s43g; export LD_LIBRARY_PATH=$PWD/$S/lib
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $R/device.txt
+T0=$(date +%s); el() { echo $(( $(date +%s)-T0 )); }
+F='Gpu.PagedDecodeLongPieces:Gpu.DecodeManyPiecesCombined:Gpu.TunedKernelsAreDeterministic:Gpu.GraphsCaptured*:Gpu.TunedMatchesDeviceReferenceEverywhere'
+for q in 1 4 64; do F="$F:Gpu/*Cases.*/cuda_flash_B*_Lq${q}_*"; done
+timeout 150 $S/bin/flashcore_gpu_tests --gtest_filter="$F" > $R/tests.log 2>&1; echo "tests rc=$? $(el) s" | tee -a $R/tests.log
+grep -E "^\[  (PASSED|FAILED)|FAILED|Failure|graphs:.*differ" $R/tests.log | sort | uniq -c | head -20
+SH="16,16,512,64;4,16,1024,64;2,16,4096,128;8,16,1024,128;4,16,2048,64"
+DEC="8,32,8,1,8192,128;1,32,8,1,32768,128;16,64,8,1,4096,128;1,8,1,1,16384,128"
+n=0
+for v in old bin bin old old bin; do
+  n=$((n+1))
+  timeout 60 $S/$v/flashcore_bench --device-only --no-check --quick --backends=cuda-flash --dtypes=fp16 --causal=both \
+    --shapes="$SH" --decode="$DEC" --benchmark_color=false --benchmark_format=json > $R/time_${v}_$n.json 2> $R/err_${v}_$n.txt
+  echo "bench $v $n rc=$? $(el) s"
+done
+gzip -f $R/tests.log
+(cd $OUT && tar czf r43g.tgz r43g && rm -rf r43g)
