@@ -43,6 +43,29 @@ inline void timeline_call(const flashcore::cuda::FlashFwdParams& p, const flashc
   CK(flashcore_dev_timeline_read(rec.data(), rec.size(), nb, nw, ni, nf));
 }
 
+// The median over 15 rounds of the time between events around round() (which enqueues `calls` calls on st),
+// per call (us).
+template <class F>
+inline double median_us_per_call(cudaStream_t st, int calls, F&& round) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<float> ts;
+  for (int r = 0; r < 15; ++r) {
+    CK(cudaEventRecord(e0, st));
+    round();
+    CK(cudaEventRecord(e1, st));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    ts.push_back(ms);
+  }
+  std::sort(ts.begin(), ts.end());
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return ts[ts.size() / 2] * 1000.0 / calls;
+}
+
 // Timing: a CUDA graph of 20 back-to-back calls, median replay / 20 (us). One call runs first, outside
 // the capture, so that any scratch is allocated before it.
 inline double time_plan(const flashcore::cuda::FlashFwdParams& p, const flashcore::cuda::FlashFwdPlan& plan) {
@@ -56,28 +79,13 @@ inline double time_plan(const flashcore::cuda::FlashFwdParams& p, const flashcor
   for (int i = 0; i < 20; ++i) CK(flashcore::cuda::flash_fwd_run(p, plan, st));
   CK(cudaStreamEndCapture(st, &graph));
   CK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   CK(cudaGraphLaunch(exec, st));
   CK(cudaStreamSynchronize(st));
-  std::vector<float> ts;
-  for (int r = 0; r < 15; ++r) {
-    CK(cudaEventRecord(e0, st));
-    CK(cudaGraphLaunch(exec, st));
-    CK(cudaEventRecord(e1, st));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    ts.push_back(ms);
-  }
-  std::sort(ts.begin(), ts.end());
+  const double us = median_us_per_call(st, 20, [&] { CK(cudaGraphLaunch(exec, st)); });
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
   cudaStreamDestroy(st);
-  return ts[ts.size() / 2] * 1000.0 / 20;
+  return us;
 }
 
 // Timing without a graph: 20 back-to-back calls on a stream (each launch enqueued by the host), median of
@@ -87,24 +95,11 @@ inline double time_plan_eager(const flashcore::cuda::FlashFwdParams& p, const fl
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   for (int i = 0; i < 3; ++i) CK(flashcore::cuda::flash_fwd_run(p, plan, st));
   CK(cudaStreamSynchronize(st));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<float> ts;
-  for (int r = 0; r < 15; ++r) {
-    CK(cudaEventRecord(e0, st));
+  const double us = median_us_per_call(st, 20, [&] {
     for (int i = 0; i < 20; ++i) CK(flashcore::cuda::flash_fwd_run(p, plan, st));
-    CK(cudaEventRecord(e1, st));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    ts.push_back(ms);
-  }
-  std::sort(ts.begin(), ts.end());
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  });
   cudaStreamDestroy(st);
-  return ts[ts.size() / 2] * 1000.0 / 20;
+  return us;
 }
 
 // Contiguous (B, S, H, D) Q, O (Hq heads) and K, V (Hkv heads), scale 1/sqrt(D): the layout the harnesses

@@ -3,8 +3,8 @@
 // times into a CUDA graph in each of these forms, median of 15 replays / 20, minus the bare kernel's time:
 //
 //   K              the kernel alone (the floor)
-//   K pdl          launched with programmatic stream serialization; griddepcontrol.wait then
-//                  launch_dependents first in the kernel
+//   K pdl          launched with programmatic stream serialization (common/dependent_launch.cuh);
+//                  griddepcontrol.wait then launch_dependents first in the kernel
 //   a K f          a graph-owned allocation around it (cudaMallocAsync / cudaFreeAsync nodes)
 //   a m K f        and a memset of 256 bytes (tickets) between: what a split decode call captures today
 //   m K            the memset alone (a persistent buffer)
@@ -15,25 +15,20 @@
 //   a m K C f      the split_combine call as captured today
 //   eager K, eager K C: back-to-back launches, no graph
 //
-// Build: nvcc -O3 -arch=sm_90 perf/dev/graph_nodes_dev.cu -o .gpu/bin/graph_nodes_dev
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 -Isrc perf/dev/graph_nodes_dev.cu -o .gpu/bin/graph_nodes_dev
 // Run:   graph_nodes_dev [work_us=20]
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                                          \
-  do {                                                                                                 \
-    cudaError_t e_ = (x);                                                                              \
-    if (e_ != cudaSuccess) {                                                                           \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x); \
-      exit(2);                                                                                         \
-    }                                                                                                  \
-  } while (0)
+#include "backends/cuda/common/dependent_launch.cuh"
+#include "dev_common.cuh"
+
+using flashcore::cuda::detail::launch_kernel;
 
 __device__ __forceinline__ unsigned long long now_ns() {
   unsigned long long t;
@@ -44,8 +39,8 @@ __device__ __forceinline__ unsigned long long now_ns() {
 template <bool kPdl>
 __global__ void work_kernel(int* tickets, long long work_ns) {
   if (kPdl) {
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;");
+    flashcore::cuda::detail::dependent_launch_wait();
+    flashcore::cuda::detail::dependent_launch_allow();
   }
   const unsigned long long t0 = now_ns();
   while (now_ns() - t0 < (unsigned long long)work_ns) {
@@ -54,16 +49,7 @@ __global__ void work_kernel(int* tickets, long long work_ns) {
 }
 
 static void launch(bool pdl, void (*k)(int*, long long), int blocks, int* tickets, long long ns, cudaStream_t s) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(128);
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  CK(cudaLaunchKernelEx(&cfg, k, tickets, ns));
+  CK(launch_kernel(k, dim3(blocks), dim3(128), 0, s, pdl, tickets, ns));
 }
 
 int main(int argc, char** argv) {
@@ -200,9 +186,6 @@ int main(int argc, char** argv) {
   printf("# %s, %d SMs; kernel %.1f us on %d blocks (C: 8 blocks, %.1f us); graph of 20 calls, median of 15 "
          "replays, per call\n",
          prop.name, sms, work_us, sms, small_ns * 1e-3);
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   for (int round = 0; round < 2; ++round)
     for (const Form& f : forms) {
       cudaGraphExec_t exec = nullptr;
@@ -223,18 +206,7 @@ int main(int argc, char** argv) {
       };
       once();
       CK(cudaStreamSynchronize(st));
-      std::vector<float> ts;
-      for (int r = 0; r < 15; ++r) {
-        CK(cudaEventRecord(e0, st));
-        once();
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        ts.push_back(ms);
-      }
-      std::sort(ts.begin(), ts.end());
-      const double us = ts[ts.size() / 2] * 1000.0 / 20;
+      const double us = median_us_per_call(st, 20, once);
       printf("%-22s %8.2f us a call  (%+.2f over the kernel%s)\n", f.name.c_str(), us, us - work_us,
              f.name.find('C') != std::string::npos ? " and C's 2" : "");
       if (exec) CK(cudaGraphExecDestroy(exec));
