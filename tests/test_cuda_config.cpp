@@ -439,6 +439,23 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
     EXPECT_EQ(plan.split_counter_bytes == 0, m.combine) << plan.describe();
     EXPECT_GT(plan.split_partial_bytes, 0u);
     EXPECT_TRUE(plan.dependent_launch);  // compute capability 9.0: programmatic dependent launches
+    EXPECT_EQ(plan.combine_when_captured, !m.combine);  // up to 64 pieces of at most 16 rows: combined when captured
+  }
+  {
+    // A captured fixed-grid split merges by the combine kernel up to 16 packed rows a (b, kv head).
+    struct Captured { int b, hq, hkv, lq, lk; bool combine; };
+    const Captured cap[] = {{8, 32, 8, 1, 8192, true}, {8, 32, 8, 4, 8192, true}, {2, 16, 2, 2, 5000, true},
+                            {2, 16, 2, 3, 5000, false}, {64, 32, 8, 1, 2048, false}};
+    for (const Captured& c : cap) {
+      ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(c.b, c.hq, c.hkv, c.lq, c.lk, 128, false, c.lq > 1), h100,
+                                                FlashVariant::Decode, &plan), "");
+      EXPECT_EQ(plan.combine_when_captured, c.combine) << c.b << "," << c.hq << "," << c.lq << ": " << plan.describe();
+    }
+    FlashFwdParams mixed = params(16, 32, 8, 1, 8192, 128, false, false);
+    mixed.seqlens_k = g_seq_dummy;  // the balanced schedule: its tickets stay
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(mixed, h100, FlashVariant::Decode, &plan), "");
+    EXPECT_GT(plan.work_slots, 0);
+    EXPECT_FALSE(plan.combine_when_captured);
   }
   {
     // launch_override.combine: the combine kernel merges any fixed-grid split (no tickets); the balanced
@@ -1055,6 +1072,10 @@ TEST(CudaConfig, HopperTailSplit) {
   EXPECT_GE(a.split_partial_bytes, size_t(44) * 3 * 192 * (64 + 1) * sizeof(float));
   EXPECT_GE(a.split_lse_offset, size_t(44) * 3 * 192 * 64 * sizeof(float));
   EXPECT_FALSE(a.static_when_captured);  // 6 rounds of 16 key tiles: more than 64 tiles a block
+  // (4,17,1024,64): 4 x 17 x 6 = 408 items, 3 rounds + 12 of 8 tiles: within 64 tiles, but a tail split
+  const FlashFwdPlan tailed = schedule(params(4, 17, 17, 1024, 1024, 64, false, false), 192, 64);
+  EXPECT_GT(tailed.tail_items, 0);
+  EXPECT_FALSE(tailed.static_when_captured);
   // Captured, equal items in at most 64 key tiles a block take the static order: (16,16,512,64) 6 rounds of 4
   // tiles, (8,16,1024,128) 8 rounds of 8; not (2,16,4096,128) (8 of 32), causal items or a window.
   EXPECT_TRUE(schedule(params(16, 16, 16, 512, 512, 64, false, false), 192, 64).static_when_captured);

@@ -937,15 +937,17 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
        "", " balanced", 1, 1},                                                          // decode: balanced schedule
       {make_case(1, 4, 2, 64, 8192, 64, DType::F16, false), "cuda-flash-allwarps", " splits=", 1, 1},  // mma.sync split-KV
   };
-  // Decode splits on the fixed grid: captured, the combine kernel merges the pieces (no tickets, so no memset
-  // node); eager, the last block does. The comparison below asserts that they give the same bits, with the
-  // variants that enter the merge (sinks, ALiBi, a window), D = 64 and 256, Lq > 1, paged K/V.
+  // Decode splits on the fixed grid of up to 16 packed rows a KV head: captured, the combine kernel merges the
+  // pieces (no tickets, so no memset node); eager, the last block does. The comparison below asserts that they
+  // give the same bits, with the variants that enter the merge (sinks, ALiBi, a window), D = 64 and 256, Lq > 1,
+  // paged K/V; 24 rows keep the tickets captured.
   Case dec_variants = make_case(2, 32, 4, 2, 9000, 128, DType::F16, true);
   dec_variants.window_left = 4000, dec_variants.sinks = true, dec_variants.alibi = true;
   Case dec_paged = make_case(4, 32, 8, 1, 7000, 128, DType::BF16, false);
   dec_paged.kv = Case::KvStore::Paged, dec_paged.page_size = 16;
   cases.push_back({make_case(4, 32, 8, 1, 6000, 64, DType::F16, false), "", " splits=", 1, 0});
-  cases.push_back({make_case(2, 16, 2, 3, 5000, 256, DType::BF16, true), "", " splits=", 1, 0});
+  cases.push_back({make_case(2, 16, 2, 2, 5000, 256, DType::BF16, true), "", " splits=", 1, 0});
+  cases.push_back({make_case(2, 16, 2, 3, 5000, 256, DType::BF16, true), "", " splits=", 1, 1});  // 24 rows: tickets
   cases.push_back({dec_variants, "", " splits=", 1, 0});
   cases.push_back({dec_paged, "", " splits=", 1, 0});
   // Every CUDA object of one case, released however the case ends (CUDA_OK throws).

@@ -25,7 +25,7 @@ struct FlashFwdLaunchOverride {
   int work_waves = 0;          // decode kernel with sequence arrays: waves of blocks the balanced schedule fills, 1..8
                                // (0: one, or two when the pieces of one do not fit in it)
   int combine = 0;             // decode kernel: 1 = split pieces merged by the combine kernel whatever their count
-                               // (the fixed grid; 0: past kMaxDecodeSplits pieces only, the last block merges fewer)
+                               // (the fixed grid; 0: the plan's choice, FlashFwdPlan::split_combine)
 };
 
 struct FlashFwdParams {
@@ -116,7 +116,10 @@ struct FlashFwdPlan {
   int n_mblocks = 1;           // query blocks per (batch, head) (Decode: row blocks per (batch, kv head))
   int tiles_per_split = 1 << 30;  // split-KV piece size in 64-key tiles; 1 << 30 = no split (not Decode)
   int max_splits = 1;          // pieces of the longest query block (Decode: of every (batch, kv head, row block))
-  bool split_combine = false;  // Decode: more than kMaxDecodeSplits pieces, merged by the combine kernel (decode/combine.cuh)
+  bool split_combine = false;  // Decode: pieces merged by the combine kernel (decode/combine.cuh), not by their last
+                               // block: more than kMaxDecodeSplits pieces, or launch_override.combine
+  bool combine_when_captured = false;  // Decode: a captured call merges by the combine kernel too (flash_fwd_run; the
+                                       // fixed grid's splits of up to 16 packed rows), without tickets
   bool dependent_launch = false;  // Decode: the combine kernel launched as a programmatic dependent launch
                                   // (compute capability 9.0+; common/dependent_launch.cuh)
   // Decode with sequence arrays: the balanced schedule (decode/schedule.cuh). work_slots: blocks of one

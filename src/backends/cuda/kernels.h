@@ -40,4 +40,10 @@ std::string sm90_bwd_tensor_maps(const FlashBwdParams& b, void* maps);
 // asked so far is remembered per kernel and device).
 cudaError_t raise_smem_limit(const void* kernel, int device, size_t bytes);
 
+// Whether `kernel` may be launched as a programmatic dependent launch on `device` (common/dependent_launch.cuh;
+// plan.cu, cached per kernel and device): built with CUDA 12.3+ and run by a 12.3+ driver (stream capture then
+// records the launch as a programmatic edge), and the code loaded for the device compiled from PTX of 9.0+
+// (its griddepcontrol.wait; a build of sm_8x code only, compiled at load time for a 9.0 device, has none).
+bool dependent_launch_loads(const void* kernel, int device);
+
 }  // namespace flashcore::cuda::detail

@@ -8,7 +8,8 @@
 //    once, would share the old one's buffer with that work: destroy streams after their work.)
 //  - A launch captured into a CUDA graph gets a buffer the graph owns (an allocation node, a memset of
 //    the tickets, the kernel, a free node), so that graphs captured on one stream may be replayed at
-//    once on other streams. A graph with allocation nodes can be instantiated once at a time (CUDA's
+//    once on other streams. (Two launches avoid the memset when captured, flash_fwd_run: a decode split
+//    merged by the combine kernel takes partials only; the Hopper kernel on equal items takes nothing.) A graph with allocation nodes can be instantiated once at a time (CUDA's
 //    rule for cudaGraphInstantiate), which is what makes a buffer per graph safe; a slot per captured
 //    launch in a shared array would not be (two instantiations of one graph could run at once).
 // Host code only.

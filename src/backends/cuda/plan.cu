@@ -39,6 +39,31 @@ cudaError_t raise_smem_limit(const void* kernel, int device, size_t bytes) {
   return cudaSuccess;
 }
 
+bool dependent_launch_loads(const void* kernel, int device) {
+#if CUDART_VERSION >= 12030
+  static const bool driver_ok = [] {
+    int v = 0;
+    const bool ok = cudaDriverGetVersion(&v) == cudaSuccess && v >= 12030;
+    cudaGetLastError();
+    return ok;
+  }();
+  if (!driver_ok) return false;
+  static std::mutex m;
+  static std::map<std::pair<const void*, int>, bool> known;
+  std::lock_guard<std::mutex> lock(m);
+  const auto it = known.find({kernel, device});
+  if (it != known.end()) return it->second;
+  cudaFuncAttributes fa{};
+  const bool ok = cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && fa.ptxVersion >= 90;
+  cudaGetLastError();
+  known[{kernel, device}] = ok;
+  return ok;
+#else
+  (void)kernel, (void)device;
+  return false;
+#endif
+}
+
 #ifndef FLASHCORE_HAVE_HOPPER_KERNELS  // the Hopper kernel is not in this build: nothing to load or launch
 bool sm90_kernel_loads(int) { return false; }
 cudaError_t launch_sm90(const FlashFwdPlan&, const KernelArgs&, cudaStream_t) { return cudaErrorInvalidDeviceFunction; }
@@ -198,11 +223,12 @@ void hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdP
   // Over more tiles the node is a smaller share than the tickets' balance may be worth: on an H200 (run 43f,
   // graph-timed) (2,16,4096,128) (8 rounds of 32 tiles) ran 421-436 us with tickets, 448-452 in the static order.
   const long long rounds = out->work_blocks > 0 ? (items + out->work_blocks - 1) / out->work_blocks : 0;
-  out->static_when_captured = out->item_tickets && equal_items && rounds * key_tiles <= kHopperStaticCapturedTiles;
+  out->static_when_captured = out->item_tickets && equal_items && rounds * key_tiles <= kHopperStaticCapturedTiles;  // (not with a tail split: below)
   if (out->item_tickets && rem > 0 && 2 * rem <= out->work_blocks && equal_items) {
     const int k = (int)std::min<long long>({(long long)detail::kMaxSplits, out->work_blocks / rem, (long long)key_tiles});
     if (k >= 2) {
       out->tail_items = (int)rem, out->tail_splits = k;
+      out->static_when_captured = false;  // the pieces' merge needs its counters
       out->tail_tiles = key_tiles / k, out->tail_extra = key_tiles % k;
       out->split_counter_bytes = detail::tail_counter_bytes(out->tail_items, out->block_m);
       out->split_lse_offset = detail::tail_o_bytes(out->tail_items, k, out->block_m, out->hopper_dim);
@@ -392,6 +418,8 @@ constexpr double kDecodeOneBlockFill = 0.95;
 // balance themselves (512 caches of 1..4096 keys: rounds of 128 ran 13 % slower than the fixed grid
 // on an H200, perf/dev/NOTES.md, fourteenth session).
 constexpr int kDecodeBalanceMaxBatch = 128;
+// Packed rows of a (b, kv head), at most, for a captured fixed-grid split to merge by the combine kernel (plan_decode).
+constexpr long long kDecodeCapturedCombineRows = 16;
 static_assert(kDecodeBalanceMaxBatch <= detail::kDecodeThreads, "decode/schedule.cuh: one sequence per thread");
 
 size_t decode_smem(int head_dim, int block_m, int stages) {
@@ -484,6 +512,11 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   }
   plan->split_combine = plan->max_splits > 1 && (plan->max_splits > detail::kMaxDecodeSplits || (ov && ov->combine));
   plan->dependent_launch = dev.cc_major >= 9;
+  // A captured call of up to 16 packed rows a (b, kv head) merges its pieces by the combine kernel (flash_fwd_run):
+  // measured there (Lq 1-4), 0.8-3.7 us faster; with more rows the combine kernel's blocks (one a row) outnumber
+  // the work, not measured: those keep the tickets.
+  plan->combine_when_captured = plan->max_splits > 1 && !plan->split_combine && !balanced &&
+                                rows <= kDecodeCapturedCombineRows;
   if (plan->max_splits > 1) {
     const int d = detail::decode_head_dim(p.head_dim);
     plan->split_lse_offset = detail::scratch_align_up(ws_rows * d * sizeof(float));
@@ -729,14 +762,12 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   // counters and partials where the plan has one.
   const bool hopper = plan.kernel == FlashKernel::Hopper;
   if (hopper ? !plan.item_tickets : plan.max_splits <= 1) return launch(plan);
-  // A captured decode split on the fixed grid is merged by the combine kernel, which needs no tickets, so
-  // the graph gets no memset node (1.6-1.9 us a replay on an H200; the second kernel 0.3-0.5 us; run 43a,
+  // A captured decode split on the fixed grid (of few rows: plan.combine_when_captured) is merged by the
+  // combine kernel, which needs no tickets, so the graph gets no memset node (1.6-1.9 us a replay on an H200; the second kernel 0.3-0.5 us; run 43a,
   // perf/dev/NOTES.md, forty-third session). Its merge is the last block's, operation for operation
   // (decode/combine.cuh): a captured call gives the eager call's bits.
   size_t counter_bytes = plan.split_counter_bytes;
-  if (plan.kernel == FlashKernel::Decode && plan.work_slots == 0 && !plan.split_combine &&
-      detail::stream_capturing(stream))
-    args.split_combine = 1, counter_bytes = 0;
+  if (plan.combine_when_captured && detail::stream_capturing(stream)) args.split_combine = 1, counter_bytes = 0;
   const bool tail = hopper && plan.tail_items > 0;
   // A captured Hopper launch of equal items in few tiles a block, without a tail split, takes them in the
   // static order (plan.static_when_captured; no tickets, so no allocation, memset and free nodes; the same

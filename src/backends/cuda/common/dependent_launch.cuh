@@ -10,7 +10,9 @@
 // access (reads of inputs the kernel before may have written, writes the kernel before may still read).
 // dependent_launch_allow() where the kernel's own heavy work is done: the next kernel's blocks, waiting,
 // may take SM slots beside it.
-// Nothing else changes: launched the ordinary way, or on a device before 9.0, the wait returns at once.
+// Nothing else changes: launched the ordinary way, the wait returns at once; code compiled for an
+// architecture before 9.0 has neither instruction, so such a kernel must not be launched dependent
+// (kernels.h, dependent_launch_loads: the loaded code's PTX version, CUDA 12.3+ runtime and driver).
 //
 // Where not to use it: a kernel whose plan wants fewer blocks on an SM than fit there. Its dependent
 // launch places blocks in the slots that free first (an SM whose block ended early takes two), and the
@@ -38,7 +40,8 @@ __device__ __forceinline__ void dependent_launch_allow() {
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...), as a dependent launch when `dependent` (the plan's
-// FlashFwdPlan::dependent_launch: compute capability 9.0+). The kernel must call dependent_launch_wait().
+// FlashFwdPlan::dependent_launch, compute capability 9.0+, and dependent_launch_loads for the kernel). The
+// kernel must call dependent_launch_wait().
 template <typename... Params, typename... Args>
 cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                           bool dependent, Args&&... args) {

@@ -3,9 +3,10 @@
 //     key tiles are cut into up to kMaxDecodeCombineSplits pieces so that every SM streams K/V. With the in-kernel
 //     merge those rows stopped at 64 pieces and the last block merged all of them alone: on an H200,
 //     (1,8,1,1,65536,128) spent 8.7 of its 24 us in that block (perf/results/2026-11-29_decode-paged-staging.md);
-//   - a captured call of a fixed-grid split (flash_fwd_run): the last block's merge needs tickets zeroed by a
-//     memset node of the call's own, 1.6-1.9 us a replay on an H200, a second kernel 0.3-0.5 us
-//     (perf/dev/graph_nodes_dev.cu, perf/dev/NOTES.md, forty-third session).
+//   - a captured call of a fixed-grid split of up to 16 packed rows (FlashFwdPlan::combine_when_captured,
+//     flash_fwd_run): the last block's merge needs tickets zeroed by a memset node of the call's own, 1.6-1.9 us
+//     a replay on an H200, a second kernel 0.3-0.5 us (perf/dev/graph_nodes_dev.cu, perf/dev/NOTES.md,
+//     forty-third session).
 //
 //   block (packed row r, KV head hk, sequence b), kCombineThreads threads:
 //     n = the row block's piece count (decode_keys, as the decode kernel cut it); n == 1: the decode kernel
@@ -63,7 +64,7 @@ __global__ void __launch_bounds__(kCombineThreads) decode_combine_kernel(const _
   __shared__ float s_red[kCombineThreads / 32];
   __shared__ float4 s_acc[kCombineThreads];
   dependent_launch_wait();  // the decode kernel's partials are complete (common/dependent_launch.cuh)
-  dependent_launch_allow();
+  dependent_launch_allow();  // at once: the work is short, and the kernel after it is an ordinary launch
   const FlashFwdParams& p = a.p;
   const numeric::Sequences seq = sequences_of(p);
   const int row = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, tid = threadIdx.x;

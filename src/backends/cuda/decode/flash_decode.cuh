@@ -18,8 +18,9 @@
 //   merge the KG key groups' states (shared memory, fixed order; decode/merge.cuh)
 //   one split: O/l and LSE to the output; else an fp32 partial, and the last block of the
 //   (b, hk, row block) to finish (atomic ticket) merges the pieces in split order: deterministic
-//   (decode/merge.cuh). Plans of more than 64 pieces (split_combine: one or two (b, kv head) pairs)
-//   stop at the partial; the combine kernel launched after this one merges them (decode/combine.cuh).
+//   (decode/merge.cuh). With KernelArgs::split_combine (plans of more than 64 pieces, one or two
+//   (b, kv head) pairs; a captured call's fixed-grid split) the blocks stop at the partial; the combine
+//   kernel launched after this one merges them (decode/combine.cuh).
 //
 // Sequences (flashcore.hpp, "Sequences"; core/sequences.hpp): lengths, the rows of Q/O and K/V and
 // the LSE index come from numeric::Sequences, so fixed-length, varlen Q/K, cache lengths and paged

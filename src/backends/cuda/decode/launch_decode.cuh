@@ -43,10 +43,13 @@ cudaError_t launch_decode_typed(const FlashFwdPlan& plan, const KernelArgs& args
   // the decode kernel's merges. The decode kernel itself is launched the ordinary way: a dependent launch
   // places its blocks in the SM slots that free first, two on an SM where the plan wants one, and
   // (16,64,8,1,4096,128) ran 7 % slower (perf/dev/NOTES.md, forty-third session).
-  return launch_kernel(decode_combine_kernel<D, Elem>,
+  void (*combine)(KernelArgs) = decode_combine_kernel<D, Elem>;
+  const bool dependent =
+      plan.dependent_launch && dependent_launch_loads(reinterpret_cast<const void*>(combine), plan.device);
+  return launch_kernel(combine,
                        dim3((unsigned)(args.q_heads_per_kv * args.p.seqlen_q), (unsigned)args.p.heads_kv,
                             (unsigned)args.p.batch),
-                       dim3(kCombineThreads), 0, stream, plan.dependent_launch, args);
+                       dim3(kCombineThreads), 0, stream, dependent, args);
 }
 
 template <int D>
