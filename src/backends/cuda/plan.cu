@@ -43,9 +43,7 @@ bool dependent_launch_loads(const void* kernel, int device) {
 #if CUDART_VERSION >= 12030
   static const bool driver_ok = [] {
     int v = 0;
-    const bool ok = cudaDriverGetVersion(&v) == cudaSuccess && v >= 12030;
-    cudaGetLastError();
-    return ok;
+    return cudaDriverGetVersion(&v) == cudaSuccess && v >= 12030;  // no device work: nothing to clear
   }();
   if (!driver_ok) return false;
   static std::mutex m;
@@ -54,8 +52,9 @@ bool dependent_launch_loads(const void* kernel, int device) {
   const auto it = known.find({kernel, device});
   if (it != known.end()) return it->second;
   cudaFuncAttributes fa{};
-  const bool ok = cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && fa.ptxVersion >= 90;
-  cudaGetLastError();
+  const cudaError_t e = cudaFuncGetAttributes(&fa, kernel);
+  if (e != cudaSuccess) cudaGetLastError();  // its own error only (an ordinary launch follows)
+  const bool ok = e == cudaSuccess && fa.ptxVersion >= 90;
   known[{kernel, device}] = ok;
   return ok;
 #else
