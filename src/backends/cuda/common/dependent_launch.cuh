@@ -18,7 +18,8 @@
 // launch places blocks in the slots that free first (an SM whose block ended early takes two), and the
 // one-block-per-SM decode plan of (16,64,8,1,4096,128) ran 7 % slower launched so (allowed after the key
 // loop; allowed at the start, the D = 64 decode kernel's eager calls 17 % slower). Used for the decode
-// combine kernel only (decode/launch_decode.cuh).
+// combine kernel (decode/launch_decode.cuh) and the Hopper forward (sm90/flash_fwd_sm90.cuh: one block per SM
+// by its registers and shared memory, so the next call's blocks take an SM only when this call's block has left it).
 #pragma once
 
 #include <cuda_runtime.h>
