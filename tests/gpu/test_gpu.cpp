@@ -914,8 +914,8 @@ TEST(Gpu, TunedKernelsAreDeterministic) {
 // decode splits on the fixed grid merge by the combine kernel instead of their last block (partials, no
 // tickets). (Graphs that shared the stream's buffer could race; the launches fill the GPU, so replays
 // mostly run one after another and a race need not show here: the allocation nodes are the structural
-// check.) Outputs are poisoned on
-// their own stream before each launch, so an item a round skipped cannot pass on earlier values.
+// check.) Outputs are poisoned on their own stream before each launch, so an item a round skipped cannot
+// pass on earlier values.
 // Captured in cudaStreamCaptureModeGlobal, the strictest mode (torch.cuda.graph's default), after one
 // eager call on another stream (kernel attributes are set once, outside the capture).
 TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {

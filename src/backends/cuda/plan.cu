@@ -417,9 +417,9 @@ constexpr double kDecodeOneBlockFill = 0.95;
 // balance themselves (512 caches of 1..4096 keys: rounds of 128 ran 13 % slower than the fixed grid
 // on an H200, perf/dev/NOTES.md, fourteenth session).
 constexpr int kDecodeBalanceMaxBatch = 128;
+static_assert(kDecodeBalanceMaxBatch <= detail::kDecodeThreads, "decode/schedule.cuh: one sequence per thread");
 // Packed rows of a (b, kv head), at most, for a captured fixed-grid split to merge by the combine kernel (plan_decode).
 constexpr long long kDecodeCapturedCombineRows = 16;
-static_assert(kDecodeBalanceMaxBatch <= detail::kDecodeThreads, "decode/schedule.cuh: one sequence per thread");
 
 size_t decode_smem(int head_dim, int block_m, int stages) {
   switch (detail::decode_head_dim(head_dim)) {
@@ -761,19 +761,20 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   // counters and partials where the plan has one.
   const bool hopper = plan.kernel == FlashKernel::Hopper;
   if (hopper ? !plan.item_tickets : plan.max_splits <= 1) return launch(plan);
+  const bool captured = (plan.combine_when_captured || plan.static_when_captured) && detail::stream_capturing(stream);
   // A captured decode split on the fixed grid (of few rows: plan.combine_when_captured) is merged by the
-  // combine kernel, which needs no tickets, so the graph gets no memset node (1.6-1.9 us a replay on an H200; the second kernel 0.3-0.5 us; run 43a,
-  // perf/dev/NOTES.md, forty-third session). Its merge is the last block's, operation for operation
-  // (decode/combine.cuh): a captured call gives the eager call's bits.
+  // combine kernel, which needs no tickets, so the graph gets no memset node (1.6-1.9 us a replay on an H200;
+  // the second kernel 0.3-0.5 us; run 43a, perf/dev/NOTES.md, forty-third session). Its merge is the last
+  // block's, operation for operation (decode/combine.cuh): a captured call gives the eager call's bits.
   size_t counter_bytes = plan.split_counter_bytes;
-  if (plan.combine_when_captured && detail::stream_capturing(stream)) args.split_combine = 1, counter_bytes = 0;
+  if (plan.combine_when_captured && captured) args.split_combine = 1, counter_bytes = 0;
   const bool tail = hopper && plan.tail_items > 0;
   // A captured Hopper launch of equal items in few tiles a block, without a tail split, takes them in the
   // static order (plan.static_when_captured; no tickets, so no allocation, memset and free nodes; the same
   // items computed the same way, the same bits): H200, graph-timed, (4,16,1024,64) 49.2 -> 47.3 us,
   // (16,16,512,64) 57.7 -> 56.3 (run 43f). Causal items keep the tickets: in the static order (4,16,2048,64)
   // ran 104 -> 116 us, (8,16,1024,128) 94 -> 102 (run 43e).
-  if (hopper && !tail && plan.static_when_captured && detail::stream_capturing(stream)) return launch(plan);
+  if (hopper && !tail && plan.static_when_captured && captured) return launch(plan);
   detail::LaunchScratch scratch;
   const cudaError_t had = detail::acquire_launch_scratch(
       plan.device, stream, hopper && !tail ? 2 * sizeof(int) : counter_bytes, hopper && !tail ? 0 : plan.split_partial_bytes, &scratch);
