@@ -478,6 +478,9 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
     ov.combine = 2;
     EXPECT_NE(flashcore::cuda::flash_fwd_plan(forced, h100, FlashVariant::Decode, &plan).find("launch_override.combine not in [0, 1]"),
               std::string::npos);
+    ov.combine = 0, ov.paged_copies = 3;
+    EXPECT_NE(flashcore::cuda::flash_fwd_plan(forced, h100, FlashVariant::Decode, &plan).find("launch_override.paged_copies not in [0, 2]"),
+              std::string::npos);
   }
   {
     FlashFwdParams forced = params(1, 8, 8, 1, 16384, 128, false, false);
@@ -1087,6 +1090,23 @@ TEST(CudaConfig, HopperTailSplit) {
   FlashFwdParams windowed = params(16, 16, 16, 512, 512, 64, false, false);
   windowed.window_left = 100;
   EXPECT_FALSE(schedule(windowed, 192, 64).static_when_captured);
+  // Paged K/V: the V tiles of pages of 16 rows gathered by the producer warpgroup, larger pages in TMA boxes; the
+  // override forces either; never without a block table.
+  EXPECT_FALSE(schedule(params(4, 32, 8, 512, 4096, 128, false, true), 128, 128).paged_gather);
+  for (int page : {16, 32, 64, 256}) {
+    FlashFwdParams paged = params(4, 32, 8, 512, 4096, 128, false, true);
+    paged.block_table = g_seq_dummy, paged.page_size = page, paged.pages_per_seq = 4096 / page;
+    paged.num_pages = 4 * paged.pages_per_seq;
+    EXPECT_EQ(schedule(paged, 128, 128).paged_gather, page < 32) << page;
+    flashcore::cuda::FlashFwdLaunchOverride ov{};
+    paged.launch_override = &ov;
+    ov.paged_copies = 1;
+    EXPECT_FALSE(schedule(paged, 128, 128).paged_gather) << page;
+    ov.paged_copies = 2;
+    const FlashFwdPlan gathered = schedule(paged, 128, 128);
+    EXPECT_TRUE(gathered.paged_gather) << page;
+    EXPECT_NE(gathered.describe().find(" paged_gather"), std::string::npos) << gathered.describe();
+  }
   // Whole rounds (4 x 12 x 11 = 528 = 4 x 132), a last round more than half full (4 x 17 x 11 = 748: 88 left)
   // and fewer items than SMs: none.
   EXPECT_EQ(schedule(params(4, 12, 12, 2048, 2048, 64, false, false), 192, 64).tail_items, 0);

@@ -26,6 +26,8 @@ struct FlashFwdLaunchOverride {
                                // (0: one, or two when the pieces of one do not fit in it)
   int combine = 0;             // decode kernel: 1 = split pieces merged by the combine kernel whatever their count
                                // (the fixed grid; 0: the plan's choice, FlashFwdPlan::split_combine)
+  int paged_copies = 0;        // Hopper kernel with paged K/V: 1 = TMA boxes, 2 = K in TMA boxes and V gathered by
+                               // the producer warpgroup's cp.async (0: the plan's choice, FlashFwdPlan::paged_gather)
 };
 
 struct FlashFwdParams {
@@ -66,7 +68,7 @@ struct FlashFwdParams {
   int page_size = 0, pages_per_seq = 0, num_pages = 0;
   // Optional: nullptr = launch table. For development and tuning only. With an override, Auto never
   // picks the Hopper kernel, nor the decode kernel for problems without sequence arrays; the Hopper
-  // kernel itself has a fixed shape and ignores it. The decode kernel takes block_m (16, 32, 64),
+  // kernel itself has a fixed shape and takes only paged_copies. The decode kernel takes block_m (16, 32, 64),
   // stages (2..8) and splits.
   const FlashFwdLaunchOverride* launch_override = nullptr;
 };
@@ -152,6 +154,9 @@ struct FlashFwdPlan {
   // warpgroups (64 query rows each).
   int hopper_dim = 0;
   int hopper_wgs = 0;
+  // Hopper with paged K/V in pages of fewer than kHopperGatherPageRows rows (sm90/config.h): the V tiles gathered by
+  // the producer warpgroup's cp.async instead of TMA boxes (K stays in boxes).
+  bool paged_gather = false;
   // e.g. "sm80-rows16 block_m=64 key_split_warps=2 stages=2 splits=3"
   std::string describe() const;
 };

@@ -208,6 +208,10 @@ constexpr long long kHopperStaticCapturedTiles = 64;
 }  // namespace
 
 void hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* out) {
+  // Paged K/V: the V tiles of small pages gathered by the producer warpgroup (sm90/config.h, kHopperGatherPageRows),
+  // or as forced.
+  const int copies = p.launch_override != nullptr ? p.launch_override->paged_copies : 0;
+  out->paged_gather = detail::paged_kv(p) && (copies == 2 || (copies == 0 && p.page_size < detail::kHopperGatherPageRows));
   const long long pairs = (long long)p.batch * p.heads_q, items = pairs * out->n_mblocks;
   out->work_blocks = (int)std::min<long long>(items, std::max(1, dev.sm_count));
   out->item_tickets = items > out->work_blocks;
@@ -593,6 +597,7 @@ std::string detail::common_limits(const FlashFwdParams& p, const DeviceLimits& d
     if (ov->splits < 0 || ov->splits > detail::kMaxDecodeCombineSplits) return "launch_override.splits not in [0, 256]";
     if (ov->work_waves < 0 || ov->work_waves > 8) return "launch_override.work_waves not in [0, 8]";
     if (ov->combine < 0 || ov->combine > 1) return "launch_override.combine not in [0, 1]";
+    if (ov->paged_copies < 0 || ov->paged_copies > 2) return "launch_override.paged_copies not in [0, 2]";
     if (ov->key_split_warps && (ov->key_split_warps < 1 || ov->key_split_warps > 8))
       return "launch_override.key_split_warps not in [1, 8]";
   }
@@ -623,7 +628,7 @@ std::string FlashFwdPlan::describe() const {
   if (kernel == FlashKernel::Hopper)
     s += " instance=D" + std::to_string(hopper_dim) + "x" + std::to_string(hopper_wgs) + "wg" +
          " persistent blocks=" + std::to_string(work_blocks) + " pair_groups=" + std::to_string(pair_groups) +
-         (item_tickets ? " tickets" : "") +
+         (item_tickets ? " tickets" : "") + (paged_gather ? " paged_gather" : "") +
          (tail_items > 0 ? " tail=" + std::to_string(tail_items) + "x" + std::to_string(tail_splits) : "");
   else if (work_slots > 0)
     s += " balanced slots=" + std::to_string(work_slots) +
@@ -746,6 +751,7 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   args.tail_first = n_items - args.tail_items;
   args.work_total = args.tail_first + args.tail_items * plan.tail_splits;
   args.tail_tiles = plan.tail_tiles;
+  args.paged_gather = plan.kernel == FlashKernel::Hopper && plan.paged_gather ? 1 : 0;
   args.tail_extra = plan.tail_extra;
   auto launch = [&](const FlashFwdPlan& pl) {
     switch (pl.kernel) {

@@ -32,6 +32,7 @@ struct KernelArgs {
   float* part_o;        // [split][batch][heads_q][seqlen_q][D] fp32 (split-KV scratch; decode: decode/config.cuh)
   float* part_lse;      // [split][batch][heads_q][seqlen_q]   log2 domain
   int* counters;        // [batch][heads_q][n_mblocks] tickets, zero between launches (decode: [batch][heads_kv][n_mblocks])
+  int paged_gather;     // Hopper with paged K/V: 1 = V tiles gathered by the producer warpgroup's cp.async (small pages), 0 = TMA boxes
 };
 
 }  // namespace flashcore::cuda::detail

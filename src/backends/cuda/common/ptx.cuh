@@ -17,6 +17,10 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool 
   const int n = pred ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
 }
+// 16-byte global->shared copy of `bytes` (0..16) source bytes, the rest of the 16 zero-filled.
+__device__ __forceinline__ void cp_async_16_bytes(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
 // 4-byte global->shared copy (through L1: small reads such as block-table entries), always read.
 __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");

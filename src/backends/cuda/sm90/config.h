@@ -77,11 +77,12 @@ struct HopperConfig {
   // kThreads, in steps of 8: 168 for 384 threads): consumers can only grow by what the producer gives
   // back, or setmaxnreg.inc waits forever (a 32-register producer beside 240-register consumers hung
   // the kernel on the H200). Two consumer warpgroups: 240 and producer 24, except with paged K/V: the
-  // paged producer's page lookups spill at 24 (8-32 bytes at D = 128-256), so there 232 and 40. At D = 64
+  // paged producer's page lookups spill at 24 (8-32 bytes at D = 128-256), and with the V gather of small pages
+  // (gather_paged_v_tile) 38-66 bytes at 40, so there 224 and 56 (no spill in either role). At D = 64
   // the consumers run 3-6 % faster at 240 than at 232 (H100, run 63c; D = 128 within 1 %). Three (512
   // threads, 128 each at launch): 160 and producer 32 (paged 152 and 56).
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
-  static constexpr int consumer_regs(bool paged) { return kConsumerWGs == 3 ? (paged ? 152 : 160) : paged ? 232 : 240; }
+  static constexpr int consumer_regs(bool paged) { return kConsumerWGs == 3 ? (paged ? 152 : 160) : paged ? 224 : 240; }
   static constexpr int producer_regs(bool paged) {
     return (kLaunchRegs * kThreads - consumer_regs(paged) * 128 * kConsumerWGs) / 128 / 8 * 8;
   }
@@ -138,7 +139,11 @@ struct HopperConfig {
   static constexpr float kMaxSlack = !kFp8 && (D >= 96 || (D == 64 && kWGs == 3)) ? 8.f : 0.f;
   static constexpr int kBarTurn = 2 + 2 * kConsumerWGs;    // + c
   static constexpr int kTurnBarThreads = 2 * 128;
-  static_assert(kBarTurn + kConsumerWGs <= 16, "16 named barriers");
+  // The V gather of small pages (flash_fwd_sm90.cuh, gather_paged_v_tile): the producer warpgroup's warps 1-3 read
+  // each item from the slot like a consumer warpgroup, between warp 0 and themselves (128 threads).
+  static constexpr int kBarGatherItemFull = kBarTurn + kConsumerWGs;
+  static constexpr int kBarGatherItemEmpty = kBarGatherItemFull + 1;
+  static_assert(kBarGatherItemEmpty < 16, "16 named barriers");
 };
 
 // f(std::integral_constant<int, D>{}) for the compiled head dim D that runs head_dim (1..256).
@@ -185,6 +190,14 @@ __host__ __device__ constexpr int paged_box_rows(int page_size, int block_n) {
   const int low = page_size & -page_size, low_n = block_n & -block_n;  // largest powers of two dividing them
   return low < low_n ? low : low_n;
 }
+// Pages of fewer rows than this have their V tiles gathered by the producer warpgroup's warps 1-3 (cp.async;
+// flash_fwd_sm90.cuh, gather_paged_v_tile) beside K in TMA boxes; larger ones load both in TMA boxes of
+// paged_box_rows rows. H200, run 44d (decode_dev prefill-pages, causal fp16, the README's five paged-prefill
+// shapes, us, boxes -> V gathered; contiguous in brackets): pages of 16: (4,32,8,512,4096,128) 361 -> 254 [213],
+// (1,32,8,2048,16384,128) 1321 -> 1051 [919], (8,32,8,256,2048,128) 198 -> 147 [116], (2,16,16,1024,8192,64)
+// 286 -> 188 [171], (4,16,4,512,4096,256) 311 -> 270 [201]; pages of 32 1.03-1.17x slower gathered (D = 64 1.03x),
+// pages of 64 and 256 1.16-1.43x.
+constexpr int kHopperGatherPageRows = 32;
 inline int sm90_paged_box_rows(int head_dim, int page_size) { return paged_box_rows(page_size, sm90_block_n(head_dim)); }
 // Bytes of a swizzle row (TMA box width and swizzle mode; 128, or 64 on the D = 32 and 96 instances).
 inline int sm90_row_bytes(int head_dim, bool fp8 = false) {

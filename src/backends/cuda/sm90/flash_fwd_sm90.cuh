@@ -98,7 +98,7 @@ __device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const C
   using Cfg = HopperConfig<D>;
   const int box = paged_box_rows(p.page_size, Cfg::kBlockN);
   const int shift = __ffs(p.page_size) - 1;  // page_size is a power of two here (the plan's condition)
-#pragma unroll 1  // the producer thread has 40 registers (setmaxnreg): one piece at a time
+#pragma unroll 1  // the paged producer thread has 56 registers (setmaxnreg): one piece at a time
   for (int c = 0; c < Cfg::kBlockN; c += box) {
     const int key = min(key0 + c, last);
     const int page = p.block_table[table0 + (key >> shift)], row = key & (p.page_size - 1);
@@ -108,8 +108,58 @@ __device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const C
   }
 }
 
+// Paged K/V in small pages (KernelArgs::paged_gather; plan.cu): the TMA boxes of a page piece are small (pages of
+// 16 at D = 128: 16 boxes of 2 KB a K or V tile, issued one after another by one thread) and their rate, not the
+// bytes, set the time (1.3-1.7x the contiguous cache). There the K tiles stay TMA boxes and the V tiles are gathered
+// by cp.async of the producer warpgroup's warps 1-3, so that both copy engines work at once.
+// A V tile (keys key0 .. key0 + kBN of a sequence of len_k keys) goes into the swizzled layout TMA writes, its
+// rows in groups of 32 / R (R 16-byte chunks a swizzle row), one group per warp instruction: gather warp gw (0..2)
+// takes groups gw, gw + 3, ..., lane l chunk l % R of row l / R of each; each warp reads the tile's block_table
+// entries once (lane j the j-th page of the tile) and shuffles them. Rows past the sequence's last key and columns
+// past head_dim are zero-filled (src-size), so the last V tile needs no zeroing, and no block_table entry past the
+// sequence's last page is read. Each thread then arrives on bar once its own copies have landed
+// (cp.async.mbarrier.arrive.noinc: bar counts 96). The consumers fence the tile for the async proxy (wgmma) after
+// their wait: cp.async writes through the generic proxy. Measured on an H200 (runs 44b, 44c; perf/dev/NOTES.md):
+// K and V both gathered by one warp, 2.6-4.3x the time of the TMA boxes; by warps 1-3, still 1.1-1.9x (about 130 ns
+// a row for each warp, unrolled or not: the gather's own rate). Warp 0, which holds the item loop, issues the K boxes
+// (it spills at 56 registers with a gather of its own).
+constexpr int kGatherWarps = 3;
+template <int D, typename Elem>
+__device__ __forceinline__ void gather_paged_v_tile(const FlashFwdParams& p, uint32_t dst, int key0, int len_k, int b, int hk,
+                                                  int gw, int lane, uint32_t bar) {
+  using Cfg = HopperConfig<D, sizeof(Elem)>;
+  constexpr int kBN = Cfg::kBlockN, kR = Cfg::kRowBytes / 16, kGroupRows = 32 / kR;
+  constexpr int kChunkElems = 16 / sizeof(Elem);
+  const int shift = __ffs(p.page_size) - 1;  // page_size: a power of two (the plan's condition)
+  const int first_page = key0 >> shift, last_page = max(0, len_k - 1) >> shift;
+  const int pages = ((key0 + kBN - 1) >> shift) - first_page + 1;  // at most kBN / 16 + 1 (D = 192: 96-key tiles)
+  const int entry = lane < pages ? p.block_table[b * p.pages_per_seq + min(first_page + lane, last_page)] : 0;
+  const int c = lane % kR;
+  const Elem* pool = static_cast<const Elem*>(p.v) + hk * p.v_head_stride + c * kChunkElems;
+  const long long page_stride = p.v_batch_stride, row_stride = p.v_seq_stride;
+  const int chunk_bytes = (p.head_dim - c * kChunkElems) * (int)sizeof(Elem);  // bytes of the row from chunk c on
+  // Rows a thread has in flight at once: 4 at D = 64 and 128, 2 at 192 and 256, 1 in 64-byte rows (D = 32, 96); more
+  // spill in some instance at 56 registers.
+  constexpr int kUnroll = kR == 4 ? 1 : Cfg::kPanels <= 2 ? 4 : 2;
+#pragma unroll kUnroll
+  for (int r = gw * kGroupRows + lane / kR; r < kBN; r += kGatherWarps * kGroupRows) {
+    const int key = key0 + r;
+    const int page = __shfl_sync(0xffffffffu, entry, (key >> shift) - first_page);
+    const Elem* row = pool + page * page_stride + (key & (p.page_size - 1)) * row_stride;
+    // The swizzle: the 128-byte one XORs the chunk with row % 8, the 64-byte one with (row / 2) % 4.
+    const uint32_t to = dst + r * Cfg::kRowBytes + ((c ^ ((kR == 8 ? r : r >> 1) & (kR - 1))) << 4);
+    const int left = key < len_k ? chunk_bytes : 0;
+#pragma unroll
+    for (int pn = 0; pn < Cfg::kPanels; ++pn) {
+      const int bytes = min(16, max(0, left - pn * Cfg::kRowBytes));
+      cp_async_16_bytes(to + pn * Cfg::kKVPanelBytes, bytes > 0 ? row + pn * Cfg::kPanelCols : pool, bytes);
+    }
+  }
+  cp_async_mbar_arrive(bar);
+}
+
 // kPaged: K and V are pools of pages (block_table); its own instance, so that the kernels of the other
-// layouts keep their producer lean (24 registers beside 240-register consumers; paged: 40 and 232).
+// layouts keep their producer lean (24 registers beside 240-register consumers; paged: 56 and 224).
 //
 // Persistent: the grid has at most one block per SM (plan: work_blocks) and each block walks its work
 // items (common/work_list.h): one item = kBlockM query rows of one (batch, head). The K/V ring
@@ -158,9 +208,10 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
 
   if (tid == 0) {
     mbar_init(bar_q, 1);
+    const int full_v_count = kPaged && a.paged_gather ? 32 * kGatherWarps : 1;  // the V gather: each thread arrives
     for (int s = 0; s < kS; ++s) {
       mbar_init(full_k(s), 1);
-      mbar_init(full_v(s), 1);
+      mbar_init(full_v(s), full_v_count);
       mbar_init(empty_k(s), 4 * Cfg::kConsumerWGs);
       mbar_init(empty_v(s), 4 * Cfg::kConsumerWGs);
     }
@@ -177,7 +228,36 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
 
   if (wg == 0) {  // ---------------- producer ----------------
     setmaxnreg_dec<Cfg::producer_regs(kPaged)>();
-    if (warp != 0) return;
+    // Small pages (KernelArgs::paged_gather): warps 1-3 gather every V tile (gather_paged_v_tile), reading each
+    // item from the slot that warp 0 writes (GATHER_ITEM_FULL/EMPTY, like a consumer warpgroup's ITEM_FULL/EMPTY).
+    const bool gather = kPaged && a.paged_gather;
+    if (warp != 0) {
+      if constexpr (kPaged) {
+        if (gather) {
+          const WorkList work(a.n_mblocks, p.heads_q, p.batch, a.q_heads_per_kv, a.pair_groups, (int)gridDim.x, (int)blockIdx.x);
+          for (int ring = 0;;) {
+            named_bar_sync(Cfg::kBarGatherItemFull, 128);
+            const int w = ld_shared_s32(item_slot);
+            if (w < 0) break;
+            named_bar_arrive(Cfg::kBarGatherItemEmpty, 128);
+            const WorkItem blk = work.coord(w);  // (no tail split with pages)
+            const ItemMask mask(p, blk.b);
+            int t_first, n_tiles;
+            item_tiles(mask, blk.mblock * Cfg::kBlockM, &t_first, &n_tiles);
+            const int len_k = mask.seq.len_k();
+#pragma unroll 1
+            for (int t = 0; t < n_tiles; ++t) {
+              const int r = ring + t, s = r % kS, key0 = (t_first + t) * kBN;
+              const uint32_t parity = ((r / kS) + 1) & 1;  // the previous use of slot s (tile r - kS) was released
+              mbar_wait_parity(empty_v(s), parity);
+              gather_paged_v_tile<D, Elem>(p, sV + s * Cfg::kTileBytes, key0, len_k, blk.b, blk.hk, warp - 1, lane, full_v(s));
+            }
+            ring += n_tiles;
+          }
+        }
+      }
+      return;
+    }
     // ring: K/V tiles loaded so far (slot ring % kS, its phase ring / kS). phases: bit 0 the parity of
     // the items begun (q_empty), bit 1 that of the V tails zeroed (bar_vtail). An empty barrier's wait
     // for parity 1 before its first phase completes returns at once (a fresh mbarrier counts the phase
@@ -191,8 +271,10 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     // compute-sanitizer racecheck too, which does not follow mbarriers for plain shared-memory accesses.
     bool handed = false;  // a slot value is out: wait for its reads before the next write
     auto hand_item = [&](int item, int b, int h, int m0) {
-      if (handed)
+      if (handed) {
         for (int c = 0; c < Cfg::kConsumerWGs; ++c) named_bar_sync(Cfg::kBarItemEmpty + c, Cfg::kItemBarThreads);
+        if (gather) named_bar_sync(Cfg::kBarGatherItemEmpty, 128);
+      }
       if (lane == 0) {
         mbar_wait_parity(q_empty, (phases & 1) ^ 1);  // the consumers are done with Q's region
         st_shared_s32(item_slot, item);
@@ -206,6 +288,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       }
       __syncwarp();
       for (int c = 0; c < Cfg::kConsumerWGs; ++c) named_bar_arrive(Cfg::kBarItemFull + c, Cfg::kItemBarThreads);
+      if (gather) named_bar_arrive(Cfg::kBarGatherItemFull, 128);
       handed = true;
     };
     // The schedule (common/work_list.h): the block's first item is its index; the next ones come from
@@ -223,7 +306,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       if (live) item_tiles(mask, m0, &t_first, &n_tiles);
       if (piece >= 0) tail_piece_tiles(piece, a.tail_tiles, a.tail_extra, &t_first, &n_tiles);  // a tail piece's tiles
       if (live) hand_item(w, b, h, m0);
-      if (live && lane == 0) {  // one thread issues every copy
+      if (live && lane == 0) {  // one thread issues every copy (with the V gather: K's)
         const TmaRows kr = tma_kv_rows(p, b);
         // K/V tile t (keys from (t_first + t)·kBN) into slot dst, completing on bar: one box per 64-column
         // panel, or with pages one per panel and piece (load_paged_tile).
@@ -244,6 +327,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
           mbar_wait_parity(empty_k(s), parity);
           mbar_expect_tx(full_k(s), Cfg::kTileBytes);
           load_tile(&maps.k, sK + s * Cfg::kTileBytes, t, full_k(s));
+          if (gather) continue;  // V: warps 1-3
           mbar_wait_parity(empty_v(s), parity);
           const uint32_t v_bar = kv_ends_per_sequence(p) && t == n_tiles - 1 ? bar_vtail : full_v(s);  // see below
           mbar_expect_tx(v_bar, Cfg::kTileBytes);
@@ -260,7 +344,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       // completes the slot's full_v phase itself (its one arrival, no bytes). The consumers see a full_v
       // like any other. The warp waits for it before the next item's copies, so bar_vtail's phases
       // cannot run ahead of it.
-      if (live && kv_ends_per_sequence(p) && n_tiles > 0) {
+      if (live && !gather && kv_ends_per_sequence(p) && n_tiles > 0) {  // (the gather zero-fills those rows itself)
         const int t = n_tiles - 1, s = (ring + t) % kS;
         const int row0 = mask.seq.len_k() - (t_first + t) * kBN;  // first row past the sequence (kBN: none)
         mbar_wait_parity(bar_vtail, (phases >> 1) & 1);
@@ -298,6 +382,14 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   const uint64_t k_desc = make_desc_swizzled<kRB>(sK, 16);
   const uint64_t v_desc = make_desc_swizzled<kRB>(sV, Cfg::kFp8 ? 16 : Cfg::kKVPanelBytes);  // FP8: Vᵀ is K-major like K
   const float sl2 = a.scale_log2;
+  // A V tile has landed: its full barrier's phase. Gathered tiles (paged_gather) were written by cp.async, through
+  // the generic proxy: fenced for the async proxy (wgmma) after the wait.
+  auto wait_full_v = [&](uint32_t bar, uint32_t parity) {
+    mbar_wait_parity(bar, parity);
+    if constexpr (kPaged) {
+      if (a.paged_gather) fence_proxy_async_smem();
+    }
+  };
   // Slot release: every consumer warp arrives once its wgmma reading the slot has completed.
   auto release = [&](uint32_t bar) {
     __syncwarp();
@@ -413,7 +505,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       issue_qk(s, sn);
       wgmma_commit();
       rescale_rows(o, alpha, Cfg::kMaxSlack);  // O is idle: P(i-1)·V(i-1) completed in the last step
-      mbar_wait_parity(full_v(sc), (rc / kS) & 1);  // issued with K(i), before K(i + 1): no wait on a turn
+      wait_full_v(full_v(sc), (rc / kS) & 1);  // issued with K(i), before K(i + 1): no wait on a turn
       wgmma_fence();
       issue_pv(sc);
       wgmma_commit();
@@ -432,7 +524,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     if constexpr (Cfg::kOwnOStage) release(q_empty);
     if (n_tiles > 0) {  // the last step: P·V of the last tile
       const int rc = ring + n_tiles - 1, sc = rc % kS;
-      mbar_wait_parity(full_v(sc), (rc / kS) & 1);
+      wait_full_v(full_v(sc), (rc / kS) & 1);
       turn_take();
       rescale_rows(o, alpha, Cfg::kMaxSlack);
       wgmma_fence();
@@ -490,6 +582,7 @@ template <int D, int kWGs, typename Elem>
 cudaError_t launch_typed(const FlashFwdPlan& plan, const KernelArgs& args, const HopperMaps& maps, cudaStream_t stream) {
   using Cfg = HopperConfig<D, sizeof(Elem), kWGs>;
   const bool variants = has_variants(args.p), paged = args.p.block_table != nullptr;
+  if (args.paged_gather && !paged) return cudaErrorInvalidValue;
   void (*kernel)(KernelArgs, HopperMaps) = nullptr;
   if (args.tail_items > 0) {  // the tail split: the plan splits nothing else, and it needs the counters
     if (paged || variants || args.p.causal || has_sequences(args.p) || args.counters == nullptr || args.part_o == nullptr ||
