@@ -17,6 +17,11 @@
 //                        varlen timing against the fixed layout; a plain gather read of the same pages
 //   decode_dev pages     the issue's shapes contiguous and in pages of 16/32/64: the plan's choice, and the
 //                        splits of one and of two blocks per SM forced; three rounds
+//   decode_dev prefill-pages  paged prefill on the Hopper kernel (seqlen_q > 64): K and V tiles in TMA boxes
+//                        (launch_override.paged_copies 1), and V gathered by the producer warpgroup's cp.async (2),
+//                        checked against the fp64 loop (head dims 32..256, pages of 16..256, cache lengths,
+//                        variable lengths, variants), then timed against the contiguous cache on the README's
+//                        paged-prefill shapes, pages of 16/32/64/256, three rounds
 //   decode_dev lowbase   one or two (b, kv head) pairs (fewer blocks than SMs): the plan, and ring depths 3..8
 //   decode_dev merge     split rows with their pieces merged by the last block (tickets) and by the combine
 //                        kernel (launch_override.combine), graph-timed and back-to-back eager; three rounds
@@ -296,7 +301,7 @@ static void setup(const Data& d, Run& r, const FlashFwdLaunchOverride* ov = null
   if (c.cache) p.seqlens_k = r.dev.put(d.seqlens_k);
   if (c.page) {
     p.block_table = r.dev.put(d.block_table);
-    p.page_size = c.page, p.pages_per_seq = d.pages_per_seq;
+    p.page_size = c.page, p.pages_per_seq = d.pages_per_seq, p.num_pages = d.num_pages;
   }
   p.launch_override = ov;
 }
@@ -950,6 +955,54 @@ int main(int argc, char** argv) {
     c.varlen_k = true, c.name += " varlen k";
     time_one(c, FlashVariant::Auto, "auto");
     return 0;
+  }
+  if (mode == "prefill-pages") {
+    int failed = 0, checked = 0;
+    auto both = [&](Case c) {  // TMA boxes, then the gather
+      c.variant = FlashVariant::Hopper, c.use_ov = true;
+      for (int copies : {1, 2}) {
+        Case k = c;
+        k.ov.paged_copies = copies;
+        k.name += copies == 1 ? " tma" : " v-gather";
+        failed += check_case(k, 11 + checked++);
+      }
+    };
+    const std::vector<int> lk_var = {700, 77, 1, 1500, 300, 1025};
+    for (int D : {32, 64, 80, 96, 128, 192, 256})
+      for (int page : {16, 32, 64}) {
+        if (page == 32 && D != 128 && D != 192) continue;
+        Case c{"prefill page " + std::to_string(page) + " D" + std::to_string(D) + " causal cache", 6, 4, 2, D, rep(6, 130), lk_var, true};
+        c.page = page, c.cache = true;
+        both(c);
+      }
+    for (int page : {16, 256}) {
+      Case c{"prefill page " + std::to_string(page) + " (2,4,4,200,333,128) bf16", 2, 4, 4, 128, rep(2, 200), rep(2, 333), false, true};
+      c.page = page;
+      both(c);
+      c = {"prefill page " + std::to_string(page) + " varlen q, cache, variants", 6, 8, 2, 128, {70, 1, 300, 65, 129, 90}, lk_var, true};
+      c.page = page, c.varlen_q = true, c.cache = true, c.wl = 500, c.softcap = 30.f, c.alibi = true, c.sinks = true;
+      both(c);
+    }
+    printf("prefill-pages check: %d cases, %d failed\n", checked, failed);
+    for (int round = 0; round < 3; ++round)
+      for (const Case& base : {shape(4, 32, 8, 512, 4096, 128, true), shape(1, 32, 8, 2048, 16384, 128, true),
+                               shape(8, 32, 8, 256, 2048, 128, true), shape(2, 16, 16, 1024, 8192, 64, true),
+                               shape(4, 16, 4, 512, 4096, 256, true)})
+        for (int page : {0, 16, 32, 64, 256}) {
+          Case c = base;
+          if (page) c.page = page, c.name += " paged:" + std::to_string(page);
+          Bench bn(c);
+          if (!page) {
+            time_cfg(bn, FlashVariant::Hopper, "contiguous");
+            continue;
+          }
+          FlashFwdLaunchOverride ov{};
+          ov.paged_copies = 1;
+          time_cfg(bn, FlashVariant::Hopper, "tma", &ov);
+          ov.paged_copies = 2;
+          time_cfg(bn, FlashVariant::Hopper, "v-gather", &ov);
+        }
+    return failed ? 1 : 0;
   }
   if (mode == "pages") {  // pages of 16/32/64 against contiguous: the plan's choice, and one / two blocks per SM
     for (int round = 0; round < 3; ++round)
