@@ -235,7 +235,12 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       if constexpr (kPaged) {
         if (gather) {
           const WorkList work(a.n_mblocks, p.heads_q, p.batch, a.q_heads_per_kv, a.pair_groups, (int)gridDim.x, (int)blockIdx.x);
-          for (int ring = 0;;) {
+          for (int ring = 0, n_items = 0;; ++n_items) {
+            // As the consumers: the item's Q has landed (or there is none), then the slot. The wait on bar_q, which
+            // follows lane 0's write through its arrival, also orders the read for compute-sanitizer racecheck: with
+            // the named barriers alone (arrive and sync, ordered by the PTX memory model) it reported the last
+            // item's read as a race with its write (run 44h).
+            mbar_wait_parity(bar_q, n_items & 1);
             named_bar_sync(Cfg::kBarGatherItemFull, 128);
             const int w = ld_shared_s32(item_slot);
             if (w < 0) break;
