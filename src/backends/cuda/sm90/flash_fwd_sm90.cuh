@@ -10,7 +10,8 @@
 //   sm90/config.h), persistent (one per SM, common/work_list.h): it walks work items of 64·kWGs query
 //   rows of one (batch, head) each, K/V tiles of kBlockN keys (128 up to D = 128, 96 at 192, 64 at 256)
 //   warpgroup 0 (producer): one thread issues the bulk tensor copies (TMA) of Q and of every K/V tile
-//                           into a kStages-deep ring; the warpgroup gives its registers back (setmaxnreg)
+//                           into a kStages-deep ring; the warpgroup gives its registers back (setmaxnreg);
+//                           in pages of 16 rows its warps 1-3 gather the V tiles instead (gather_paged_v_tile)
 //   warpgroups 1 .. kWGs (consumers): 64 query rows each
 //     S  = Q · Kᵀ    wgmma m64n{kBlockN}k16, Q and K straight from shared memory
 //     S  = transform, mask(S)  the Mask policy (common/mask.cuh; VariantMask adds window, softcap, ALiBi, sinks)
