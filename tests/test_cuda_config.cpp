@@ -478,9 +478,11 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
     ov.combine = 2;
     EXPECT_NE(flashcore::cuda::flash_fwd_plan(forced, h100, FlashVariant::Decode, &plan).find("launch_override.combine not in [0, 1]"),
               std::string::npos);
-    ov.combine = 0, ov.paged_copies = 3;
-    EXPECT_NE(flashcore::cuda::flash_fwd_plan(forced, h100, FlashVariant::Decode, &plan).find("launch_override.paged_copies not in [0, 2]"),
-              std::string::npos);
+    for (int copies : {3, -1}) {
+      ov.combine = 0, ov.paged_copies = copies;
+      EXPECT_NE(flashcore::cuda::flash_fwd_plan(forced, h100, FlashVariant::Decode, &plan).find("launch_override.paged_copies not in [0, 2]"),
+                std::string::npos) << copies;
+    }
   }
   {
     FlashFwdParams forced = params(1, 8, 8, 1, 16384, 128, false, false);
@@ -1093,6 +1095,13 @@ TEST(CudaConfig, HopperTailSplit) {
   // Paged K/V: the V tiles of pages of 16 rows gathered by the producer warpgroup, larger pages in TMA boxes; the
   // override forces either; never without a block table.
   EXPECT_FALSE(schedule(params(4, 32, 8, 512, 4096, 128, false, true), 128, 128).paged_gather);
+  {
+    FlashFwdParams unpaged = params(4, 32, 8, 512, 4096, 128, false, true);
+    flashcore::cuda::FlashFwdLaunchOverride ov{};
+    ov.paged_copies = 2;  // forced, but there are no pages
+    unpaged.launch_override = &ov;
+    EXPECT_FALSE(schedule(unpaged, 128, 128).paged_gather);
+  }
   for (int page : {16, 32, 64, 256}) {
     FlashFwdParams paged = params(4, 32, 8, 512, 4096, 128, false, true);
     paged.block_table = g_seq_dummy, paged.page_size = page, paged.pages_per_seq = 4096 / page;

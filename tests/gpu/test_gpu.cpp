@@ -421,6 +421,13 @@ std::vector<Case> sequence_cases() {
                                 KvStore::Paged, 64));
     out.push_back(sequence_case(8, 4, 192, DType::BF16, causal, {}, {1200, 333, 1001, 129, 700}, KvStore::Batched, 0, 1000, 50));
   }
+  // Paged prefill in pages of 16 rows, where the Hopper kernel gathers the V tiles with cp.async (zero-filled past a
+  // sequence's keys and past head_dim): D = 256 and head dims between the compiled ones (40 on the 64 instance, 72
+  // on the 96 one, 136 on the 192 one), varlen Q with an empty sequence; a sequence with queries and no keys.
+  for (int d : {256, 40, 72, 136})
+    out.push_back(sequence_case(4, 2, d, d == 72 || d == 256 ? DType::BF16 : DType::F16, d != 40, {200, 1, 129, 0},
+                                {700, 1000, 333, 7}, KvStore::Paged, 16));
+  out.push_back(sequence_case(4, 2, 128, DType::F16, false, {100, 70}, {0, 300}, KvStore::Paged, 16));
   // The decode kernel's balanced schedule (decode/schedule.cuh): 16 caches of 1..8192 keys fill two
   // waves of blocks on an H100/H200 (a 13-way split of the longest, single pieces of the shortest),
   // contiguous and paged; 128 sequences (its largest batch, one per thread); 300: the fixed grid with
@@ -446,10 +453,12 @@ std::vector<Case> sequence_cases() {
   Case v = sequence_case(8, 2, 128, DType::F16, true, {}, {1, 900, 2000}, KvStore::Paged, 64, 2);
   v.window_left = 300, v.alibi = true, v.sinks = true, v.softcap = 20;
   out.push_back(v);
-  for (int d : {128, 256}) {  // paged prefill with every variant
-    Case pv = sequence_case(8, 2, d, DType::BF16, true, {300, 77}, {900, 2000}, KvStore::Paged, 128);
-    pv.window_left = 300, pv.alibi = true, pv.sinks = true, pv.softcap = 20;
-    out.push_back(pv);
+  for (int d : {128, 256}) {  // paged prefill with every variant (pages of 128: TMA boxes; of 16: V gathered)
+    for (int page : {128, 16}) {
+      Case pv = sequence_case(8, 2, d, DType::BF16, true, {300, 77}, {900, 2000}, KvStore::Paged, page);
+      pv.window_left = 300, pv.alibi = true, pv.sinks = true, pv.softcap = 20;
+      out.push_back(pv);
+    }
   }
   return out;
 }

@@ -67,9 +67,9 @@ struct FlashFwdParams {
   int total_q = 0, total_k = 0;
   int page_size = 0, pages_per_seq = 0, num_pages = 0;
   // Optional: nullptr = launch table. For development and tuning only. With an override, Auto never
-  // picks the Hopper kernel, nor the decode kernel for problems without sequence arrays; the Hopper
-  // kernel itself has a fixed shape and takes only paged_copies. The decode kernel takes block_m (16, 32, 64),
-  // stages (2..8) and splits.
+  // picks the Hopper kernel (but for paged prefill, which only it runs), nor the decode kernel for problems
+  // without sequence arrays; the Hopper kernel itself has a fixed shape and takes only paged_copies. The
+  // decode kernel takes block_m (16, 32, 64), stages (2..8) and splits.
   const FlashFwdLaunchOverride* launch_override = nullptr;
 };
 

@@ -260,6 +260,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
             }
             ring += n_tiles;
           }
+          cp_async_wait<0>();  // the last V tile's copies land before the warp exits (the -1 comes once S is done)
         }
       }
       return;
