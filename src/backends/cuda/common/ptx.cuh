@@ -12,14 +12,13 @@ namespace flashcore::cuda::detail {
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
-// 16-byte global->shared copy; pred false -> 16 zero bytes written, nothing read.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool pred) {
-  const int n = pred ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
-}
 // 16-byte global->shared copy of `bytes` (0..16) source bytes, the rest of the 16 zero-filled.
 __device__ __forceinline__ void cp_async_16_bytes(uint32_t dst, const void* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+// 16-byte global->shared copy; pred false -> 16 zero bytes written, nothing read.
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool pred) {
+  cp_async_16_bytes(dst, src, pred ? 16 : 0);
 }
 // 4-byte global->shared copy (through L1: small reads such as block-table entries), always read.
 __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src) {
