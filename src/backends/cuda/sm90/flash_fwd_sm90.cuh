@@ -499,6 +499,9 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       wgmma_wait<0>();
       fence_regs(reinterpret_cast<float (&)[kBN / 2]>(s));
       release(empty_k(s0));
+      if constexpr (Cfg::kOwnOStage) {
+        if (n_tiles == 1) release(q_empty);  // the item's only S is computed: Q's region is free
+      }
       softmax(s, 0);
       pack_p(s);
     }
@@ -520,6 +523,9 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       wgmma_wait<1>();  // S(i+1) done; P(i)·V(i) runs under the softmax
       fence_regs(reinterpret_cast<float (&)[kBN / 2]>(s));
       release(empty_k(sn));
+      if constexpr (Cfg::kOwnOStage) {
+        if (i + 2 == n_tiles) release(q_empty);  // the item's last S is computed: Q's region is free
+      }
       softmax(s, i + 1);
       wgmma_wait<0>();  // P(i)·V(i) done: pf may be overwritten, V slot free
       fence_regs(o_flat);
@@ -527,8 +533,11 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       release(empty_v(sc));
       pack_p(s);
     }
-    // Own O staging region: every S of the item is computed, so Q's region may take the next item's Q.
-    if constexpr (Cfg::kOwnOStage) release(q_empty);
+    // Own O staging region: Q's region may take the next item's Q as soon as the item's last S is computed (above,
+    // before its softmax), or at once for an item without tiles.
+    if constexpr (Cfg::kOwnOStage) {
+      if (n_tiles == 0) release(q_empty);
+    }
     if (n_tiles > 0) {  // the last step: P·V of the last tile
       const int rc = ring + n_tiles - 1, sc = rc % kS;
       wait_full_v(full_v(sc), (rc / kS) & 1);
