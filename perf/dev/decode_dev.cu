@@ -750,6 +750,15 @@ static int timeline_mode() {
     return 2;
   }
   Case c = shape(B, Hq, Hkv, Lq, Lk, D);
+  // DECODE_DEV_MIXED=1: the suite's mixed batch instead (B sequences, cache lengths 1..Lk spread as `decode_dev mixed`
+  // and perf/run_decode.sh have them at B = 16, Lk = 8192), which runs the balanced schedule.
+  if (const char* mx = std::getenv("DECODE_DEV_MIXED"); mx != nullptr && std::atoi(mx) != 0) {
+    const std::vector<int> lk16 = {1, 7, 33, 100, 250, 511, 777, 1024, 1500, 2048, 3000, 4096, 5000, 6144, 7000, 8192};
+    std::vector<int> lens(B);
+    for (int i = 0; i < B; ++i) lens[i] = std::max(1, (int)((long long)lk16[i % 16] * Lk / 8192));
+    c = Case{"mixed " + std::to_string(B) + " x 1.." + std::to_string(Lk), B, Hq, Hkv, D, rep(B, Lq), lens};
+    c.cache = true;
+  }
   if (const char* pg = std::getenv("DECODE_DEV_PAGE")) c.page = std::atoi(pg), c.name += " paged:" + std::string(pg);
   Bench bn(c);
   FlashFwdPlan plan;
