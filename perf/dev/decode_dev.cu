@@ -371,6 +371,8 @@ static int check_case(const Case& c, uint64_t seed, bool quiet = false) {
 }
 
 static std::vector<int> rep(int n, int v) { return std::vector<int>(n, v); }
+// The cache lengths of the suite's mixed batch (perf/run_decode.sh, MIXED): 16 sequences of 1..8192 keys.
+static const std::vector<int> kMixedLengths = {1, 7, 33, 100, 250, 511, 777, 1024, 1500, 2048, 3000, 4096, 5000, 6144, 7000, 8192};
 
 static std::vector<Case> check_cases() {
   std::vector<Case> cs;
@@ -451,8 +453,7 @@ static std::vector<Case> check_cases() {
       c.name = (batch == 128 ? "balanced " : "fixed grid ") + std::to_string(batch) + " caches, paged 16", c.page = 16;
       add(c);
     }
-    Case m{"balanced mixed 1..8192 lq1", 16, 32, 8, 128, rep(16, 1),
-           {1, 7, 33, 100, 250, 511, 777, 1024, 1500, 2048, 3000, 4096, 5000, 6144, 7000, 8192}};
+    Case m{"balanced mixed 1..8192 lq1", 16, 32, 8, 128, rep(16, 1), kMixedLengths};
     m.cache = true;
     for (int waves : {1, 2, 8}) {
       m.use_ov = true, m.ov = {}, m.ov.work_waves = waves;
@@ -753,9 +754,8 @@ static int timeline_mode() {
   // DECODE_DEV_MIXED=1: the suite's mixed batch instead (B sequences, cache lengths 1..Lk spread as `decode_dev mixed`
   // and perf/run_decode.sh have them at B = 16, Lk = 8192), which runs the balanced schedule.
   if (const char* mx = std::getenv("DECODE_DEV_MIXED"); mx != nullptr && std::atoi(mx) != 0) {
-    const std::vector<int> lk16 = {1, 7, 33, 100, 250, 511, 777, 1024, 1500, 2048, 3000, 4096, 5000, 6144, 7000, 8192};
     std::vector<int> lens(B);
-    for (int i = 0; i < B; ++i) lens[i] = std::max(1, (int)((long long)lk16[i % 16] * Lk / 8192));
+    for (int i = 0; i < B; ++i) lens[i] = std::max(1, (int)((long long)kMixedLengths[i % 16] * Lk / 8192));
     c = Case{"mixed " + std::to_string(B) + " x 1.." + std::to_string(Lk), B, Hq, Hkv, D, rep(B, Lq), lens};
     c.cache = true;
   }
@@ -1045,7 +1045,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "mixed") {  // a batch of different cache lengths: the balanced schedule's waves vs the fixed grid
-    const std::vector<int> lk = {1, 7, 33, 100, 250, 511, 777, 1024, 1500, 2048, 3000, 4096, 5000, 6144, 7000, 8192};
+    const std::vector<int>& lk = kMixedLengths;
     for (int page : {0, 16, 64, 256}) {
       Case c{"mixed 16 x 1..8192" + (page ? " page " + std::to_string(page) : std::string()), 16, 32, 8, 128,
              rep(16, 1), lk};
