@@ -534,7 +534,8 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       pack_p(s);
     }
     // Own O staging region: Q's region may take the next item's Q as soon as the item's last S is computed (above,
-    // before its softmax), or at once for an item without tiles.
+    // before its softmax), or at once for an item without tiles. Released after the last softmax instead, the short
+    // items waited for their Q: H200 run 45a, (16,16,512,64) 55.4 -> 51.1 us, (4,16,1024,64) 46.7 -> 44.7.
     if constexpr (Cfg::kOwnOStage) {
       if (n_tiles == 0) release(q_empty);
     }
