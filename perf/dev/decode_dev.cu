@@ -1045,10 +1045,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "mixed") {  // a batch of different cache lengths: the balanced schedule's waves vs the fixed grid
-    const std::vector<int>& lk = kMixedLengths;
     for (int page : {0, 16, 64, 256}) {
       Case c{"mixed 16 x 1..8192" + (page ? " page " + std::to_string(page) : std::string()), 16, 32, 8, 128,
-             rep(16, 1), lk};
+             rep(16, 1), kMixedLengths};
       c.cache = true, c.page = page;
       Bench bn(c);
       FlashFwdLaunchOverride ov{};
