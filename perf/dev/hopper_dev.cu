@@ -269,7 +269,7 @@ static int timeline(const DeviceLimits& dev) {
   if (tail != nullptr && std::atoi(tail) == 0) plan.tail_items = 0, plan.tail_splits = 0;
   printf("# device %s, %d SMs; shape %s; plan %s; graph-timed %.1f us\n", dev.name.c_str(), dev.sm_count, shape,
          plan.describe().c_str(), time_plan(p, plan));
-  printf("call,block,warp,n,w,piece,tiles,t_q,t_pv,t_end\n");
+  printf("call,block,warp,n,w,piece,tiles,t_q,t_pv,t_end,t_k0,t_s0\n");
   std::vector<unsigned long long> rec(1 << 22);
   for (int call = 0; call < 3; ++call) {
     int nb, nw, ni, nf;
@@ -279,8 +279,9 @@ static int timeline(const DeviceLimits& dev) {
         for (int n = 0; n < ni; ++n) {
           const unsigned long long* r = &rec[(((size_t)bl * nw + wp) * ni + n) * nf];
           if ((r[0] >> 63) == 0) continue;
-          printf("%d,%d,%d,%d,%u,%d,%u,%llu,%llu,%llu\n", call, bl, wp, n, (unsigned)(r[0] & 0xffffffffu),
-                 (int)((r[0] >> 32) & 0xff) - 1, (unsigned)((r[0] >> 40) & 0x7fffff), r[1], r[2], r[3]);
+          printf("%d,%d,%d,%d,%u,%d,%u,%llu,%llu,%llu,%llu,%llu\n", call, bl, wp, n, (unsigned)(r[0] & 0xffffffffu),
+                 (int)((r[0] >> 32) & 0xff) - 1, (unsigned)((r[0] >> 40) & 0x7fffff), r[1], r[2], r[3],
+                 nf > 4 ? r[4] : 0ull, nf > 5 ? r[5] : 0ull);
         }
   }
   return 0;

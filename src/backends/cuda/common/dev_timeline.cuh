@@ -6,8 +6,10 @@
 // kernels are the same code.
 //
 // Each consumer warp's lane 0 records, per item it runs: the work index, the piece (tail split), its key
-// tiles, and the global timer (ns) when the item's Q had landed, when its last P·V had completed and when
-// its epilogue (stores, or a tail piece's partial and merge) was done.
+// tiles, and the global timer (ns) when the item's Q had landed, when its first K tile had landed, when
+// its first tile's S and softmax were done (P packed), when its last P·V had completed and when its
+// epilogue (stores, or a tail piece's partial and merge) was done (the two first-tile marks 0 for an item
+// without tiles).
 //
 // The decode kernel's thread 0 records three entries per block, at the slot of the block's linear index
 // (blockIdx.x fastest): (0) when the block started, when its first K/V tile had landed, when its key
@@ -21,7 +23,7 @@
 
 namespace flashcore::cuda::detail {
 
-constexpr int kTimelineBlocks = 160, kTimelineWarps = 12, kTimelineItems = 32, kTimelineFields = 4;
+constexpr int kTimelineBlocks = 160, kTimelineWarps = 12, kTimelineItems = 32, kTimelineFields = 6;
 constexpr size_t kTimelineWords = (size_t)kTimelineBlocks * kTimelineWarps * kTimelineItems * kTimelineFields;
 __device__ unsigned long long g_timeline[kTimelineWords];
 
@@ -32,7 +34,8 @@ __device__ __forceinline__ unsigned long long timeline_now() {
 }
 // cw_warp: the consumer warp (0 .. 4·kWGs - 1); n: the items it ran before this one.
 __device__ __forceinline__ void timeline_record(int cw_warp, int lane, int n, int w, int piece, int n_tiles,
-                                                unsigned long long t_q, unsigned long long t_pv,
+                                                unsigned long long t_q, unsigned long long t_k0,
+                                                unsigned long long t_s0, unsigned long long t_pv,
                                                 unsigned long long t_end) {
   if (lane != 0 || blockIdx.x >= kTimelineBlocks || cw_warp >= kTimelineWarps || n >= kTimelineItems) return;
   unsigned long long* r = g_timeline + (((size_t)blockIdx.x * kTimelineWarps + cw_warp) * kTimelineItems + n) * kTimelineFields;
@@ -41,6 +44,8 @@ __device__ __forceinline__ void timeline_record(int cw_warp, int lane, int n, in
   r[1] = t_q;
   r[2] = t_pv;
   r[3] = t_end;
+  r[4] = t_k0;
+  r[5] = t_s0;
 }
 
 // Decode: record n (0, 1 or 2) of this block; head packs the split, its tiles, the splits, a kind and the SM.

@@ -487,10 +487,13 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       }
     };
 
+    FLASHCORE_TIMELINE_DECL(t_k0);
+    FLASHCORE_TIMELINE_DECL(t_s0);
     if (n_tiles > 0) {  // tile 0: S, softmax, P (S registers are fresh in every step: never loop-carried, see header)
       const int s0 = ring % kS;
       float s[Cfg::kSTiles][4];
       mbar_wait_parity(full_k(s0), (ring / kS) & 1);
+      FLASHCORE_TIMELINE_SET_IF(true, t_k0);
       turn_take();
       wgmma_fence();
       issue_qk(s, s0);
@@ -504,6 +507,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       }
       softmax(s, 0);
       pack_p(s);
+      FLASHCORE_TIMELINE_SET_IF(true, t_s0);
     }
     // Step i: S(i+1) issued, P(i)·V(i) under the softmax of tile i + 1. The last step has no next tile.
     for (int i = 0; i + 1 < n_tiles; ++i) {
@@ -587,7 +591,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       __syncwarp();  // the warp's stores have read its staged rows before the next item's staging
     }
     FLASHCORE_TIMELINE_NOW(t_end);
-    FLASHCORE_TIMELINE_RECORD(warp - 4, lane, n_items, w, piece, n_tiles, t_q, t_pv, t_end);
+    FLASHCORE_TIMELINE_RECORD(warp - 4, lane, n_items, w, piece, n_tiles, t_q, t_k0, t_s0, t_pv, t_end);
     ring += n_tiles;
     ++n_items;
   }
