@@ -3,6 +3,11 @@
 # Q_EMPTY completes; every sm90 instance rebuilt, the consumers at 232 registers and the producer at 32 at D = 96 and 192,
 # which spilled 4 bytes at 24; and Q's release written once, s_done): flashcore_bench ABBA x2 against main; (2) the prepared run 45d: item timelines of the
 # short D = 64 rows, main and E2, with the first tile's marks (Q -> K0 landed -> P0 packed); (3) on E2: large problems, determinism, graphs (tickets), then the Hopper GPU cases (D = 64, 128, 96, 192).
+# Staging (build/s46b, xz-compressed to build/gpu-s46b.txz; carry it and this script): main/ flashcore_bench and
+# flashcore_gpu_tests of build/cuda-sm90; e2/ the same relinked against a copy of libflashcore.a whose eight sm90
+# instance members are replaced by the patched tree's (ar dN 2 for the names sm80 shares, ar d, ar q, ar s); tl/
+# hopper_dev_tl_{main,e2}_hdim64{,_wg3} (perf/dev/build_hopper_dev.sh with EXTRA_OBJS = that tree's fwd_hdim64[_wg3].cu
+# built with -DFLASHCORE_DEV_TIMELINE, LIB = its library); lib/ libbenchmark as linked here.
 set -u
 R=$OUT/r46b; mkdir -p $R
 tar xJf build/gpu-s46b.txz -C build
