@@ -53,7 +53,7 @@ def main():
                 it[3] = min(it[3], tq)
                 it[4] = max(it[4], tpv)
                 it[5] = max(it[5], tend)
-                it[6] = min(it[6], tk0) if it[6] and tk0 else it[6] or tk0  # first K landed: the first warp's wait
+                it[6] = min(it[6], tk0)  # first K landed: the first warp's wait (0 in every warp without the mark)
                 it[7] = max(it[7], ts0)  # first tile's P packed: the last warp's
         end = max(it[5] for it in items.values())
         print(f"call {call}: span {(end - t0) / 1e3:.2f} us, {len(items)} items on {len({k[0] for k in items})} blocks")
