@@ -100,7 +100,10 @@ struct HopperConfig {
   static constexpr uint32_t kOStageBytes = uint32_t(kBlockM) * smem_row<D>() * 2;
   static constexpr uint32_t kTileBytes = kPanels * kKVPanelBytes;  // one K or V tile
   static_assert(!kFp8 || kTileBytes == uint32_t(D) * kBlockN, "FP8: a Vᵀ tile (D rows of kBlockN bytes) is a K tile's size");
-  static constexpr uint32_t kBarBytes = 8 * (4 + 4 * kStages);  // Q, 4 per stage, V tail, Q empty, item slot
+  // mbarriers: Q, 4 per stage, V tail, Q empty; then the item slot (16-byte aligned): the next work item as
+  // the producer decoded it, two int4 (flash_fwd_sm90.cuh, "the item hand-off").
+  static constexpr uint32_t kItemSlotOffset = (8 * (3 + 4 * kStages) + 15) / 16 * 16;
+  static constexpr uint32_t kBarBytes = kItemSlotOffset + 32;
   // O staged in its own region where shared memory allows (D <= 128, FP8): the next work item's Q may
   // then land as soon as the current item's last S is computed. Otherwise O is staged in Q's region once
   // both consumer warpgroups are done with Q (D = 192, 256).
@@ -110,6 +113,7 @@ struct HopperConfig {
   static constexpr uint32_t kOStageOffset = kOwnOStage ? kQRegionBytes + 2 * kStages * kTileBytes : 0;
   static constexpr uint32_t kBarOffset = kQRegionBytes + 2 * kStages * kTileBytes + (kOwnOStage ? kOStageBytes : 0);
   static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kBarOffset + kBarBytes;
+  static_assert(kBarOffset % 16 == 0, "the item slot's int4 accesses need 16-byte alignment");
   static_assert(kSmemBytes <= 227 * 1024, "more shared memory than a block of compute capability 9.0 may have");
   static constexpr int kSTiles = kBlockN / 8;              // n8 column tiles of S per thread row pair
   static constexpr int kKSteps = D * kInBytes / 32;        // k16 (k32 for FP8) steps of S = Q·Kᵀ

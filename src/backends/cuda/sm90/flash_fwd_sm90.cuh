@@ -27,9 +27,10 @@
 // computed; where O is staged in Q's region, D = 192 and 256, its O stored), before the producer loads
 // the next item's Q. The producer picks the items (ticket counter
 // or static order, common/work_list.h), skips those past their sequence's queries and writes the next
-// one into a shared-memory slot before its Q's copy (-1 and a plain arrival on BAR_Q: no more); the
-// consumers read it after BAR_Q, the slot's write and reads ordered by a pair of named barriers per
-// consumer warpgroup (ITEM_FULL, ITEM_EMPTY). No block-wide barrier after the prologue.
+// one, decoded (HandedItem: rows, tiles), into a shared-memory slot before its Q's copy (-1 and a plain
+// arrival on BAR_Q: no more); the consumers read it after BAR_Q, the slot's write and reads ordered by a
+// pair of named barriers per consumer warpgroup (ITEM_FULL, ITEM_EMPTY). No block-wide barrier after the
+// prologue.
 //
 // Pipelining inside a consumer warpgroup (wgmma is asynchronous): step i issues S(i+1) = Q·K(i+1)ᵀ,
 // rescales O, issues P(i)·V(i), waits for S(i+1) only and runs the softmax of tile i+1 while
@@ -87,6 +88,24 @@ namespace flashcore::cuda::detail {
 // 1 + c (c = 0 .. kWGs - 1) = consumer c, query rows m0 + 64c .. +63 (its warp w & 3 the accumulator rows
 // 16·(w & 3) + lane/4 (+8)).
 // ------------------------------------------------------------------------------------------------
+
+// A work item as the producer hands it over, decoded (the item slot: two int4 in shared memory): w as
+// drawn (-1: no more), its rows m0 .. of (b, h), its tiles [t_first, t_first + n_tiles) and, with the
+// tail split, its item and piece (-1: whole). The producer decodes w anyway, for its copies. Decoded
+// again by the consumers (six chained integer divisions, the lengths), after the item's Q had landed and
+// with the tensor cores idle, it cost 0.74-0.93 µs between an item's Q and its first K tile; handed over,
+// 0.16-0.42 (H100, (16,16,512,64) and (4,16,1024,64) timelines; perf/dev/NOTES.md, forty-eighth session).
+struct HandedItem {
+  int w, b, h, m0, t_first, n_tiles, item, piece;
+};
+__device__ __forceinline__ void store_item(uint32_t slot, const HandedItem& x) {
+  st_shared_v4_s32(slot, make_int4(x.w, x.b, x.h, x.m0));
+  st_shared_v4_s32(slot + 16, make_int4(x.t_first, x.n_tiles, x.item, x.piece));
+}
+__device__ __forceinline__ HandedItem load_item(uint32_t slot) {
+  const int4 u = ld_shared_v4_s32(slot), v = ld_shared_v4_s32(slot + 16);
+  return HandedItem{u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w};
+}
 
 // Paged K/V: one K or V tile (keys key0 .. key0 + kBN of sequence b) into shared memory at dst,
 // completing on bar: one box per 64-column panel and piece of `box` keys, each piece from its page
@@ -193,7 +212,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   auto empty_v = [&](int s) { return bar_q + 8 * (1 + 3 * kS + s); };
   const uint32_t bar_vtail = bar_q + 8 * (1 + 4 * kS);  // varlen K/V: the last V tile lands here first
   const uint32_t q_empty = bar_q + 8 * (2 + 4 * kS);    // the consumers are done with Q's region
-  const uint32_t item_slot = bar_q + 8 * (3 + 4 * kS);  // the item whose Q lands on bar_q next (-1: no more)
+  const uint32_t item_slot = sQ + Cfg::kBarOffset + Cfg::kItemSlotOffset;  // the item whose Q lands on bar_q next
 
   const FlashFwdParams& p = a.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
@@ -235,7 +254,6 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     if (warp != 0) {
       if constexpr (kPaged) {
         if (gather) {
-          const WorkList work(a.n_mblocks, p.heads_q, p.batch, a.q_heads_per_kv, a.pair_groups, (int)gridDim.x, (int)blockIdx.x);
           for (int ring = 0, n_items = 0;; ++n_items) {
             // As the consumers: the item's Q has landed (or there is none), then the slot. The wait on bar_q, which
             // follows lane 0's write through its arrival, also orders the read for compute-sanitizer racecheck: with
@@ -243,20 +261,17 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
             // item's read as a race with its write (run 44h).
             mbar_wait_parity(bar_q, n_items & 1);
             named_bar_sync(Cfg::kBarGatherItemFull, 128);
-            const int w = ld_shared_s32(item_slot);
-            if (w < 0) break;
+            const HandedItem it = load_item(item_slot);  // (no tail split with pages)
+            if (it.w < 0) break;
             named_bar_arrive(Cfg::kBarGatherItemEmpty, 128);
-            const WorkItem blk = work.coord(w);  // (no tail split with pages)
-            const ItemMask mask(p, blk.b);
-            int t_first, n_tiles;
-            item_tiles(mask, blk.mblock * Cfg::kBlockM, &t_first, &n_tiles);
-            const int len_k = mask.seq.len_k();
+            const int t_first = it.t_first, n_tiles = it.n_tiles, hk = it.h / a.q_heads_per_kv;
+            const int len_k = ItemMask(p, it.b).seq.len_k();
 #pragma unroll 1
             for (int t = 0; t < n_tiles; ++t) {
               const int r = ring + t, s = r % kS, key0 = (t_first + t) * kBN;
               const uint32_t parity = ((r / kS) + 1) & 1;  // the previous use of slot s (tile r - kS) was released
               mbar_wait_parity(empty_v(s), parity);
-              gather_paged_v_tile<D, Elem>(p, sV + s * Cfg::kTileBytes, key0, len_k, blk.b, blk.hk, warp - 1, lane, full_v(s));
+              gather_paged_v_tile<D, Elem>(p, sV + s * Cfg::kTileBytes, key0, len_k, it.b, hk, warp - 1, lane, full_v(s));
             }
             ring += n_tiles;
           }
@@ -277,18 +292,18 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     // warpgroup has read the slot). The named barriers order the slot's write and reads for
     // compute-sanitizer racecheck too, which does not follow mbarriers for plain shared-memory accesses.
     bool handed = false;  // a slot value is out: wait for its reads before the next write
-    auto hand_item = [&](int item, int b, int h, int m0) {
+    auto hand_item = [&](const HandedItem& x) {
       if (handed) {
         for (int c = 0; c < Cfg::kConsumerWGs; ++c) named_bar_sync(Cfg::kBarItemEmpty + c, Cfg::kItemBarThreads);
         if (gather) named_bar_sync(Cfg::kBarGatherItemEmpty, 128);
       }
       if (lane == 0) {
         mbar_wait_parity(q_empty, (phases & 1) ^ 1);  // the consumers are done with Q's region
-        st_shared_s32(item_slot, item);
-        if (item >= 0) {  // Q rows m0.. of (b, h)
-          const TmaRows qr = tma_q_rows(p, b);
+        store_item(item_slot, x);
+        if (x.w >= 0) {  // Q rows m0.. of (b, h)
+          const TmaRows qr = tma_q_rows(p, x.b);
           mbar_expect_tx(bar_q, Cfg::kQBytes);
-          for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, Cfg::kPanelCols * pn, qr.row0 + m0, h, qr.batch, bar_q);
+          for (int pn = 0; pn < Cfg::kPanels; ++pn) tma_load_4d(sQ + pn * Cfg::kQPanelBytes, &maps.q, Cfg::kPanelCols * pn, qr.row0 + x.m0, x.h, qr.batch, bar_q);
         } else {
           mbar_arrive(bar_q);  // no more: bar_q completes by a plain arrival, the consumers read -1 and stop
         }
@@ -312,7 +327,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       int t_first = 0, n_tiles = 0;
       if (live) item_tiles(mask, m0, &t_first, &n_tiles);
       if (piece >= 0) tail_piece_tiles(piece, a.tail_tiles, a.tail_extra, &t_first, &n_tiles);  // a tail piece's tiles
-      if (live) hand_item(w, b, h, m0);
+      if (live) hand_item(HandedItem{w, b, h, m0, t_first, n_tiles, item, piece});
       if (live && lane == 0) {  // one thread issues every copy (with the V gather: K's)
         const TmaRows kr = tma_kv_rows(p, b);
         // K/V tile t (keys from (t_first + t)·kBN) into slot dst, completing on bar: one box per 64-column
@@ -366,7 +381,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       if (lane == 0) w = a.counters != nullptr ? next_ticket(a.counters, (int)gridDim.x, kTail ? a.work_total : work.total) : work.item(round);
       w = __shfl_sync(0xffffffffu, w, 0);
     }
-    hand_item(-1, 0, 0, 0);  // no more
+    hand_item(HandedItem{-1, 0, 0, 0, 0, 0, -1, -1});  // no more
     if (lane == 0) {
       // Dynamic: the last block to finish drawing sets the counter back to 0 for the next launch.
       if (a.counters != nullptr && atomicAdd(a.counters + 1, 1) == (int)gridDim.x - 1) {
@@ -403,7 +418,6 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     if (lane == 0) mbar_arrive(bar);
   };
 
-  const WorkList work(a.n_mblocks, p.heads_q, p.batch, a.q_heads_per_kv, a.pair_groups, (int)gridDim.x, (int)blockIdx.x);
   int ring = 0, n_items = 0;  // as the producer counts them
   // Turns (HopperConfig::kTurns): each step's wgmmas are issued between turn_take() and turn_pass(), the
   // warpgroups in order 0, 1, .., 0, ... Every warpgroup runs the same steps (an item's tiles are the
@@ -418,18 +432,13 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   for (;;) {
     mbar_wait_parity(bar_q, n_items & 1);  // the item's Q has landed (or the producer says there is none)
     named_bar_sync(Cfg::kBarItemFull + cw, Cfg::kItemBarThreads);
-    const int w = ld_shared_s32(item_slot);
-    if (w < 0) break;
+    const HandedItem it = load_item(item_slot);  // decoded by the producer
+    if (it.w < 0) break;
     FLASHCORE_TIMELINE_NOW(t_q);
     named_bar_arrive(Cfg::kBarItemEmpty + cw, Cfg::kItemBarThreads);
-    int item = w, piece = -1;
-    if constexpr (kTail) piece = ts.decode(w, &item);
-    const WorkItem blk = work.coord(item);
-    const int h = blk.h, b = blk.b, m0 = blk.mblock * Cfg::kBlockM;
+    const int item = it.item, piece = it.piece, h = it.h, b = it.b, m0 = it.m0;
+    const int t_first = it.t_first, n_tiles = it.n_tiles;
     const ItemMask mask(p, b);
-    int t_first, n_tiles;
-    item_tiles(mask, m0, &t_first, &n_tiles);
-    if (piece >= 0) tail_piece_tiles(piece, a.tail_tiles, a.tail_extra, &t_first, &n_tiles);
     const int wg_row0 = m0 + 64 * cw;
     // Steps in [wg_full_lo, wg_full) need no mask (steps count from t_first).
     const int wg_full = mask.unmasked_tiles(wg_row0, kBN) - t_first;
@@ -591,7 +600,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
       __syncwarp();  // the warp's stores have read its staged rows before the next item's staging
     }
     FLASHCORE_TIMELINE_NOW(t_end);
-    FLASHCORE_TIMELINE_RECORD(warp - 4, lane, n_items, w, piece, n_tiles, t_q, t_k0, t_s0, t_pv, t_end);
+    FLASHCORE_TIMELINE_RECORD(warp - 4, lane, n_items, it.w, piece, n_tiles, t_q, t_k0, t_s0, t_pv, t_end);
     ring += n_tiles;
     ++n_items;
   }
