@@ -56,16 +56,8 @@ __device__ __forceinline__ void mbar_wait_parity(uint32_t bar, uint32_t parity) 
 #endif
   } while (!done);
 }
-// One 32-bit value at a shared-memory address (ordered with the mbarrier operations around it).
-__device__ __forceinline__ void st_shared_s32(uint32_t addr, int v) {
-  asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
-__device__ __forceinline__ int ld_shared_s32(uint32_t addr) {
-  int v;
-  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
-  return v;
-}
-// Four 32-bit values at a 16-byte aligned shared-memory address (ordered as the scalar forms).
+// Four 32-bit values at a 16-byte aligned shared-memory address (ordered with the mbarrier and named-barrier
+// operations around them: volatile, with a memory clobber).
 __device__ __forceinline__ void st_shared_v4_s32(uint32_t addr, int4 v) {
   asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }

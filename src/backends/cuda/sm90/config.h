@@ -104,6 +104,7 @@ struct HopperConfig {
   // the producer decoded it, two int4 (flash_fwd_sm90.cuh, "the item hand-off").
   static constexpr uint32_t kItemSlotOffset = (8 * (3 + 4 * kStages) + 15) / 16 * 16;
   static constexpr uint32_t kBarBytes = kItemSlotOffset + 32;
+  static_assert(kItemSlotOffset >= 8 * (3 + 4 * kStages), "the item slot lies after the last mbarrier");
   // O staged in its own region where shared memory allows (D <= 128, FP8): the next work item's Q may
   // then land as soon as the current item's last S is computed. Otherwise O is staged in Q's region once
   // both consumer warpgroups are done with Q (D = 192, 256).

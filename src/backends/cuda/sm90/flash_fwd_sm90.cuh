@@ -94,7 +94,8 @@ namespace flashcore::cuda::detail {
 // tail split, its item and piece (-1: whole). The producer decodes w anyway, for its copies. Decoded
 // again by the consumers (six chained integer divisions, the lengths), after the item's Q had landed and
 // with the tensor cores idle, it cost 0.74-0.93 µs between an item's Q and its first K tile; handed over,
-// 0.16-0.42 (H100, (16,16,512,64) and (4,16,1024,64) timelines; perf/dev/NOTES.md, forty-eighth session).
+// 0.16-0.42 after a block's first item, 0.22-0.64 at it (H100, (16,16,512,64) and (4,16,1024,64) timelines;
+// perf/dev/NOTES.md, forty-eighth session).
 struct HandedItem {
   int w, b, h, m0, t_first, n_tiles, item, piece;
 };
