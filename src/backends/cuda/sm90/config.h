@@ -102,9 +102,9 @@ struct HopperConfig {
   static_assert(!kFp8 || kTileBytes == uint32_t(D) * kBlockN, "FP8: a Vᵀ tile (D rows of kBlockN bytes) is a K tile's size");
   // mbarriers: Q, 4 per stage, V tail, Q empty; then the item slot (16-byte aligned): the next work item as
   // the producer decoded it, two int4 (flash_fwd_sm90.cuh, "the item hand-off").
-  static constexpr uint32_t kItemSlotOffset = (8 * (3 + 4 * kStages) + 15) / 16 * 16;
+  static constexpr uint32_t kMbarBytes = 8 * (3 + 4 * kStages);
+  static constexpr uint32_t kItemSlotOffset = (kMbarBytes + 15) / 16 * 16;
   static constexpr uint32_t kBarBytes = kItemSlotOffset + 32;
-  static_assert(kItemSlotOffset >= 8 * (3 + 4 * kStages), "the item slot lies after the last mbarrier");
   // O staged in its own region where shared memory allows (D <= 128, FP8): the next work item's Q may
   // then land as soon as the current item's last S is computed. Otherwise O is staged in Q's region once
   // both consumer warpgroups are done with Q (D = 192, 256).

@@ -213,7 +213,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   auto empty_v = [&](int s) { return bar_q + 8 * (1 + 3 * kS + s); };
   const uint32_t bar_vtail = bar_q + 8 * (1 + 4 * kS);  // varlen K/V: the last V tile lands here first
   const uint32_t q_empty = bar_q + 8 * (2 + 4 * kS);    // the consumers are done with Q's region
-  const uint32_t item_slot = sQ + Cfg::kBarOffset + Cfg::kItemSlotOffset;  // the item whose Q lands on bar_q next
+  const uint32_t item_slot = bar_q + Cfg::kItemSlotOffset;  // the item whose Q lands on bar_q next (HandedItem)
 
   const FlashFwdParams& p = a.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
