@@ -401,7 +401,7 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
   EXPECT_EQ(plan.block_m, 64);
   EXPECT_EQ(plan.key_split_warps, 1);
   EXPECT_EQ(plan.n_mblocks, 8);
-  // Auto's rule (plan.cu, kDecodeTable): GQA and long keys on the decode kernel; short keys, and many
+  // Auto's rule (decode/plan_decode.cu, kDecodeTable): GQA and long keys on the decode kernel; short keys, and many
   // rows without GQA, on the others (measured there).
   struct Rule { int b, hq, hkv, lq, lk, d; bool decode; };
   const Rule rules[] = {{4, 32, 8, 1, 512, 128, true},   {4, 32, 8, 1, 128, 128, false}, {4, 32, 8, 16, 2048, 128, true},
@@ -1047,7 +1047,7 @@ TEST(CudaConfig, HopperPlanIsPersistent) {
   }
 }
 
-// The Hopper schedule's tail split (common/tail_split.cuh, plan.cu hopper_schedule): where equal items
+// The Hopper schedule's tail split (common/tail_split.cuh, sm90/plan_sm90.cu hopper_schedule): where equal items
 // leave the last round at most half full, the last items run as pieces of their key tiles; the work
 // indices decode to every whole item once and to every tail item's pieces once each, and the pieces'
 // tiles cover the item's without overlap.

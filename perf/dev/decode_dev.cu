@@ -927,7 +927,7 @@ int main(int argc, char** argv) {
         }
     return 0;
   }
-  if (mode == "rule") {  // Auto's boundaries (plan.cu, kDecodeTable)
+  if (mode == "rule") {  // Auto's boundaries (decode/plan_decode.cu, kDecodeTable)
     for (const Case& c : {shape(4, 32, 8, 16, 2048, 128, true), shape(4, 64, 8, 16, 2048, 128, true),
                           shape(4, 32, 8, 4, 512, 128, true), shape(4, 8, 8, 16, 8192, 128, true),
                           shape(4, 8, 8, 64, 8192, 128, true), shape(4, 8, 8, 1, 2048, 128),

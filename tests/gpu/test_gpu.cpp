@@ -162,7 +162,7 @@ size_t device_smem_optin() {
   return static_cast<size_t>(bytes);
 }
 // fp8 (e4m3) inputs: the Kokkos tiers run every case (promised in promised()). The tuned kernels: the
-// Hopper kernel's fp8 instance (plan_fp8 in src/backends/cuda/plan.cu) on compute capability 9.0,
+// Hopper kernel's fp8 instance (plan_fp8 in src/backends/cuda/sm90/plan_sm90.cu) on compute capability 9.0,
 // through cuda-flash and cuda-flash-hopper, head dims up to 128 (asked here: multiples of 16), no
 // variants, no sequence layouts, and (TMA) every stride a multiple of 16 bytes: e4m3 Q/K/V, 2-byte O.
 // Every other decline skips; whatever a tuned backend accepts is checked with the fp8 kernel bound.
@@ -660,7 +660,7 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
       check_on_device(backend, make_case(4, 16, 4, 1100, 1300, 32, DType::BF16, causal), 307, 37);
       check_on_device(backend, make_case(2, 24, 8, 2000, 1777, 24, DType::F16, causal, Layout::BHSD), 308, 37);
       // D = 64 and 48 with more 192-row items than SMs, non-causal, or causal from 2048 query rows: the
-      // Hopper kernel's three-warpgroup D = 64 instance (plan.cu, hopper_instance), with odd lengths, GQA,
+      // Hopper kernel's three-warpgroup D = 64 instance (sm90/plan_sm90.cu, hopper_instance), with odd lengths, GQA,
       // columns zero-filled past 48, packed sequences (one of a single query).
       check_on_device(backend, make_case(1, 36, 6, 4100, 4100, 64, DType::BF16, causal), 312, 61);
       check_on_device(backend, make_case(2, 12, 4, 1111, 1500, 48, DType::F16, causal, Layout::BHSD), 313, 37);

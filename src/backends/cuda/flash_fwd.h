@@ -136,7 +136,7 @@ struct FlashFwdPlan {
   bool static_when_captured = false;  // Hopper: equal items in few key tiles a block; a captured launch takes
                                       // them in the static order, without tickets (flash_fwd_run)
   // Hopper: the schedule's last, partial round split along the keys (common/tail_split.cuh): the last
-  // tail_items items run as tail_splits pieces each, merged by the last piece (plan.cu, hopper_schedule);
+  // tail_items items run as tail_splits pieces each, merged by the last piece (sm90/plan_sm90.cu, hopper_schedule);
   // its scratch: split_counter_bytes, split_partial_bytes, split_lse_offset. A piece's key tiles: tail_tiles,
   // one more for the first tail_extra pieces (every item has the same tiles).
   int tail_items = 0, tail_splits = 1;
@@ -169,7 +169,7 @@ std::string flash_fwd_plan(const FlashFwdParams& p, const DeviceLimits& dev, Fla
 
 // The Hopper instance that runs p on dev (FlashFwdPlan::hopper_dim, hopper_wgs): the compiled head dim
 // next up from head_dim with its consumer warpgroups (3 at D = 32, else 2), and two exceptions by shape
-// (plan.cu): Auto runs D <= 32 on the D = 64 instance where the D = 32 one's 192-row blocks would be fewer
+// (sm90/plan_sm90.cu): Auto runs D <= 32 on the D = 64 instance where the D = 32 one's 192-row blocks would be fewer
 // than the SMs; D = 64 runs on its three-warpgroup instance where that was measured faster. FP8: the FP8
 // instance's (128, 2).
 struct HopperInstance {
@@ -178,7 +178,7 @@ struct HopperInstance {
 };
 HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant);
 
-// The Hopper kernel's persistent schedule of p on dev (plan.cu): work_blocks, item_tickets, pair_groups,
+// The Hopper kernel's persistent schedule of p on dev (sm90/plan_sm90.cu): work_blocks, item_tickets, pair_groups,
 // and the tail split (tail_items, tail_splits, its scratch bytes), from plan->n_mblocks, block_m and hopper_dim.
 void hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan);
 

@@ -36,12 +36,12 @@ std::string sm90_fp8_vt_map(const FlashFwdParams& p, const void* vt, int keys_pa
 // backward/sm90/config.h: BwdHopperMaps), "" or why not.
 std::string sm90_bwd_tensor_maps(const FlashBwdParams& b, void* maps);
 
-// Raises `kernel`'s dynamic shared memory limit on `device` to `bytes` once (plan.cu; the largest size
+// Raises `kernel`'s dynamic shared memory limit on `device` to `bytes` once (run.cu; the largest size
 // asked so far is remembered per kernel and device).
 cudaError_t raise_smem_limit(const void* kernel, int device, size_t bytes);
 
 // Whether `kernel` may be launched as a programmatic dependent launch on `device` (common/dependent_launch.cuh;
-// plan.cu, cached per kernel and device): built with CUDA 12.3+ and run by a 12.3+ driver (stream capture then
+// run.cu, cached per kernel and device): built with CUDA 12.3+ and run by a 12.3+ driver (stream capture then
 // records the launch as a programmatic edge), and the code loaded for the device compiled from PTX of 9.0+
 // (its griddepcontrol.wait; a build of sm_8x code only, compiled at load time for a 9.0 device, has none).
 bool dependent_launch_loads(const void* kernel, int device);

@@ -41,7 +41,7 @@ namespace flashcore::cuda::detail {
 template <int D, typename Elem, bool kVariants, bool kCausal, bool kSeq>
 cudaError_t launch_bwd_typed(const FlashBwdPlan& plan, const BwdArgs& args, cudaStream_t stream) {
   using Mask = BwdMask<kVariants, kCausal, kSeq>;
-  // The forward's once-per-(kernel, device) raise of the dynamic shared memory limit (plan.cu).
+  // The forward's once-per-(kernel, device) raise of the dynamic shared memory limit (run.cu).
   if (plan.hopper) {  // the Hopper dK/dV kernel (its head dim: D, or 128 for 96), then the conversion
     cudaError_t e = cudaErrorInvalidValue;  // a build without the Hopper kernel never plans it
 #ifdef FLASHCORE_HAVE_HOPPER_KERNELS

@@ -1,5 +1,5 @@
 // The persistent schedule's tail split (the Hopper forward, sm90/flash_fwd_sm90.cuh; the plan decides:
-// FlashFwdPlan::tail_items, tail_splits, plan.cu hopper_schedule).
+// FlashFwdPlan::tail_items, tail_splits, sm90/plan_sm90.cu hopper_schedule).
 //
 // A persistent grid of G blocks walks `total` equal work items; when total = n·G + r with r small, the
 // last round runs r items on r SMs while the other G - r wait: (n + 1) item times for n + r/G of work

@@ -60,7 +60,7 @@ constexpr int swizzle_row_bytes(int d, int in_bytes) { return d * in_bytes % 128
 // (hopper_default_wgs). D = 64 has a second instance with three (fwd_hdim64_wg3.cu: 192-row blocks, 160
 // registers a consumer, no spills without pages and variants, so those two only): with the turns, two
 // warpgroups' softmaxes run under each one's wgmmas instead of one. Where it runs, and the H200
-// measurements behind that: plan.cu, hopper_instance.
+// measurements behind that: sm90/plan_sm90.cu, hopper_instance.
 constexpr int hopper_default_wgs(int d) { return d == 32 ? 3 : 2; }
 template <int D, int kInBytes = 2, int kWGs = hopper_default_wgs(D)>
 struct HopperConfig {

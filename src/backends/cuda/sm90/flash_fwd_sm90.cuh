@@ -129,7 +129,7 @@ __device__ __forceinline__ void load_paged_tile(const FlashFwdParams& p, const C
   }
 }
 
-// Paged K/V in small pages (KernelArgs::paged_gather; plan.cu): the TMA boxes of a page piece are small (pages of
+// Paged K/V in small pages (KernelArgs::paged_gather; sm90/plan_sm90.cu): the TMA boxes of a page piece are small (pages of
 // 16 at D = 128: 16 boxes of 2 KB a K or V tile, issued one after another by one thread) and their rate, not the
 // bytes, set the time (1.3-1.7x the contiguous cache). There the K tiles stay TMA boxes and the V tiles are gathered
 // by cp.async of the producer warpgroup's warps 1-3, so that both copy engines work at once.
