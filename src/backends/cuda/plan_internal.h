@@ -13,7 +13,7 @@ namespace flashcore::cuda::detail {
 // The Hopper kernel's own conditions, "" or why not; on success the instance is plan->hopper_dim and
 // plan->hopper_wgs (hopper_instance) and its TMA descriptors are in plan->tensor_maps.
 std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan, FlashVariant variant);
-// After hopper_limits accepted p: the launch shape of its instance and the persistent schedule.
+// After hopper_limits accepted p: the launch shape of its instance (FP8 too) and the persistent schedule.
 void plan_hopper(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* plan);
 // FP8 (e4m3) inputs: the Hopper kernel's FP8 instance or why not (the reference runs the rest).
 std::string plan_fp8(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant, FlashFwdPlan* plan);

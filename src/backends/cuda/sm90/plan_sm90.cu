@@ -139,12 +139,13 @@ std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, Flas
   return detail::sm90_tensor_maps(p, plan->tensor_maps, in.dim, in.wgs);
 }
 
-// The Hopper kernel's launch shape on the instance hopper_limits chose, and its persistent schedule.
+// The Hopper kernel's launch shape on the instance hopper_limits chose (FP8: its own instance), and its
+// persistent schedule.
 void plan_hopper(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* out) {
   out->kernel = FlashKernel::Hopper;
-  out->block_m = sm90_block_m(out->hopper_dim, false, out->hopper_wgs);
+  out->block_m = sm90_block_m(out->hopper_dim, p.fp8, out->hopper_wgs);
   out->key_split_warps = 1;
-  out->smem = sm90_smem_bytes(out->hopper_dim, false, out->hopper_wgs);
+  out->smem = sm90_smem_bytes(out->hopper_dim, p.fp8, out->hopper_wgs);
   out->n_mblocks = (p.seqlen_q + out->block_m - 1) / out->block_m;
   hopper_schedule(p, dev, out);
 }
@@ -166,14 +167,9 @@ std::string plan_fp8(const FlashFwdParams& p, const DeviceLimits& dev, FlashVari
            "(the reference runs them)";
   std::string why = hopper_limits(p, dev, out, variant);
   if (!why.empty()) return why;
-  out->kernel = FlashKernel::Hopper;
-  out->block_m = detail::sm90_block_m(p.head_dim, true);
-  out->key_split_warps = 1;
-  out->smem = detail::sm90_smem_bytes(p.head_dim, true);
-  out->n_mblocks = (p.seqlen_q + out->block_m - 1) / out->block_m;
+  plan_hopper(p, dev, out);
   out->fp8_keys_pad = (p.seqlen_k + detail::kFp8KeyPad - 1) / detail::kFp8KeyPad * detail::kFp8KeyPad;
   out->fp8_vt_bytes = (size_t)p.batch * p.heads_kv * p.head_dim * out->fp8_keys_pad;
-  hopper_schedule(p, dev, out);
   return {};
 }
 
