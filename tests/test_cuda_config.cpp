@@ -1047,6 +1047,66 @@ TEST(CudaConfig, HopperPlanIsPersistent) {
   }
 }
 
+// O stored by TMA (sm90/plan_sm90.cu hopper_o_tma_wanted, sm90/tensor_maps.cpp): asked for on the D = 64 instances
+// on causal problems and on the two-warpgroup instance, not on the three-warpgroup one without causal
+// masking (run 48g); launch_override.o_stores forces either way; never at other head dims or with FP8.
+// Where the driver can encode maps, the plan takes it where O's map can be made (not with packed
+// queries) and records the output that map holds.
+TEST(CudaConfig, HopperStoresOByTmaWhereItGained) {
+  using flashcore::cuda::FlashVariant;
+  flashcore::cuda::DeviceLimits h100 = h100_limits();
+  h100.hopper_kernel_loads = true;
+  alignas(16) static unsigned char other_o[16];
+  struct Case { FlashFwdParams p; int o_stores; bool wanted, o_tma; const char* what; };
+  FlashFwdParams packed = params(2, 8, 8, 300, 300, 64, false, true);
+  packed.cu_seqlens_q = packed.cu_seqlens_k = g_seq_dummy, packed.total_q = packed.total_k = 600;
+  FlashFwdParams fp8 = params(2, 4, 2, 300, 333, 128, true, true);
+  fp8.fp8 = true;
+  fp8.descale_q = 0.5f, fp8.descale_k = 2.f, fp8.descale_v = 0.25f;
+  FlashFwdParams moved = params(16, 16, 16, 512, 512, 64, false, true);
+  moved.o = other_o;  // another output: the map is encoded for it, and the plan says so
+  const Case cases[] = {
+      {params(16, 16, 16, 512, 512, 64, false, true), 0, true, true, "causal, two warpgroups"},
+      {params(16, 16, 16, 512, 512, 64, true, true), 0, true, true, "causal bf16"},
+      {params(16, 16, 16, 512, 512, 64, false, false), 0, false, false, "three warpgroups, not causal"},
+      {params(1, 8, 8, 512, 512, 64, false, false), 0, true, true, "two warpgroups (few items), not causal"},
+      {params(4, 16, 16, 2048, 2048, 64, false, true), 0, true, true, "three warpgroups, causal"},
+      {params(2, 8, 8, 100, 100, 40, false, true), 0, true, true, "D = 40 on the D = 64 instance"},
+      {params(16, 16, 16, 512, 512, 64, false, false), 2, true, true, "forced on"},
+      {params(16, 16, 16, 512, 512, 64, false, true), 1, false, false, "forced off"},
+      {params(2, 16, 16, 1024, 1024, 128, false, true), 2, false, false, "D = 128 (forced)"},
+      {fp8, 2, false, false, "FP8 (forced)"},
+      {packed, 2, true, false, "packed queries (forced): no map for O"},
+      {moved, 0, true, true, "another output"},
+  };
+  for (const Case& c : cases) {
+    FlashFwdParams p = c.p;
+    flashcore::cuda::FlashFwdLaunchOverride ov{};
+    ov.o_stores = c.o_stores;
+    if (c.o_stores != 0) p.launch_override = &ov;
+    const auto in = flashcore::cuda::hopper_instance(p, h100, FlashVariant::Hopper);
+    EXPECT_EQ(flashcore::cuda::hopper_o_tma_wanted(p, in), c.wanted)
+        << c.what << ": instance D = " << in.dim << " x " << in.wgs;
+    flashcore::cuda::FlashFwdPlan plan;
+    const std::string why = flashcore::cuda::flash_fwd_plan(p, h100, FlashVariant::Hopper, &plan);
+    // Without a driver (CI) the TMA maps cannot be encoded (only that is skipped: a map the driver refuses fails).
+    EXPECT_TRUE(why.empty() || why.find("driver entry point not found") != std::string::npos) << c.what << ": " << why;
+    if (!why.empty()) continue;
+    EXPECT_EQ(plan.o_tma, c.o_tma) << c.what << ": " << plan.describe();
+    EXPECT_EQ(plan.describe().find(" o_tma") != std::string::npos, c.o_tma) << c.what << ": " << plan.describe();
+    EXPECT_EQ(plan.o_tma_ptr, p.o) << c.what;
+  }
+  for (int o_stores : {3, -1}) {  // an override outside {0, 1, 2} is declined, naming the field
+    FlashFwdParams p = params(16, 16, 16, 512, 512, 64, false, true);
+    flashcore::cuda::FlashFwdLaunchOverride ov{};
+    ov.o_stores = o_stores;
+    p.launch_override = &ov;
+    flashcore::cuda::FlashFwdPlan plan;
+    EXPECT_NE(flashcore::cuda::flash_fwd_plan(p, h100, FlashVariant::Hopper, &plan).find("launch_override.o_stores not in [0, 2]"),
+              std::string::npos) << o_stores;
+  }
+}
+
 // The Hopper schedule's tail split (common/tail_split.cuh, sm90/plan_sm90.cu hopper_schedule): where equal items
 // leave the last round at most half full, the last items run as pieces of their key tiles; the work
 // indices decode to every whole item once and to every tail item's pieces once each, and the pieces'

@@ -15,6 +15,9 @@
 //                       HOPPER_DEV_D=64: that head dim only; HOPPER_DEV_CAUSAL=1: causal shapes only;
 //                       HOPPER_DEV_GROUP=n|all: the persistent schedule's pair groups forced (n groups);
 //                       HOPPER_DEV_BLOCKS=items: a block per item; =static: no ticket counter.
+//   hopper_dev ostores  O stored by the consumer warps against by TMA (launch_override.o_stores 1 and 2; the
+//                       Hopper kernel forced), graph-timed, alternating four rounds, on the short D = 64 rows
+//                       and two long ones, fp16 (HOPPER_DEV_BF16=1: bf16), both maskings: min and median of each.
 //   hopper_dev profile  two calls of (2,16,4096,64) and (1,16,16384,128) bf16 (for ncu); profile-short:
 //                       of (16,16,512,64), whose blocks see 4 key tiles each; profile-shape: of
 //                       HOPPER_DEV_SHAPE="B,H,L,D" (non-causal; HOPPER_DEV_CAUSAL=1 causal)
@@ -235,6 +238,36 @@ static Case case_from_env(const char* mode, bool bf16) {
   return Case{b, h, h, l, l, d, std::getenv("HOPPER_DEV_CAUSAL") != nullptr, bf16};
 }
 
+static void ostores(const DeviceLimits& dev) {
+  struct S { int B, H, L, D; };
+  const S shapes[] = {{16, 16, 512, 64}, {4, 16, 1024, 64}, {1, 8, 1024, 64}, {1, 8, 512, 64},
+                      {2, 16, 4096, 64}, {8, 16, 2048, 64}};
+  const bool bf16 = std::getenv("HOPPER_DEV_BF16") != nullptr;
+  printf("device %s, %d SMs, %s\n", dev.name.c_str(), dev.sm_count, bf16 ? "bf16" : "fp16");
+  printf("| B,H,L,D | causal | warps' stores us (min, med) | TMA us (min, med) | TMA / warps (min) | TMA plan |\n"
+         "|---|---|--:|--:|--:|---|\n");
+  for (const S& sh : shapes)
+    for (int causal = 0; causal < 2; ++causal) {
+      const Timed t(Case{sh.B, sh.H, sh.H, sh.L, sh.L, sh.D, causal != 0, bf16});
+      FlashFwdLaunchOverride ov_warps{}, ov_tma{};
+      ov_warps.o_stores = 1, ov_tma.o_stores = 2;
+      FlashFwdParams pw = t.params(), pt = t.params();
+      pw.launch_override = &ov_warps, pt.launch_override = &ov_tma;
+      FlashFwdPlan plw, plt;
+      std::string why = flash_fwd_plan(pw, dev, FlashVariant::Hopper, &plw);
+      if (why.empty()) why = flash_fwd_plan(pt, dev, FlashVariant::Hopper, &plt);
+      if (!why.empty()) {
+        printf("declined: %s\n", why.c_str());
+        continue;
+      }
+      std::vector<double> w, m;
+      for (int r = 0; r < 4; ++r) w.push_back(time_plan(pw, plw)), m.push_back(time_plan(pt, plt));
+      std::sort(w.begin(), w.end()), std::sort(m.begin(), m.end());
+      printf("| %d,%d,%d,%d | %s | %.1f, %.1f | %.1f, %.1f | %.3f | %s |\n", sh.B, sh.H, sh.L, sh.D, causal ? "yes" : "no",
+             w[0], (w[1] + w[2]) / 2, m[0], (m[1] + m[2]) / 2, m[0] / w[0], plt.describe().c_str());
+    }
+}
+
 static void profile_once(const DeviceLimits& dev, const std::string& mode) {
   std::vector<Case> cases = mode == "profile-short" ? std::vector<Case>{Case{16, 16, 16, 512, 512, 64, false, true}}
                                                     : std::vector<Case>{Case{2, 16, 16, 4096, 4096, 64, false, true},
@@ -319,6 +352,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "timeline") return timeline(dev);
-  fprintf(stderr, "usage: hopper_dev check|time|profile|profile-short|profile-shape|timeline\n");
+  if (mode == "ostores") {
+    ostores(dev);
+    return 0;
+  }
+  fprintf(stderr, "usage: hopper_dev check|time|ostores|profile|profile-short|profile-shape|timeline\n");
   return 2;
 }

@@ -28,6 +28,8 @@ struct FlashFwdLaunchOverride {
                                // (the fixed grid; 0: the plan's choice, FlashFwdPlan::split_combine)
   int paged_copies = 0;        // Hopper kernel with paged K/V: 1 = TMA boxes, 2 = K in TMA boxes and V gathered by
                                // the producer warpgroup's cp.async (0: the plan's choice, FlashFwdPlan::paged_gather)
+  int o_stores = 0;            // Hopper kernel: 1 = O by the consumer warps' 16-byte stores, 2 = by TMA where the plan
+                               // can (0: the plan's choice, FlashFwdPlan::o_tma)
 };
 
 struct FlashFwdParams {
@@ -68,7 +70,7 @@ struct FlashFwdParams {
   int page_size = 0, pages_per_seq = 0, num_pages = 0;
   // Optional: nullptr = launch table. For development and tuning only. With an override, Auto never
   // picks the Hopper kernel (but for paged prefill, which only it runs), nor the decode kernel for problems
-  // without sequence arrays; the Hopper kernel itself has a fixed shape and takes only paged_copies. The
+  // without sequence arrays; the Hopper kernel itself has a fixed shape and takes only paged_copies and o_stores. The
   // decode kernel takes block_m (16, 32, 64), stages (2..8) and splits.
   const FlashFwdLaunchOverride* launch_override = nullptr;
 };
@@ -145,7 +147,7 @@ struct FlashFwdPlan {
   size_t smem = 0;             // dynamic shared memory per block
   size_t split_counter_bytes = 0, split_partial_bytes = 0;  // split-KV workspace (0 without): tickets, partials
   size_t split_lse_offset = 0;  // where the LSE partials start in the partials buffer (after the O partials)
-  alignas(128) unsigned char tensor_maps[3 * 128] = {};     // Hopper: CUtensorMap of Q, K, V (FP8: Q, K; Vᵀ's per run)
+  alignas(128) unsigned char tensor_maps[4 * 128] = {};     // Hopper: CUtensorMap of Q, K, V (FP8: Q, K; Vᵀ's per run), O (o_tma)
   // Hopper with FP8 inputs: Vᵀ's keys per row (seqlen_k rounded up to 32) and its workspace, allocated by
   // flash_fwd_run on the stream (cudaMallocAsync) and released there after the kernels.
   int fp8_keys_pad = 0;
@@ -157,6 +159,10 @@ struct FlashFwdPlan {
   // Hopper with paged K/V in pages of fewer than kHopperGatherPageRows rows (sm90/config.h): the V tiles gathered by
   // the producer warpgroup's cp.async instead of TMA boxes (K stays in boxes).
   bool paged_gather = false;
+  // Hopper: O written by TMA stores of the staged rows (tensor_maps' fourth map; sm90/tensor_maps.cpp says where),
+  // else by the consumer warps' 16-byte stores.
+  bool o_tma = false;
+  const void* o_tma_ptr = nullptr;  // the output O's map was encoded for (flash_fwd_run checks it)
   // e.g. "sm80-rows16 block_m=64 key_split_warps=2 stages=2 splits=3"
   std::string describe() const;
 };
@@ -177,6 +183,11 @@ struct HopperInstance {
   int wgs = 0;  // consumer warpgroups
 };
 HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant);
+// Whether the plan asks for O by TMA stores on instance `in` (sm90/plan_sm90.cu): the D = 64 instances with 16-bit
+// inputs can, and take them on causal problems and on the two-warpgroup instance (not the three-warpgroup
+// one without causal masking: run 48g), or as launch_override.o_stores forces. O's map decides the rest
+// (sm90/tensor_maps.cpp): packed queries or a layout TMA cannot write keep the warps' stores.
+bool hopper_o_tma_wanted(const FlashFwdParams& p, const HopperInstance& in);
 
 // The Hopper kernel's persistent schedule of p on dev (sm90/plan_sm90.cu): work_blocks, item_tickets, pair_groups,
 // and the tail split (tail_items, tail_splits, its scratch bytes), from plan->n_mblocks, block_m and hopper_dim.

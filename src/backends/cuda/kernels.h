@@ -28,7 +28,10 @@ bool sm90_kernel_loads(int device);
 // sm90/tensor_maps.cpp: the TMA descriptors of Q, K and V (3 CUtensorMap, 128-byte aligned, at `maps`;
 // nullptr: check only). "" when TMA can read the layout, else why not (naming the tensor and stride).
 // compiled_dim, wgs: the instance that reads them (0: the head dim's own, with its default warpgroups).
-std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps, int compiled_dim = 0, int wgs = 0);
+// o_tma (optional): set to whether O gets a fourth map, for TMA stores (where the instance and O's layout
+// allow them; otherwise the kernel's warps store O), written at maps[3] when set.
+std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps, int compiled_dim = 0, int wgs = 0,
+                             bool* o_tma = nullptr);
 // FP8: the map of the transposed V (sm90/fp8.cuh) at `vt`, keys_pad keys per row, into one CUtensorMap at `map`.
 std::string sm90_fp8_vt_map(const FlashFwdParams& p, const void* vt, int keys_pad, void* map);
 

@@ -214,6 +214,7 @@ std::string detail::common_limits(const FlashFwdParams& p, const DeviceLimits& d
     if (ov->work_waves < 0 || ov->work_waves > 8) return "launch_override.work_waves not in [0, 8]";
     if (ov->combine < 0 || ov->combine > 1) return "launch_override.combine not in [0, 1]";
     if (ov->paged_copies < 0 || ov->paged_copies > 2) return "launch_override.paged_copies not in [0, 2]";
+    if (ov->o_stores < 0 || ov->o_stores > 2) return "launch_override.o_stores not in [0, 2]";
     if (ov->key_split_warps && (ov->key_split_warps < 1 || ov->key_split_warps > 8))
       return "launch_override.key_split_warps not in [1, 8]";
   }
@@ -244,7 +245,7 @@ std::string FlashFwdPlan::describe() const {
   if (kernel == FlashKernel::Hopper)
     s += " instance=D" + std::to_string(hopper_dim) + "x" + std::to_string(hopper_wgs) + "wg" +
          " persistent blocks=" + std::to_string(work_blocks) + " pair_groups=" + std::to_string(pair_groups) +
-         (item_tickets ? " tickets" : "") + (paged_gather ? " paged_gather" : "") +
+         (item_tickets ? " tickets" : "") + (paged_gather ? " paged_gather" : "") + (o_tma ? " o_tma" : "") +
          (tail_items > 0 ? " tail=" + std::to_string(tail_items) + "x" + std::to_string(tail_splits) : "");
   else if (work_slots > 0)
     s += " balanced slots=" + std::to_string(work_slots) +

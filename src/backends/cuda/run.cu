@@ -81,6 +81,8 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   args.work_total = args.tail_first + args.tail_items * plan.tail_splits;
   args.tail_tiles = plan.tail_tiles;
   args.paged_gather = plan.kernel == FlashKernel::Hopper && plan.paged_gather ? 1 : 0;
+  // O's map holds the output the plan was made for: a run into another (a plan reused) stores by the warps.
+  args.o_tma = plan.kernel == FlashKernel::Hopper && plan.o_tma && p.o == plan.o_tma_ptr ? 1 : 0;
   args.tail_extra = plan.tail_extra;
   auto launch = [&](const FlashFwdPlan& pl) {
     switch (pl.kernel) {

@@ -33,6 +33,7 @@ struct KernelArgs {
   float* part_lse;      // [split][batch][heads_q][seqlen_q]   log2 domain
   int* counters;        // [batch][heads_q][n_mblocks] tickets, zero between launches (decode: [batch][heads_kv][n_mblocks])
   int paged_gather;     // Hopper with paged K/V: 1 = V tiles gathered by the producer warpgroup's cp.async (small pages), 0 = TMA boxes
+  int o_tma;            // Hopper: 1 = O stored by TMA (HopperMaps::o), 0 = by the consumer warps' 16-byte stores
 };
 
 }  // namespace flashcore::cuda::detail

@@ -218,9 +218,12 @@ inline size_t sm90_smem_bytes(int head_dim, bool fp8 = false, int wgs = 0) {
 // row (64 columns; 32 at D = 32) x kBlockM (Q) or kBlockN (K, V) rows. Encoded by sm90/tensor_maps.cpp, kept in FlashFwdPlan.
 // FP8: v is the map of the transposed copy Vᵀ (dims (keys padded to kFp8KeyPad, head_dim, heads_kv, batch),
 // boxes of kBlockN keys x 128 rows), encoded at run time (its workspace is allocated per call).
+// o: O's map for TMA stores (KernelArgs::o_tma; D = 64 instances, O not packed), boxes of 64 columns x
+// kOStoreRows rows (one consumer warp's rows), in the 128-byte swizzle its staging rows already have.
 struct HopperMaps {
-  CUtensorMap q, k, v;
+  CUtensorMap q, k, v, o;
 };
+constexpr int kOStoreRows = 16;
 // FP8: Vᵀ's key count is padded to a multiple of this (the P permutation works in groups of 32 keys).
 constexpr int kFp8KeyPad = 32;
 

@@ -198,6 +198,12 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
   using Cfg = HopperConfig<D, sizeof(Elem), kWGs>;
   using ItemMask = typename Mask::template WithLengths<ReadLengths>;
   constexpr int kS = Cfg::kStages, kBN = Cfg::kBlockN;
+  // O by TMA stores (KernelArgs::o_tma, where the plan encoded O's map: sm90/tensor_maps.cpp): compiled into the
+  // D = 64 instances, whose staging rows (common/swizzle.cuh: 128-byte rows, chunk ^ row % 8, in O's own
+  // 1024-aligned region) are the boxes of the 128-byte swizzle as they are.
+  constexpr bool kOTma = D == 64 && !Cfg::kFp8 && Cfg::kOwnOStage && sizeof(OutElem) == 2 && Cfg::kRowBytes == 128;
+  static_assert(!kOTma || (Cfg::kOStageOffset % 1024 == 0 && kOStoreRows * Cfg::kRowBytes % 1024 == 0),
+                "TMA's 128-byte swizzle needs each warp's staged rows at a 1024-byte boundary");
   // The tail split (common/tail_split.cuh): work index w -> item and piece of its key tiles (-1: whole).
   static_assert(!kTail || (!kPaged && !Cfg::kFp8 && std::is_same<Mask, CausalMask>::value),
                 "the tail split: plain mask, 16-bit, non-paged (the plan's condition)");
@@ -587,10 +593,24 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     }
     if (whole) {
       OutElem* sO = reinterpret_cast<OutElem*>(smem_raw + (sQ + Cfg::kOStageOffset - smem_u32(smem_raw)));
+      const bool o_tma = kOTma && a.o_tma;
+      if (o_tma) {  // the warp's previous TMA store has read its staged rows
+        if (lane == 0) bulk_wait_group_read<0>();
+        __syncwarp();
+      }
       stage_o_rows<D>(sO, row_lo - m0 + g, lane, inv, [&](int j, int e) { return o[j][e]; });
       write_lse_rows(p, b, h, row_lo + g, lse2, lane);
-      __syncwarp();
-      store_o_rows<D>(p, b, h, sO, row_lo - m0, row_lo, 16, lane);
+      if (o_tma) {  // the warp's 16 staged rows (2 KB, 128-byte swizzle rows) -> O by one TMA store
+        fence_proxy_async_smem();
+        __syncwarp();
+        if (lane == 0) {
+          tma_store_4d(&maps.o, smem_u32(sO) + (row_lo - m0) * Cfg::kRowBytes, 0, row_lo, h, b);
+          bulk_commit_group();
+        }
+      } else {
+        __syncwarp();
+        store_o_rows<D>(p, b, h, sO, row_lo - m0, row_lo, 16, lane);
+      }
     }
     if constexpr (!Cfg::kOwnOStage) {
       // This warp's staged rows are read: the next item's Q may land (generic accesses ordered before
@@ -605,6 +625,7 @@ flash_fwd_hopper_kernel(const __grid_constant__ KernelArgs a, const __grid_const
     ring += n_tiles;
     ++n_items;
   }
+  if (kOTma && a.o_tma && lane == 0) bulk_wait_group<0>();  // the TMA stores are complete before the block leaves
 }
 
 // kWGs other than the head dim's default (D = 64 with three warpgroups): the lean instance, built without

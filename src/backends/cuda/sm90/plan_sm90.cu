@@ -75,6 +75,18 @@ HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev,
   return {d, detail::hopper_default_wgs(d)};
 }
 
+// O by TMA stores where the instance can (the kernel's kOTma: D = 64, 16-bit), but not on the
+// three-warpgroup instance without causal masking. H100, run 48g (hopper_dev ostores: both in one binary,
+// four rounds alternating, medians, fp16 / bf16): causal 2-4 % faster ((16,16,512,64) 44.5 -> 43.2 /
+// 44.7 -> 42.9 µs, (8,16,2048,64) 190.7 -> 186.9 / 186.0 -> 181.9), the one-item-a-block rows
+// ((1,8,512,64), (1,8,1024,64)) 1 %; non-causal on three warpgroups -1.9 to +2.0 %, the long rows
+// +0.7-1.1 % slower ((2,16,4096,64), (8,16,2048,64): their twelve warps' stores leave together).
+bool hopper_o_tma_wanted(const FlashFwdParams& p, const HopperInstance& in) {
+  if (in.dim != 64 || p.fp8) return false;
+  const int o_stores = p.launch_override != nullptr ? p.launch_override->o_stores : 0;
+  return o_stores == 2 || (o_stores == 0 && (p.causal || in.wgs != 3));
+}
+
 void hopper_schedule(const FlashFwdParams& p, const DeviceLimits& dev, FlashFwdPlan* out) {
   // Paged K/V: the V tiles of small pages gathered by the producer warpgroup (sm90/config.h, kHopperGatherPageRows),
   // or as forced.
@@ -136,7 +148,10 @@ std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, Flas
            std::to_string(dev.smem_optin_per_block);
   plan->hopper_dim = in.dim;
   plan->hopper_wgs = in.wgs;
-  return detail::sm90_tensor_maps(p, plan->tensor_maps, in.dim, in.wgs);
+  plan->o_tma = false;
+  plan->o_tma_ptr = p.o;
+  return detail::sm90_tensor_maps(p, plan->tensor_maps, in.dim, in.wgs,
+                                  hopper_o_tma_wanted(p, in) ? &plan->o_tma : nullptr);
 }
 
 // The Hopper kernel's launch shape on the instance hopper_limits chose (FP8: its own instance), and its

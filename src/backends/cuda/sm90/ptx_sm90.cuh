@@ -90,6 +90,20 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
       ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
       : "memory");
 }
+// A box of shared memory at src -> a 4-D tensor map's global box at the coordinates (innermost first), in
+// the issuing thread's bulk group; what lies past the tensor's extents is not written. The writes to src
+// must have been fenced for the async proxy (fence_proxy_async_smem) by every thread that made them.
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, uint32_t src, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
+               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// The thread's bulk groups but the newest n have read their shared memory (.read), or are complete.
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory"); }
+template <int N>
+__device__ __forceinline__ void bulk_wait_group() { asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory"); }
 // Rows [r_first, rows) of a shared-memory tile of row_bytes-byte rows (128 unless named) in `panels`
 // panels panel_bytes apart set to 0 by threads thread, thread + nthreads, ... (16-byte stores of whole
 // rows, so whatever the swizzle). The caller fences them for the async proxy (wgmma) before use.

@@ -112,7 +112,11 @@ std::string encode_views(std::initializer_list<std::pair<CUtensorMap*, const Tma
 
 // Every layout check first (they need no driver), then the three encodings. cd, wgs: the compiled head
 // dim and consumer warpgroups of the instance that reads them (its block rows, tiles and swizzle row).
-std::string encode_maps(const FlashFwdParams& p, int cd, int wgs, HopperMaps* m) {
+// o_tma (not null): O's map too where the kernel can store O by TMA, *o_tma saying whether it did: the
+// D = 64 instances (their staging rows are the 128-byte swizzle's 128-byte rows), 16-bit, O not packed
+// (every sequence then has seqlen_q rows, and TMA drops the rows past them: an item's rows past the last
+// query are never written), O in a layout TMA can write (else the warps store it: no error).
+std::string encode_maps(const FlashFwdParams& p, int cd, int wgs, HopperMaps* m, bool* o_tma) {
   const int bm = sm90_block_m(cd, p.fp8, wgs);  // box rows of Q
   // Packed Q (cu_seqlens_q) or K/V (cu_seqlens_k): one batch entry of total rows; the kernel starts a
   // sequence at row cu_seqlens[b]. Cache lengths keep the batch layout (seqlen_k rows per entry).
@@ -142,6 +146,13 @@ std::string encode_maps(const FlashFwdParams& p, int cd, int wgs, HopperMaps* m)
                     p.v_seq_stride, bn, el, rb);
   if (why.empty() && p.fp8) return encode_views({{&m->q, &q}, {&m->k, &k}});  // V: its transposed copy, per call
   if (why.empty()) why = encode_views({{&m->q, &q}, {&m->k, &k}, {&m->v, &v}});
+  if (why.empty() && o_tma != nullptr) {
+    TmaView o;
+    *o_tma = cd == 64 && !packed_q &&
+             make_view(&o, "o", p.o, p.batch, p.heads_q, p.seqlen_q, p.head_dim, p.o_batch_stride, p.o_head_stride,
+                       p.o_seq_stride, kOStoreRows, el, 128).empty() &&
+             encode_view(&m->o, o).empty();
+  }
   return why;
 }
 
@@ -198,15 +209,20 @@ std::string sm90_fp8_vt_map(const FlashFwdParams& p, const void* vt, int keys_pa
   return why;
 }
 
-std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps, int compiled_dim, int wgs) {
-  static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) <= 128, "FlashFwdPlan::tensor_maps holds 3 of them");
+std::string sm90_tensor_maps(const FlashFwdParams& p, void* maps, int compiled_dim, int wgs, bool* o_tma) {
+  static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) <= 128, "FlashFwdPlan::tensor_maps holds 4 of them");
+  static_assert(sizeof(HopperMaps) == 4 * sizeof(CUtensorMap), "FlashFwdPlan::tensor_maps is copied into HopperMaps");
   HopperMaps m;
-  const std::string why = encode_maps(p, compiled_dim > 0 ? compiled_dim : hopper_head_dim(p.head_dim), wgs, &m);
+  bool with_o = false;
+  const std::string why = encode_maps(p, compiled_dim > 0 ? compiled_dim : hopper_head_dim(p.head_dim), wgs, &m,
+                                      o_tma != nullptr && !p.fp8 ? &with_o : nullptr);
+  if (o_tma != nullptr) *o_tma = why.empty() && with_o;
   if (why.empty() && maps != nullptr) {
     CUtensorMap* out = static_cast<CUtensorMap*>(maps);
     out[0] = m.q;
     out[1] = m.k;
     out[2] = m.v;
+    if (with_o) out[3] = m.o;
   }
   return why;
 }
