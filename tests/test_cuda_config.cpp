@@ -1107,6 +1107,38 @@ TEST(CudaConfig, HopperStoresOByTmaWhereItGained) {
   }
 }
 
+// The Hopper kernels read their inputs through the plan's TMA maps, which hold the pointers the plan was made
+// with: flash_fwd_run and flash_bwd_run decline a Hopper plan run with other Q, K, V (or dO) before any CUDA
+// call, instead of reading the old tensors (the library plans per call; a harness that reuses a plan may
+// change only the forward's output: E5's o_tma_ptr). No driver is needed: the plans are made by hand.
+TEST(CudaConfig, HopperPlanRunWithOtherInputsIsDeclined) {
+  alignas(16) static unsigned char q[16], k[16], v[16], o[16], d_o[16], other[16];
+  FlashFwdParams p = params(1, 8, 8, 64, 64, 64, false, false);
+  p.q = q, p.k = k, p.v = v, p.o = o;
+  flashcore::cuda::FlashFwdPlan plan;
+  plan.kernel = flashcore::cuda::FlashKernel::Hopper;
+  plan.map_inputs[0] = q, plan.map_inputs[1] = k, plan.map_inputs[2] = v;
+  for (int which = 0; which < 3; ++which) {
+    FlashFwdParams r = p;
+    (which == 0 ? r.q : which == 1 ? r.k : r.v) = other;
+    EXPECT_EQ(flashcore::cuda::flash_fwd_run(r, plan, nullptr), cudaErrorInvalidValue) << "forward input " << which;
+  }
+  FlashFwdParams fp8 = p;  // FP8: V is transposed per run (no map of it in the plan), so only Q and K must match
+  fp8.fp8 = true, fp8.q = other;
+  plan.map_inputs[2] = nullptr;
+  EXPECT_EQ(flashcore::cuda::flash_fwd_run(fp8, plan, nullptr), cudaErrorInvalidValue);
+  flashcore::cuda::FlashBwdParams b = bwd_params(p);
+  b.d_o = d_o;
+  flashcore::cuda::FlashBwdPlan bplan;
+  bplan.hopper = true;
+  bplan.map_inputs[0] = q, bplan.map_inputs[1] = k, bplan.map_inputs[2] = v, bplan.map_inputs[3] = d_o;
+  for (int which = 0; which < 4; ++which) {
+    flashcore::cuda::FlashBwdParams r = b;
+    (which == 0 ? r.fwd.q : which == 1 ? r.fwd.k : which == 2 ? r.fwd.v : r.d_o) = other;
+    EXPECT_EQ(flashcore::cuda::flash_bwd_run(r, bplan, nullptr), cudaErrorInvalidValue) << "backward input " << which;
+  }
+}
+
 // The Hopper schedule's tail split (common/tail_split.cuh, sm90/plan_sm90.cu hopper_schedule): where equal items
 // leave the last round at most half full, the last items run as pieces of their key tiles; the work
 // indices decode to every whole item once and to every tail item's pieces once each, and the pieces'

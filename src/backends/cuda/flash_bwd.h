@@ -76,6 +76,7 @@ struct FlashBwdPlan {
   // The workspace's rows (BwdArgs): per batch entry (0 with varlen Q) and per query head.
   long long ws_batch_stride = 0, ws_head_stride = 0;
   alignas(128) unsigned char tensor_maps[4 * 128] = {};  // hopper: CUtensorMap of Q, K, V, dO
+  const void* map_inputs[4] = {};  // hopper: the Q, K, V, dO those maps hold (flash_bwd_run declines others)
   int heavy_group = 1;          // hopper, causal: (KV head, batch) pairs scheduled heavy-first together
   int acc_dim = 0;              // atomic path: the dQ accumulator's columns (head_dim; 128 for 96 on hopper)
   dim3 grid_delta, grid_dkdv, grid_dq;  // grid_dq: the dQ kernel, or the conversion on the atomic path

@@ -163,6 +163,9 @@ struct FlashFwdPlan {
   // else by the consumer warps' 16-byte stores.
   bool o_tma = false;
   const void* o_tma_ptr = nullptr;  // the output O's map was encoded for (flash_fwd_run checks it)
+  // Hopper: the Q, K, V its maps hold (V: none with FP8, whose Vᵀ map is made per run); flash_fwd_run declines
+  // a run of the plan with other inputs (a plan reused) instead of reading the old ones.
+  const void* map_inputs[3] = {};
   // e.g. "sm80-rows16 block_m=64 key_split_warps=2 stages=2 splits=3"
   std::string describe() const;
 };

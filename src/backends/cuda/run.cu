@@ -59,6 +59,11 @@ cudaError_t launch_sm90(const FlashFwdPlan&, const KernelArgs&, cudaStream_t) { 
 }  // namespace detail
 
 cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cudaStream_t stream) {
+  // The Hopper kernel reads Q, K and V through the plan's maps: a plan reused with other inputs is an error,
+  // not a read of the old ones (the output may differ: o_tma_ptr below).
+  if (plan.kernel == FlashKernel::Hopper && (p.q != plan.map_inputs[0] || p.k != plan.map_inputs[1] ||
+                                             (!p.fp8 && p.v != plan.map_inputs[2])))
+    return cudaErrorInvalidValue;
   detail::KernelArgs args{};
   args.p = p;
   args.p.launch_override = nullptr;

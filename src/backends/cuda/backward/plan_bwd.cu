@@ -100,6 +100,8 @@ std::string hopper_bwd(const FlashBwdParams& b, const DeviceLimits& dev, FlashBw
   const int bn = detail::BwdHopperConfig<64>::kBlockN;
   static_assert(detail::BwdHopperConfig<64>::kBlockN == detail::BwdHopperConfig<128>::kBlockN, "one block size");
   plan->hopper = true;
+  plan->map_inputs[0] = b.fwd.q, plan->map_inputs[1] = b.fwd.k, plan->map_inputs[2] = b.fwd.v;
+  plan->map_inputs[3] = b.d_o;
   plan->atomic_dq = true;  // its only path (head dim 96 too, which has no atomic mma.sync kernel)
   plan->acc_dim = detail::bwd_hopper_head_dim(p.head_dim);
   plan->block_n = bn;
@@ -222,6 +224,10 @@ cudaError_t launch_head_dim(const FlashBwdPlan& plan, const detail::BwdArgs& arg
 
 cudaError_t flash_bwd_run(const FlashBwdParams& b, const FlashBwdPlan& plan, cudaStream_t stream) {
   const FlashFwdParams& p = b.fwd;
+  // The Hopper dK/dV kernel reads Q, K, V and dO through the plan's maps: other inputs are an error (a plan reused).
+  if (plan.hopper && (p.q != plan.map_inputs[0] || p.k != plan.map_inputs[1] || p.v != plan.map_inputs[2] ||
+                      b.d_o != plan.map_inputs[3]))
+    return cudaErrorInvalidValue;
   detail::BwdArgs args{};
   args.p = b;
   args.scale_log2 = p.scale * 1.4426950408889634f;
