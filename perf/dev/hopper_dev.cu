@@ -15,6 +15,7 @@
 //                       HOPPER_DEV_D=64: that head dim only; HOPPER_DEV_CAUSAL=1: causal shapes only;
 //                       HOPPER_DEV_GROUP=n|all: the persistent schedule's pair groups forced (n groups);
 //                       HOPPER_DEV_BLOCKS=items: a block per item; =static: no ticket counter.
+//                       HOPPER_DEV_VARIANT=allwarps|warpspec: that mma.sync kernel forced instead of the Hopper one.
 //   hopper_dev ostores  O stored by the consumer warps against by TMA (launch_override.o_stores 1 and 2; the
 //                       Hopper kernel forced), graph-timed, alternating four rounds, on the short D = 64 rows
 //                       and two long ones, fp16 (HOPPER_DEV_BF16=1: bf16), both maskings: min and median of each.
@@ -202,8 +203,14 @@ static void time_shapes(const DeviceLimits& dev) {
   const char* group = std::getenv("HOPPER_DEV_GROUP");
   // HOPPER_DEV_BLOCKS=items: one block per item (not persistent); =static: the plan's grid without tickets.
   const char* blocks = std::getenv("HOPPER_DEV_BLOCKS");
+  // HOPPER_DEV_VARIANT=allwarps|warpspec: the first column's kernel is that mma.sync variant instead of the Hopper kernel.
+  const char* forced = std::getenv("HOPPER_DEV_VARIANT");
+  const std::string fv = forced != nullptr ? forced : "hopper";
+  const FlashVariant first = fv == "allwarps" ? FlashVariant::AllWarps
+                             : fv == "warpspec" ? FlashVariant::WarpSpecialized : FlashVariant::Hopper;
   printf("device %s, %d SMs\n", dev.name.c_str(), dev.sm_count);
-  printf("| B,H,L,D | causal | dtype | hopper us | hopper TF/s | auto us | auto plan |\n|---|---|---|--:|--:|--:|---|\n");
+  printf("| B,H,L,D | causal | dtype | %s us | %s TF/s | auto us | auto plan |\n|---|---|---|--:|--:|--:|---|\n", fv.c_str(),
+         fv.c_str());
   for (const S& sh : shapes)
     for (int bf16 = 0; bf16 < 2; ++bf16) {
       if (only != nullptr && std::atoi(only) != sh.D) continue;
@@ -211,19 +218,19 @@ static void time_shapes(const DeviceLimits& dev) {
       const Timed t(Case{sh.B, sh.H, sh.H, sh.L, sh.L, sh.D, sh.causal, bf16 != 0});
       const FlashFwdParams p = t.params();
       FlashFwdPlan hp, ap;
-      std::string why = flash_fwd_plan(p, dev, FlashVariant::Hopper, &hp);
+      std::string why = flash_fwd_plan(p, dev, first, &hp);
       if (why.empty()) why = flash_fwd_plan(p, dev, FlashVariant::Auto, &ap);
       if (!why.empty()) {
         printf("declined: %s\n", why.c_str());
         continue;
       }
-      if (group != nullptr) hp.pair_groups = std::string(group) == "all" ? 1 : std::max(1, std::atoi(group));
-      if (blocks != nullptr && std::string(blocks) == "items") hp.work_blocks = hp.n_mblocks * sh.B * sh.H, hp.item_tickets = false;
-      if (blocks != nullptr && std::string(blocks) == "static") hp.item_tickets = false;
+      if (first == FlashVariant::Hopper && group != nullptr) hp.pair_groups = std::string(group) == "all" ? 1 : std::max(1, std::atoi(group));
+      if (first == FlashVariant::Hopper && blocks != nullptr && std::string(blocks) == "items") hp.work_blocks = hp.n_mblocks * sh.B * sh.H, hp.item_tickets = false;
+      if (first == FlashVariant::Hopper && blocks != nullptr && std::string(blocks) == "static") hp.item_tickets = false;
       const double hus = time_plan(p, hp), aus = time_plan(p, ap);
       const double flops = 4.0 * sh.B * sh.H * (double)sh.L * sh.L * sh.D * (sh.causal ? 0.5 : 1.0);
       printf("| %d,%d,%d,%d | %s | %s | %.1f | %.0f | %.1f | %s |\n", sh.B, sh.H, sh.L, sh.D, sh.causal ? "yes" : "no",
-             bf16 ? "bf16" : "fp16", hus, flops / hus * 1e-6, aus, (ap.describe() + " | hopper: " + hp.describe()).c_str());
+             bf16 ? "bf16" : "fp16", hus, flops / hus * 1e-6, aus, (ap.describe() + " | " + fv + ": " + hp.describe()).c_str());
     }
 }
 
