@@ -28,4 +28,6 @@ for r in 1 2; do
     HOPPER_DEV_VARIANT=allwarps timeout 100 $S/$v/hopper_dev_$v time > $R/allwarps_${v}_$n.md 2>&1; echo "allwarps $v $n rc=$? ${SECONDS}s"
   done
 done
+python3 perf/dev/hopper_dev_ab.py $R hopper e5 e6 | tee $R/ab_hopper.txt
+python3 perf/dev/hopper_dev_ab.py $R allwarps e5 e6 | tee $R/ab_allwarps.txt
 (cd $OUT && tar czf r49b.tgz r49b && rm -rf r49b)
