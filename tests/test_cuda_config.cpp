@@ -1094,7 +1094,7 @@ TEST(CudaConfig, HopperStoresOByTmaWhereItGained) {
     if (!why.empty()) continue;
     EXPECT_EQ(plan.o_tma, c.o_tma) << c.what << ": " << plan.describe();
     EXPECT_EQ(plan.describe().find(" o_tma") != std::string::npos, c.o_tma) << c.what << ": " << plan.describe();
-    EXPECT_EQ(plan.o_tma_ptr, p.o) << c.what;
+    EXPECT_EQ(plan.map_inputs[3], p.o) << c.what;
   }
   for (int o_stores : {3, -1}) {  // an override outside {0, 1, 2} is declined, naming the field
     FlashFwdParams p = params(16, 16, 16, 512, 512, 64, false, true);
@@ -1110,7 +1110,7 @@ TEST(CudaConfig, HopperStoresOByTmaWhereItGained) {
 // The Hopper kernels read their inputs through the plan's TMA maps, which hold the pointers the plan was made
 // with: flash_fwd_run and flash_bwd_run decline a Hopper plan run with other Q, K, V (or dO) before any CUDA
 // call, instead of reading the old tensors (the library plans per call; a harness that reuses a plan may
-// change only the forward's output: E5's o_tma_ptr). No driver is needed: the plans are made by hand.
+// change only the forward's output: map_inputs[3], O by the warps). No driver is needed: the plans are made by hand.
 TEST(CudaConfig, HopperPlanRunWithOtherInputsIsDeclined) {
   alignas(16) static unsigned char q[16], k[16], v[16], o[16], d_o[16], other[16];
   FlashFwdParams p = params(1, 8, 8, 64, 64, 64, false, false);

@@ -224,9 +224,11 @@ static void time_shapes(const DeviceLimits& dev) {
         printf("declined: %s\n", why.c_str());
         continue;
       }
-      if (first == FlashVariant::Hopper && group != nullptr) hp.pair_groups = std::string(group) == "all" ? 1 : std::max(1, std::atoi(group));
-      if (first == FlashVariant::Hopper && blocks != nullptr && std::string(blocks) == "items") hp.work_blocks = hp.n_mblocks * sh.B * sh.H, hp.item_tickets = false;
-      if (first == FlashVariant::Hopper && blocks != nullptr && std::string(blocks) == "static") hp.item_tickets = false;
+      if (first == FlashVariant::Hopper) {  // the persistent schedule's knobs (the mma.sync kernels have none)
+        if (group != nullptr) hp.pair_groups = std::string(group) == "all" ? 1 : std::max(1, std::atoi(group));
+        if (blocks != nullptr && std::string(blocks) == "items") hp.work_blocks = hp.n_mblocks * sh.B * sh.H, hp.item_tickets = false;
+        if (blocks != nullptr && std::string(blocks) == "static") hp.item_tickets = false;
+      }
       const double hus = time_plan(p, hp), aus = time_plan(p, ap);
       const double flops = 4.0 * sh.B * sh.H * (double)sh.L * sh.L * sh.D * (sh.causal ? 0.5 : 1.0);
       printf("| %d,%d,%d,%d | %s | %s | %.1f | %.0f | %.1f | %s |\n", sh.B, sh.H, sh.L, sh.D, sh.causal ? "yes" : "no",

@@ -162,10 +162,10 @@ struct FlashFwdPlan {
   // Hopper: O written by TMA stores of the staged rows (tensor_maps' fourth map; sm90/tensor_maps.cpp says where),
   // else by the consumer warps' 16-byte stores.
   bool o_tma = false;
-  const void* o_tma_ptr = nullptr;  // the output O's map was encoded for (flash_fwd_run checks it)
-  // Hopper: the Q, K, V its maps hold (V: none with FP8, whose Vᵀ map is made per run); flash_fwd_run declines
-  // a run of the plan with other inputs (a plan reused) instead of reading the old ones.
-  const void* map_inputs[3] = {};
+  // Hopper: the Q, K, V and O the plan's maps were made for (V: none with FP8, whose Vᵀ map is made per run; O
+  // whether or not it has a map). flash_fwd_run declines a run of the plan with other Q, K or V (a plan reused)
+  // instead of reading the old ones; a run into another O stores it by the warps (the map writes the plan's O).
+  const void* map_inputs[4] = {};
   // e.g. "sm80-rows16 block_m=64 key_split_warps=2 stages=2 splits=3"
   std::string describe() const;
 };

@@ -60,7 +60,7 @@ cudaError_t launch_sm90(const FlashFwdPlan&, const KernelArgs&, cudaStream_t) { 
 
 cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cudaStream_t stream) {
   // The Hopper kernel reads Q, K and V through the plan's maps: a plan reused with other inputs is an error,
-  // not a read of the old ones (the output may differ: o_tma_ptr below).
+  // not a read of the old ones (the output may differ: O's map below).
   if (plan.kernel == FlashKernel::Hopper && (p.q != plan.map_inputs[0] || p.k != plan.map_inputs[1] ||
                                              (!p.fp8 && p.v != plan.map_inputs[2])))
     return cudaErrorInvalidValue;
@@ -87,7 +87,7 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   args.tail_tiles = plan.tail_tiles;
   args.paged_gather = plan.kernel == FlashKernel::Hopper && plan.paged_gather ? 1 : 0;
   // O's map holds the output the plan was made for: a run into another (a plan reused) stores by the warps.
-  args.o_tma = plan.kernel == FlashKernel::Hopper && plan.o_tma && p.o == plan.o_tma_ptr ? 1 : 0;
+  args.o_tma = plan.kernel == FlashKernel::Hopper && plan.o_tma && p.o == plan.map_inputs[3] ? 1 : 0;
   args.tail_extra = plan.tail_extra;
   auto launch = [&](const FlashFwdPlan& pl) {
     switch (pl.kernel) {

@@ -149,8 +149,8 @@ std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, Flas
   plan->hopper_dim = in.dim;
   plan->hopper_wgs = in.wgs;
   plan->o_tma = false;
-  plan->o_tma_ptr = p.o;
   plan->map_inputs[0] = p.q, plan->map_inputs[1] = p.k, plan->map_inputs[2] = p.fp8 ? nullptr : p.v;
+  plan->map_inputs[3] = p.o;
   return detail::sm90_tensor_maps(p, plan->tensor_maps, in.dim, in.wgs,
                                   hopper_o_tma_wanted(p, in) ? &plan->o_tma : nullptr);
 }
