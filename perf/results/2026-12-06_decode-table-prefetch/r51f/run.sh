@@ -1,0 +1,2 @@
+# Run 51f (NVIDIA H200, the machine of 51d still warm), the command as given to the device tool:
+mkdir -p $OUT/r51f && tar xJf build/gpu-s51b.txz -C build && export LD_LIBRARY_PATH=$PWD/build/s51b/lib && nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/r51f/device.txt && for i in 1 2 3; do OUT=$OUT/r51f NAME=wide-round$i DTYPES=fp16,bf16 SHAPES="4,16,2048,160;4,16,2048,192;4,16,2048,256" perf/run_forward.sh build/s51b > $OUT/r51f/c$i.log 2>&1; grep -E "^\| 4,16" $OUT/r51f/*wide-round$i.md; done
