@@ -174,6 +174,38 @@ TEST(CudaConfig, HopperHeadDimsAndSwizzleRows) {
   FlashFwdParams fp8 = wide;
   fp8.fp8 = true;
   EXPECT_EQ(inst(fp8), Inst(128, 2));
+  // launch_override.hopper_wgs forces the D = 64 instance's warpgroups either way (an A/B of the rule above:
+  // perf/dev/hopper_dev.cu wgs); where the asked-for instance is not built, the plan is declined naming the field.
+  {
+    flashcore::cuda::FlashFwdLaunchOverride two{}, three{};
+    two.hopper_wgs = 2, three.hopper_wgs = 3;
+    FlashFwdParams p = params(16, 16, 16, 512, 512, 64, false, false);  // Auto: three (above)
+    p.launch_override = &two;
+    EXPECT_EQ(inst(p), Inst(64, 2));
+    p = params(16, 16, 16, 512, 512, 64, false, true);  // causal, 512 rows: Auto two
+    p.launch_override = &three;
+    EXPECT_EQ(inst(p), Inst(64, 3));
+    p = params(1, 8, 8, 100, 100, 40, false, false);  // D = 40 on the D = 64 instance, one item: three if asked
+    p.launch_override = &three;
+    EXPECT_EQ(inst(p, FlashVariant::Hopper), Inst(64, 3));
+    h100.hopper_kernel_loads = true;
+    const auto declined = [&](FlashFwdParams q, const flashcore::cuda::FlashFwdLaunchOverride* ov) {
+      q.launch_override = ov;
+      flashcore::cuda::FlashFwdPlan plan;
+      return flashcore::cuda::flash_fwd_plan(q, h100, FlashVariant::Hopper, &plan);
+    };
+    for (const FlashFwdParams& q : {pages, soft, window, alibi, sinks})  // three not built with pages or variants
+      EXPECT_NE(declined(q, &three).find("launch_override.hopper_wgs = 3"), std::string::npos) << declined(q, &three);
+    EXPECT_NE(declined(params(2, 16, 16, 4096, 4096, 128, false, false), &two).find("launch_override.hopper_wgs = 2"),
+              std::string::npos);  // D = 128: one instance
+    EXPECT_NE(declined(fp8, &two).find("launch_override.hopper_wgs = 2"), std::string::npos);
+    for (int bad : {1, 4, -1}) {
+      flashcore::cuda::FlashFwdLaunchOverride ov{};
+      ov.hopper_wgs = bad;
+      EXPECT_NE(declined(wide, &ov).find("launch_override.hopper_wgs not in {0, 2, 3}"), std::string::npos) << bad;
+    }
+    h100.hopper_kernel_loads = false;
+  }
   // The shapes that follow: 192 query rows a block, its shared memory within an H100's.
   EXPECT_EQ(sm90_block_m(64, false, 3), 192);
   EXPECT_EQ(sm90_block_m(64), 128);

@@ -19,6 +19,10 @@
 //   hopper_dev ostores  O stored by the consumer warps against by TMA (launch_override.o_stores 1 and 2; the
 //                       Hopper kernel forced), graph-timed, alternating four rounds, on the short D = 64 rows
 //                       and two long ones, fp16 (HOPPER_DEV_BF16=1: bf16), both maskings: min and median of each.
+//   hopper_dev wgs      the D = 64 instance with two consumer warpgroups against three (launch_override.hopper_wgs
+//                       2 and 3, each with the O stores its plan takes; the Hopper kernel forced), graph-timed,
+//                       alternating four rounds, D = 64 rows of 512..16384 queries, fp16 (HOPPER_DEV_BF16=1: bf16),
+//                       both maskings: min and median of each, and which the plan takes unforced.
 //   hopper_dev profile  two calls of (2,16,4096,64) and (1,16,16384,128) bf16 (for ncu); profile-short:
 //                       of (16,16,512,64), whose blocks see 4 key tiles each; profile-shape: of
 //                       HOPPER_DEV_SHAPE="B,H,L,D" (non-causal; HOPPER_DEV_CAUSAL=1 causal)
@@ -277,6 +281,37 @@ static void ostores(const DeviceLimits& dev) {
     }
 }
 
+static void wgs(const DeviceLimits& dev) {
+  struct S { int B, H, L, D; };
+  const S shapes[] = {{16, 16, 512, 64}, {32, 16, 512, 64}, {4, 16, 1024, 64}, {8, 16, 1024, 64}, {16, 16, 1024, 64},
+                      {4, 16, 2048, 64}, {8, 16, 2048, 64}, {2, 16, 4096, 64}, {1, 16, 16384, 64}};
+  const bool bf16 = std::getenv("HOPPER_DEV_BF16") != nullptr;
+  printf("device %s, %d SMs, %s\n", dev.name.c_str(), dev.sm_count, bf16 ? "bf16" : "fp16");
+  printf("| B,H,L,D | causal | 2 warpgroups us (min, med) | 3 warpgroups us (min, med) | 3 / 2 (min) | plan's choice |\n"
+         "|---|---|--:|--:|--:|---|\n");
+  for (const S& sh : shapes)
+    for (int causal = 0; causal < 2; ++causal) {
+      const Timed t(Case{sh.B, sh.H, sh.H, sh.L, sh.L, sh.D, causal != 0, bf16});
+      FlashFwdLaunchOverride ov2{}, ov3{};
+      ov2.hopper_wgs = 2, ov3.hopper_wgs = 3;
+      FlashFwdParams p2 = t.params(), p3 = t.params(), pa = t.params();
+      p2.launch_override = &ov2, p3.launch_override = &ov3;
+      FlashFwdPlan pl2, pl3, pla;
+      std::string why = flash_fwd_plan(p2, dev, FlashVariant::Hopper, &pl2);
+      if (why.empty()) why = flash_fwd_plan(p3, dev, FlashVariant::Hopper, &pl3);
+      if (why.empty()) why = flash_fwd_plan(pa, dev, FlashVariant::Hopper, &pla);
+      if (!why.empty()) {
+        printf("declined: %s\n", why.c_str());
+        continue;
+      }
+      std::vector<double> a, b;
+      for (int r = 0; r < 4; ++r) a.push_back(time_plan(p2, pl2)), b.push_back(time_plan(p3, pl3));
+      std::sort(a.begin(), a.end()), std::sort(b.begin(), b.end());
+      printf("| %d,%d,%d,%d | %s | %.1f, %.1f | %.1f, %.1f | %.3f | %d warpgroups |\n", sh.B, sh.H, sh.L, sh.D,
+             causal ? "yes" : "no", a[0], (a[1] + a[2]) / 2, b[0], (b[1] + b[2]) / 2, b[0] / a[0], pla.hopper_wgs);
+    }
+}
+
 static void profile_once(const DeviceLimits& dev, const std::string& mode) {
   std::vector<Case> cases = mode == "profile-short" ? std::vector<Case>{Case{16, 16, 16, 512, 512, 64, false, true}}
                                                     : std::vector<Case>{Case{2, 16, 16, 4096, 4096, 64, false, true},
@@ -365,6 +400,10 @@ int main(int argc, char** argv) {
     ostores(dev);
     return 0;
   }
-  fprintf(stderr, "usage: hopper_dev check|time|ostores|profile|profile-short|profile-shape|timeline\n");
+  if (mode == "wgs") {
+    wgs(dev);
+    return 0;
+  }
+  fprintf(stderr, "usage: hopper_dev check|time|ostores|wgs|profile|profile-short|profile-shape|timeline\n");
   return 2;
 }

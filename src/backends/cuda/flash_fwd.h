@@ -30,6 +30,9 @@ struct FlashFwdLaunchOverride {
                                // the producer warpgroup's cp.async (0: the plan's choice, FlashFwdPlan::paged_gather)
   int o_stores = 0;            // Hopper kernel: 1 = O by the consumer warps' 16-byte stores, 2 = by TMA where the plan
                                // can (0: the plan's choice, FlashFwdPlan::o_tma)
+  int hopper_wgs = 0;          // Hopper kernel, its D = 64 instance (head_dim 40..64, 16-bit): consumer warpgroups, 2 or
+                               // 3 (0: the plan's choice, sm90/plan_sm90.cu hopper_instance); 3 is built without pages and
+                               // variants. A plan on another instance, or without 3 where 3 is asked, is declined
 };
 
 struct FlashFwdParams {

@@ -215,6 +215,8 @@ std::string detail::common_limits(const FlashFwdParams& p, const DeviceLimits& d
     if (ov->combine < 0 || ov->combine > 1) return "launch_override.combine not in [0, 1]";
     if (ov->paged_copies < 0 || ov->paged_copies > 2) return "launch_override.paged_copies not in [0, 2]";
     if (ov->o_stores < 0 || ov->o_stores > 2) return "launch_override.o_stores not in [0, 2]";
+    if (ov->hopper_wgs != 0 && ov->hopper_wgs != 2 && ov->hopper_wgs != 3)
+      return "launch_override.hopper_wgs not in {0, 2, 3}: " + std::to_string(ov->hopper_wgs);
     if (ov->key_split_warps && (ov->key_split_warps < 1 || ov->key_split_warps > 8))
       return "launch_override.key_split_warps not in [1, 8]";
   }

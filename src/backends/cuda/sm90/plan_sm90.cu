@@ -68,9 +68,11 @@ HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev,
   const bool fill = (long long)p.batch * p.heads_q * (padded(kRows3) / kRows3) >= dev.sm_count;  // 192-row items fill the SMs
   if (d == 32) {
     if (variant == FlashVariant::Auto && !fill) return {64, detail::hopper_default_wgs(64)};
-  } else if (d == 64 && fill && p.block_table == nullptr && !detail::has_variants(p) &&
-             (!p.causal || p.seqlen_q >= kHopperWg3MinCausalRows) && padded(kRows3) * 8 <= padded(kRows2) * 9) {
-    return {64, 3};
+  } else if (d == 64 && p.block_table == nullptr && !detail::has_variants(p)) {  // the three-warpgroup instance is built
+    const int forced = p.launch_override != nullptr ? p.launch_override->hopper_wgs : 0;
+    if (forced == 3 || (forced == 0 && fill && (!p.causal || p.seqlen_q >= kHopperWg3MinCausalRows) &&
+                        padded(kRows3) * 8 <= padded(kRows2) * 9))
+      return {64, 3};
   }
   return {d, detail::hopper_default_wgs(d)};
 }
@@ -142,6 +144,11 @@ std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, Flas
     return "the Hopper kernel was not built (sm_90 is not among the CUDA architectures of this build)";
 #endif
   const HopperInstance in = hopper_instance(p, dev, variant);
+  if (const int forced = p.launch_override != nullptr ? p.launch_override->hopper_wgs : 0;
+      forced != 0 && (in.dim != 64 || in.wgs != forced))
+    return "launch_override.hopper_wgs = " + std::to_string(forced) + ": this problem runs on the Hopper kernel's D = " +
+           std::to_string(in.dim) + " instance with " + std::to_string(in.wgs) +
+           " consumer warpgroups (2 or 3 only at D = 64 in 16 bits, 3 without pages and variants)";
   const size_t need = detail::sm90_smem_bytes(in.dim, p.fp8, in.wgs);
   if (need > dev.smem_optin_per_block)
     return "the Hopper kernel needs " + std::to_string(need) + " bytes of shared memory per block, device allows " +
