@@ -251,65 +251,62 @@ static Case case_from_env(const char* mode, bool bf16) {
   return Case{b, h, h, l, l, d, std::getenv("HOPPER_DEV_CAUSAL") != nullptr, bf16};
 }
 
-static void ostores(const DeviceLimits& dev) {
-  struct S { int B, H, L, D; };
-  const S shapes[] = {{16, 16, 512, 64}, {4, 16, 1024, 64}, {1, 8, 1024, 64}, {1, 8, 512, 64},
-                      {2, 16, 4096, 64}, {8, 16, 2048, 64}};
+// Two launch overrides of the Hopper kernel (forced) against each other on D = 64 rows, both maskings, fp16
+// (HOPPER_DEV_BF16=1: bf16): graph-timed, alternating four rounds, min and median of each, b's time over a's, and a
+// last column of the caller's (`what`: the plans and the problem's params).
+struct AbShape { int B, H, L, D; };
+template <typename What>
+static void ab_overrides(const DeviceLimits& dev, const std::vector<AbShape>& shapes, const FlashFwdLaunchOverride& ov_a,
+                         const FlashFwdLaunchOverride& ov_b, const char* header, What what) {
   const bool bf16 = std::getenv("HOPPER_DEV_BF16") != nullptr;
   printf("device %s, %d SMs, %s\n", dev.name.c_str(), dev.sm_count, bf16 ? "bf16" : "fp16");
-  printf("| B,H,L,D | causal | warps' stores us (min, med) | TMA us (min, med) | TMA / warps (min) | TMA plan |\n"
-         "|---|---|--:|--:|--:|---|\n");
-  for (const S& sh : shapes)
+  printf("%s\n", header);
+  for (const AbShape& sh : shapes)
     for (int causal = 0; causal < 2; ++causal) {
       const Timed t(Case{sh.B, sh.H, sh.H, sh.L, sh.L, sh.D, causal != 0, bf16});
-      FlashFwdLaunchOverride ov_warps{}, ov_tma{};
-      ov_warps.o_stores = 1, ov_tma.o_stores = 2;
-      FlashFwdParams pw = t.params(), pt = t.params();
-      pw.launch_override = &ov_warps, pt.launch_override = &ov_tma;
-      FlashFwdPlan plw, plt;
-      std::string why = flash_fwd_plan(pw, dev, FlashVariant::Hopper, &plw);
-      if (why.empty()) why = flash_fwd_plan(pt, dev, FlashVariant::Hopper, &plt);
-      if (!why.empty()) {
-        printf("declined: %s\n", why.c_str());
-        continue;
-      }
-      std::vector<double> w, m;
-      for (int r = 0; r < 4; ++r) w.push_back(time_plan(pw, plw)), m.push_back(time_plan(pt, plt));
-      std::sort(w.begin(), w.end()), std::sort(m.begin(), m.end());
-      printf("| %d,%d,%d,%d | %s | %.1f, %.1f | %.1f, %.1f | %.3f | %s |\n", sh.B, sh.H, sh.L, sh.D, causal ? "yes" : "no",
-             w[0], (w[1] + w[2]) / 2, m[0], (m[1] + m[2]) / 2, m[0] / w[0], plt.describe().c_str());
-    }
-}
-
-static void wgs(const DeviceLimits& dev) {
-  struct S { int B, H, L, D; };
-  const S shapes[] = {{16, 16, 512, 64}, {32, 16, 512, 64}, {4, 16, 1024, 64}, {8, 16, 1024, 64}, {16, 16, 1024, 64},
-                      {4, 16, 2048, 64}, {8, 16, 2048, 64}, {2, 16, 4096, 64}, {1, 16, 16384, 64}};
-  const bool bf16 = std::getenv("HOPPER_DEV_BF16") != nullptr;
-  printf("device %s, %d SMs, %s\n", dev.name.c_str(), dev.sm_count, bf16 ? "bf16" : "fp16");
-  printf("| B,H,L,D | causal | 2 warpgroups us (min, med) | 3 warpgroups us (min, med) | 3 / 2 (min) | plan's choice |\n"
-         "|---|---|--:|--:|--:|---|\n");
-  for (const S& sh : shapes)
-    for (int causal = 0; causal < 2; ++causal) {
-      const Timed t(Case{sh.B, sh.H, sh.H, sh.L, sh.L, sh.D, causal != 0, bf16});
-      FlashFwdLaunchOverride ov2{}, ov3{};
-      ov2.hopper_wgs = 2, ov3.hopper_wgs = 3;
-      FlashFwdParams p2 = t.params(), p3 = t.params(), pa = t.params();
-      p2.launch_override = &ov2, p3.launch_override = &ov3;
-      FlashFwdPlan pl2, pl3, pla;
-      std::string why = flash_fwd_plan(p2, dev, FlashVariant::Hopper, &pl2);
-      if (why.empty()) why = flash_fwd_plan(p3, dev, FlashVariant::Hopper, &pl3);
-      if (why.empty()) why = flash_fwd_plan(pa, dev, FlashVariant::Hopper, &pla);
+      FlashFwdParams pa = t.params(), pb = t.params();
+      pa.launch_override = &ov_a, pb.launch_override = &ov_b;
+      FlashFwdPlan pla, plb;
+      std::string why = flash_fwd_plan(pa, dev, FlashVariant::Hopper, &pla);
+      if (why.empty()) why = flash_fwd_plan(pb, dev, FlashVariant::Hopper, &plb);
       if (!why.empty()) {
         printf("declined: %s\n", why.c_str());
         continue;
       }
       std::vector<double> a, b;
-      for (int r = 0; r < 4; ++r) a.push_back(time_plan(p2, pl2)), b.push_back(time_plan(p3, pl3));
+      for (int r = 0; r < 4; ++r) a.push_back(time_plan(pa, pla)), b.push_back(time_plan(pb, plb));
       std::sort(a.begin(), a.end()), std::sort(b.begin(), b.end());
-      printf("| %d,%d,%d,%d | %s | %.1f, %.1f | %.1f, %.1f | %.3f | %d warpgroups |\n", sh.B, sh.H, sh.L, sh.D,
-             causal ? "yes" : "no", a[0], (a[1] + a[2]) / 2, b[0], (b[1] + b[2]) / 2, b[0] / a[0], pla.hopper_wgs);
+      printf("| %d,%d,%d,%d | %s | %.1f, %.1f | %.1f, %.1f | %.3f | %s |\n", sh.B, sh.H, sh.L, sh.D, causal ? "yes" : "no",
+             a[0], (a[1] + a[2]) / 2, b[0], (b[1] + b[2]) / 2, b[0] / a[0], what(t.params(), plb).c_str());
     }
+}
+
+// O stored by the consumer warps (a) against by TMA (b).
+static void ostores(const DeviceLimits& dev) {
+  FlashFwdLaunchOverride warps{}, tma{};
+  warps.o_stores = 1, tma.o_stores = 2;
+  ab_overrides(dev, {{16, 16, 512, 64}, {4, 16, 1024, 64}, {1, 8, 1024, 64}, {1, 8, 512, 64}, {2, 16, 4096, 64}, {8, 16, 2048, 64}},
+               warps, tma,
+               "| B,H,L,D | causal | warps' stores us (min, med) | TMA us (min, med) | TMA / warps (min) | TMA plan |\n"
+               "|---|---|--:|--:|--:|---|",
+               [](const FlashFwdParams&, const FlashFwdPlan& plb) { return plb.describe(); });
+}
+
+// The D = 64 instance with two consumer warpgroups (a) against three (b); the last column: what the plan takes
+// unforced.
+static void wgs(const DeviceLimits& dev) {
+  FlashFwdLaunchOverride two{}, three{};
+  two.hopper_wgs = 2, three.hopper_wgs = 3;
+  ab_overrides(dev, {{16, 16, 512, 64}, {32, 16, 512, 64}, {4, 16, 1024, 64}, {8, 16, 1024, 64}, {16, 16, 1024, 64},
+                     {4, 16, 2048, 64}, {8, 16, 2048, 64}, {2, 16, 4096, 64}, {1, 16, 16384, 64}},
+               two, three,
+               "| B,H,L,D | causal | 2 warpgroups us (min, med) | 3 warpgroups us (min, med) | 3 / 2 (min) | plan's choice |\n"
+               "|---|---|--:|--:|--:|---|",
+               [&dev](const FlashFwdParams& p, const FlashFwdPlan&) {
+                 FlashFwdPlan auto_plan;
+                 const std::string why = flash_fwd_plan(p, dev, FlashVariant::Hopper, &auto_plan);
+                 return why.empty() ? std::to_string(auto_plan.hopper_wgs) + " warpgroups" : "declined: " + why;
+               });
 }
 
 static void profile_once(const DeviceLimits& dev, const std::string& mode) {
