@@ -57,6 +57,9 @@ constexpr double kHopperL2Budget = 25.0 * (1 << 20);
 // (run 43e: 1.001; with tickets in both builds it varied 414-466 us from round to round in run 43g).
 constexpr long long kHopperStaticCapturedTiles = 64;
 
+// The D = 64 instance's consumer warpgroups a launch override asks for (0: the plan's choice).
+int hopper_wgs_forced(const FlashFwdParams& p) { return p.launch_override != nullptr ? p.launch_override->hopper_wgs : 0; }
+
 }  // namespace
 
 HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev, FlashVariant variant) {
@@ -69,7 +72,7 @@ HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev,
   if (d == 32) {
     if (variant == FlashVariant::Auto && !fill) return {64, detail::hopper_default_wgs(64)};
   } else if (d == 64 && p.block_table == nullptr && !detail::has_variants(p)) {  // the three-warpgroup instance is built
-    const int forced = p.launch_override != nullptr ? p.launch_override->hopper_wgs : 0;
+    const int forced = hopper_wgs_forced(p);
     if (forced == 3 || (forced == 0 && fill && (!p.causal || p.seqlen_q >= kHopperWg3MinCausalRows) &&
                         padded(kRows3) * 8 <= padded(kRows2) * 9))
       return {64, 3};
@@ -144,8 +147,7 @@ std::string hopper_limits(const FlashFwdParams& p, const DeviceLimits& dev, Flas
     return "the Hopper kernel was not built (sm_90 is not among the CUDA architectures of this build)";
 #endif
   const HopperInstance in = hopper_instance(p, dev, variant);
-  if (const int forced = p.launch_override != nullptr ? p.launch_override->hopper_wgs : 0;
-      forced != 0 && (in.dim != 64 || in.wgs != forced))
+  if (const int forced = hopper_wgs_forced(p); forced != 0 && (in.dim != 64 || in.wgs != forced))
     return "launch_override.hopper_wgs = " + std::to_string(forced) + ": this problem runs on the Hopper kernel's D = " +
            std::to_string(in.dim) + " instance with " + std::to_string(in.wgs) +
            " consumer warpgroups (2 or 3 only at D = 64 in 16 bits, 3 without pages and variants)";
