@@ -28,6 +28,7 @@
 //                        (DECODE_DEV_ROUNDS). A captured call merges by the combine kernel either way
 //   decode_dev mixed     16 caches of 1..8192 keys (contiguous, pages of 16/64/256): the balanced
 //                        schedule's waves against the fixed grid; equal lengths through seqlens_k too
+//   decode_dev rows      the issue's decode rows, contiguous and in pages of 16 and 64, the plan's choice (for A/Bs)
 //   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be): plain
 //                        16-byte loads, and TMA bulk copies into shared memory
 //   decode_dev timeline  where one call's time goes, block by block (src/backends/cuda/common/dev_timeline.cuh):
@@ -771,11 +772,11 @@ static int timeline_mode() {
          c.name.c_str(), plan.describe().c_str(), time_plan(bn.r.p, plan));
   std::vector<unsigned long long> rec(1 << 22);
   FILE* csv = std::getenv("DECODE_DEV_CSV") ? fopen(std::getenv("DECODE_DEV_CSV"), "w") : nullptr;
-  if (csv) fprintf(csv, "block,sm,split,tiles,splits,kind,t_entry,t_first,t_loop,t_store,t_weights,t_merged,t_groups,t_finish,t_issued\n");
+  if (csv) fprintf(csv, "block,sm,split,tiles,splits,kind,t_entry,t_first,t_loop,t_store,t_weights,t_merged,t_groups,t_finish,t_issued,t_work,t_table,t_copies,t_q\n");
   for (int call = 0; call < 3; ++call) {
     int nb, nw, ni, nf;
     timeline_call(bn.r.p, plan, rec, &nb, &nw, &ni, &nf);
-    struct Blk { int sm, split, tiles, splits, kind; double entry, first, loop, store, weights, merged, groups, finish, issued; };
+    struct Blk { int sm, split, tiles, splits, kind; double entry, first, loop, store, weights, merged, groups, finish, issued, work, table, copies, q; };
     std::vector<Blk> bl;
     unsigned long long t0 = ~0ull;
     for (size_t slot = 0; slot < (size_t)nb * nw; ++slot) {
@@ -787,21 +788,30 @@ static int timeline_mode() {
       const unsigned long long* r1 = &rec[(slot * ni + 1) * nf];
       const unsigned long long* r2 = &rec[(slot * ni + 2) * nf];
       if ((r0[0] >> 63) == 0 || (r1[0] >> 63) == 0) continue;
-      const bool has2 = (r2[0] >> 63) != 0;
+      const unsigned long long* r3 = &rec[(slot * ni + 3) * nf];
+      const unsigned long long* r4 = &rec[(slot * ni + 4) * nf];
+      const bool has2 = (r2[0] >> 63) != 0, has3 = (r3[0] >> 63) != 0 && (r4[0] >> 63) != 0;
       auto us = [&](unsigned long long t) { return t ? (double)(t - t0) * 1e-3 : 0.0; };
       Blk x{(int)((r1[0] >> 48) & 0xff), (int)(r1[0] & 0xffff), (int)((r1[0] >> 16) & 0xffff), (int)((r1[0] >> 32) & 0xff), (int)((r1[0] >> 40) & 0xff),
             us(r0[1]), us(r0[2]), us(r0[3]), us(r1[1]), us(r1[2]), us(r1[3]),
-            has2 ? us(r2[1]) : 0, has2 ? us(r2[2]) : 0, has2 ? us(r2[3]) : 0};
+            has2 ? us(r2[1]) : 0, has2 ? us(r2[2]) : 0, has2 ? us(r2[3]) : 0,
+            has3 ? us(r3[1]) : 0, has3 ? us(r3[2]) : 0, has3 ? us(r3[3]) : 0, has3 ? us(r4[1]) : 0};
       bl.push_back(x);
       if (csv && call == 0)
-        fprintf(csv, "%zu,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", slot, x.sm, x.split, x.tiles,
-                x.splits, x.kind, x.entry, x.first, x.loop, x.store, x.weights, x.merged, x.groups, x.finish, x.issued);
+        fprintf(csv, "%zu,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", slot, x.sm,
+                x.split, x.tiles, x.splits, x.kind, x.entry, x.first, x.loop, x.store, x.weights, x.merged, x.groups,
+                x.finish, x.issued, x.work, x.table, x.copies, x.q);
     }
     std::vector<double> entry, wait1, loop_end, per_tile, store, wmerge, pmerge, end, groups, finish, issued;
+    std::vector<double> p_work, p_table, p_copies, p_q, p_first;  // the prologue's steps (records 3 and 4, when built)
     int merges = 0;
     for (const Blk& x : bl) {
       entry.push_back(x.entry);
       if (x.tiles > 0) wait1.push_back(x.first - x.entry), loop_end.push_back(x.loop);
+      if (x.tiles > 0 && x.work > 0) {
+        p_work.push_back(x.work - x.entry), p_table.push_back(x.table - x.work), p_copies.push_back(x.copies - x.table);
+        p_q.push_back(x.q - x.copies), p_first.push_back(x.first - x.q);
+      }
       if (x.tiles > 1) per_tile.push_back((x.loop - x.first) / (x.tiles - 1));
       store.push_back(x.store - x.loop);
       if (x.groups > 0) {
@@ -815,6 +825,11 @@ static int timeline_mode() {
     printf("call %d: %zu blocks, span %.2f us (last end); entry p50 %.2f max %.2f; first tile after entry p50 %.2f "
            "p90 %.2f max %.2f\n", call, bl.size(), quant(end, 1.0), quant(entry, 0.5), quant(entry, 1.0),
            quant(wait1, 0.5), quant(wait1, 0.9), quant(wait1, 1.0));
+    if (!p_work.empty())
+      printf("  prologue p50 (p90): schedule %.2f (%.2f), Q issued + table %.2f (%.2f), copies issued %.2f (%.2f), Q landed "
+             "%.2f (%.2f), first tile %.2f (%.2f) us\n", quant(p_work, 0.5), quant(p_work, 0.9), quant(p_table, 0.5),
+             quant(p_table, 0.9), quant(p_copies, 0.5), quant(p_copies, 0.9), quant(p_q, 0.5), quant(p_q, 0.9),
+             quant(p_first, 0.5), quant(p_first, 0.9));
     printf("  loop end min %.2f p10 %.2f p50 %.2f p90 %.2f max %.2f; us a tile p10 %.3f p50 %.3f p90 %.3f; "
            "store/ticket after loop p50 %.2f max %.2f\n", quant(loop_end, 0), quant(loop_end, 0.1), quant(loop_end, 0.5),
            quant(loop_end, 0.9), quant(loop_end, 1.0), quant(per_tile, 0.1), quant(per_tile, 0.5), quant(per_tile, 0.9),
@@ -1031,6 +1046,15 @@ int main(int argc, char** argv) {
         }
     return 0;
   }
+  if (mode == "rows") {  // the issue's decode rows, contiguous and in pages of 16 and 64: the plan's choice only (A/B)
+    for (const Case& base : issue_shapes())
+      for (int page : {0, 16, 64}) {
+        Case c = base;
+        if (page) c.page = page, c.name += " paged:" + std::to_string(page);
+        time_one(c, FlashVariant::Auto, "auto");
+      }
+    return 0;
+  }
   if (mode == "lowbase") {  // grids of fewer blocks than SMs (one or two (b, kv head) pairs): ring depth forced
     std::vector<Case> cs = {shape(1, 8, 1, 1, 65536, 128), shape(1, 8, 1, 1, 65536, 128), shape(1, 32, 2, 1, 32768, 128),
                             shape(1, 8, 1, 1, 16384, 128), shape(1, 8, 1, 1, 65536, 64), shape(1, 8, 1, 1, 32768, 256),
@@ -1107,6 +1131,6 @@ int main(int argc, char** argv) {
       }
     return 0;
   }
-  fprintf(stderr, "usage: decode_dev check|sanitize|time|sweep|cross|cross64|rule|paged|mixed|merge|peak\n");
+  fprintf(stderr, "usage: decode_dev check|sanitize|time|sweep|cross|cross64|rule|paged|rows|mixed|merge|peak\n");
   return 2;
 }

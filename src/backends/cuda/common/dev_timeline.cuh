@@ -11,11 +11,13 @@
 // epilogue (stores, or a tail piece's partial and merge) was done (the two first-tile marks 0 for an item
 // without tiles).
 //
-// The decode kernel's thread 0 records three entries per block, at the slot of the block's linear index
+// The decode kernel's thread 0 records five entries per block, at the slot of the block's linear index
 // (blockIdx.x fastest): (0) when the block started, when its first K/V tile had landed, when its key
 // loop ended; (1) when its output or partial was stored (split: after the ticket), when the merge's
 // weights were done and when the merge ended (the merging block; else 0); (2) when the key groups'
-// states were merged, when the rows' sums were final and when the output or partial stores were issued.
+// states were merged, when the rows' sums were final and when the output or partial stores were issued;
+// (3) when the block had its work item, when Q's copies were issued (paged: and the first tiles'
+// block-table entries read) and when the first tiles' copies were issued; (4) when Q had landed.
 #pragma once
 
 #ifdef FLASHCORE_DEV_TIMELINE

@@ -111,6 +111,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   const numeric::Sequences seq = sequences_of(p);
   DecodeWork work;
   if (!decode_work(a, seq, &work)) return;
+  FLASHCORE_TIMELINE_NOW(t_work);
   const int rb = work.rb, split = work.split, hk = work.hk, b = work.b;
   const int Lq = seq.len_q(b), Lk = seq.len_k(b);
   const int rows = G * Lq;
@@ -235,10 +236,12 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
     if (s < stages - 1 && s < n_iter && j < k_hi) s_pages[s][c] = __ldg(table + j / seq.page_size);
     __syncthreads();
   }
+  FLASHCORE_TIMELINE_NOW(t_table);
   for (int s = 0; s < stages - 1; ++s) {
     if (s < n_iter) load_next(t_begin + s, s);
     cp_async_commit();
   }
+  FLASHCORE_TIMELINE_NOW(t_copies);
 
   // ---- this thread's two rows (row0 = lane/4 of its row tile, and row0 + 8)
   const int g = lane >> 2, t4 = lane & 3;
@@ -269,6 +272,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
 
   cp_async_wait_upto(stages - 1);  // Q has landed (this thread's copies)...
   __syncthreads();                // ...and everyone's
+  FLASHCORE_TIMELINE_NOW(t_qready);
   if constexpr (Cfg::kQInRegisters) {
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(q[kk], q_addr(kk));
@@ -353,6 +357,8 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   dependent_launch_allow();  // K/V read: the combine kernel may launch beside the merges (common/dependent_launch.cuh)
   FLASHCORE_TIMELINE_NOW(t_loop);
   FLASHCORE_TIMELINE_BLOCK(0, split, n_iter, n_splits, 0, t_entry, t_first, t_loop);
+  FLASHCORE_TIMELINE_BLOCK(3, split, n_iter, n_splits, 0, t_work, t_table, t_copies);  // the prologue's steps
+  FLASHCORE_TIMELINE_BLOCK(4, split, n_iter, n_splits, 0, t_qready, 0, 0);
 
   // ---- merge the KG key groups (fixed order; decode/merge.cuh), through the ring
   float* xbuf = reinterpret_cast<float*>(sRing);
