@@ -662,6 +662,16 @@ TEST(CudaConfig, SequenceArraysPlan) {
                                               FlashVariant::Auto, &plan), "");
     EXPECT_EQ(plan.kernel, FlashKernel::Decode);
     EXPECT_EQ(plan.work_slots, 0);
+    // The schedule scans its block counts in 21-bit fields: a grid of 2^21 blocks or more (2 waves of 264 +
+    // B · Hkv items) takes the fixed grid. 128 x 16379 KV heads: 2096512 + 528 blocks; 16380: 2^21 + 16.
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(cache(params(128, 16379, 16379, 1, 512, 128, false, false)), h100,
+                                              FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.work_slots, 2 * 132);
+    EXPECT_EQ(plan.work_blocks, 2 * 2 * 132 + 128 * 16379);
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(cache(params(128, 16380, 16380, 1, 512, 128, false, false)), h100,
+                                              FlashVariant::Auto, &plan), "");
+    EXPECT_EQ(plan.kernel, FlashKernel::Decode);
+    EXPECT_EQ(plan.work_slots, 0);
     // Without sequence arrays: the fixed grid, as before.
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(16, 32, 8, 1, 8192, 128, false, false), h100, FlashVariant::Auto, &plan), "");
     EXPECT_EQ(plan.work_slots, 0);

@@ -132,14 +132,15 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
     if ((double)(one * base) / dev.sm_count >= kDecodeOneBlockFill * (double)(splits * base) / slots) splits = one;
   }
   // Sequence arrays take the balanced schedule (below), except with a forced split count or more than
-  // kDecodeBalanceMaxBatch sequences. (Its block counts are scanned as 32-bit halves: base · 64 splits below
-  // 2^31.) Sequences of equal lengths (no length arrays: contiguous, or paged K/V alone) take the fixed grid, the
-  // same pieces without the schedule's scans in every block: on an H200 paged (8,32,8,1,8192,128) had its
-  // first tile 6.6 us after a block started with the schedule, 5.4 without (contiguous 4.0), and the paged
-  // decode rows ran 2.8-3.5 % faster (perf/dev/NOTES.md, fortieth session).
+  // kDecodeBalanceMaxBatch sequences. (Its block counts are scanned as 21-bit fields, each at most the grid's
+  // waves · slots + base blocks: below 2^21.) Sequences of equal lengths (no length arrays: contiguous, or
+  // paged K/V alone) take the fixed grid, the same pieces without the schedule's scans in every block: on
+  // an H200 paged (8,32,8,1,8192,128) had its first tile 6.6 us after a block started with the schedule, 5.4
+  // without (contiguous 4.0), and the paged decode rows ran 2.8-3.5 % faster (perf/dev/NOTES.md, fortieth
+  // session).
   const bool balanced = detail::has_sequence_lengths(p) && !(ov && (ov->splits || ov->combine)) &&
                         p.batch <= kDecodeBalanceMaxBatch &&
-                        base * detail::kMaxDecodeSplits < (1ll << 31);
+                        slots * std::max(2, ov && ov->work_waves ? ov->work_waves : 0) + base < (1ll << 21);
   // The fixed grid may cut a (b, kv head, row block) into more than the kMaxDecodeSplits pieces the kernel
   // merges itself: the combine kernel merges them (decode/combine.cuh), so that one or two (b, kv head) pairs
   // fill the SMs. The balanced schedule keeps 64.

@@ -20,7 +20,10 @@
 //
 // work_slots = the blocks resident at once (one wave). waves: one if the pieces of one wave's tps fit
 // in one wave (equal lengths: every block the same chain, as the fixed grid), else two (the rounding
-// of many short sequences spills into a second wave; smaller pieces shorten its tail). Measured on an
+// of many short sequences spills into a second wave; smaller pieces shorten its tail). With two, the
+// rounding up of each sequence's pieces may still make more than two waves of them (the suite's 16 caches of
+// 1..8192 keys: 568 pieces of <= 10 tiles for 528 slots, so 40 full pieces start last, on an H100 4-5 us before
+// the call's end); then tps + 1 is taken where its pieces fit (528 of <= 11 tiles there). Measured on an
 // H100, 16 caches of 1..8192 keys: fixed grid 116.1 us, 1 wave 89.9, 2 waves 78.9, 4 81.2, 8 89.8;
 // 8 caches of 8192: fixed grid 98.3, 1 wave 98.7, 2 waves 104.4 (perf/dev/NOTES.md, thirteenth session).
 // work_waves > 0 (a launch override) forces the count.
@@ -32,8 +35,9 @@
 // to the workspace rows of their block index (L · block_m ..), where the merging block finds them.
 //
 // Every block computes the schedule from the lengths in device memory (the host does not have them):
-// one sequence per thread, two block scans (the work; then the block counts at one and at two waves,
-// packed in one 64-bit value), about a microsecond before the first K/V load. Hence at most 128
+// one sequence per thread, two block scans (the work; then the block counts at one wave's tps, two waves'
+// and two waves' + 1, packed in 21-bit fields of one 64-bit value: the plan keeps every count below 2^21),
+// about 1.7 us before the first K/V load on an H100 (perf/dev/NOTES.md, fifty-second session). Hence at most 128
 // sequences (kDecodeBalanceMaxBatch): a version with rounds of 128 per pass ran 512 caches of 1..4096
 // keys 13 % slower than the fixed grid on an H200 (1300 against 1155 us; H100 at par), where B · Hkv
 // blocks are many waves and balance themselves. The same lengths on the same GPU give the same
@@ -148,8 +152,9 @@ __device__ __forceinline__ bool decode_work(const KernelArgs& a, const numeric::
   const long long L = blockIdx.x;
 
   // One sequence per thread (the plan allows at most kDecodeThreads): its lengths read once, two
-  // scans. The second scans the block counts at one wave's and at two waves' tps together (32 bits
-  // each: the plan keeps B · Hkv · row blocks · 64 splits below 2^31), so the choice needs no third pass.
+  // scans. The second scans the block counts at one wave's tps, at two waves' and at two waves' + 1
+  // together (21 bits each: at these tps every count is at most the plan's work_blocks < 2^21), so the
+  // choice needs no third pass.
   int mb = 0, tl = 0;
   if (tid < p.batch) shape_of(tid, &mb, &tl);
   long long w_all;
@@ -157,13 +162,17 @@ __device__ __forceinline__ bool decode_work(const KernelArgs& a, const numeric::
   const long long work = w_all * p.heads_kv;  // the batch's tile work W
   const long long tps1 = tiles_per_block(work, a.work_waves > 0 ? a.work_waves : 1);
   const long long tps2 = a.work_waves > 0 ? tps1 : tiles_per_block(work, 2);
-  const int sp1 = splits_of(mb, tl, tps1), sp2 = splits_of(mb, tl, tps2);
-  const long long n1 = (long long)p.heads_kv * mb * sp1, n2 = (long long)p.heads_kv * mb * sp2;  // its blocks
-  long long both_all;
-  const long long both = block_exclusive_scan(n1 << 32 | n2, s_warp, &both_all);  // first blocks, packed
-  const bool two = a.work_waves == 0 && (both_all >> 32) > a.work_slots;  // one wave's pieces overflow it
-  const long long first = two ? both & 0xffffffffll : both >> 32, n = two ? n2 : n1;
-  const int sp = two ? sp2 : sp1;
+  const int sp1 = splits_of(mb, tl, tps1), sp2 = splits_of(mb, tl, tps2), sp3 = splits_of(mb, tl, tps2 + 1);
+  const long long per_split = (long long)p.heads_kv * mb;  // its blocks: per_split · splits
+  constexpr long long kField = (1ll << 21) - 1;
+  long long all;
+  const long long firsts =  // its first blocks at tps1, tps2 and tps2 + 1, packed
+      block_exclusive_scan(per_split * sp1 << 42 | per_split * sp2 << 21 | per_split * sp3, s_warp, &all);
+  const long long slots = a.work_slots;
+  const bool two = a.work_waves == 0 && (all >> 42) > slots;  // one wave's pieces overflow it
+  const bool plus = two && (all >> 21 & kField) > 2 * slots && (all & kField) <= 2 * slots;  // tps2 + 1 fits
+  const int sp = !two ? sp1 : plus ? sp3 : sp2;
+  const long long first = !two ? firsts >> 42 : plus ? firsts & kField : firsts >> 21 & kField, n = per_split * sp;
   if (n > 0 && L >= first && L < first + n) {  // the thread of the sequence holding item L
     const long long local = L - first, rest = local / sp;
     s_item[0] = tid;
