@@ -1,5 +1,6 @@
 #!/bin/bash
-# GPU run 52f (fifty-second session), issue 11: run 52e again without the GPU tests, asked for an H200 (an H100 came):
+# GPU run 52f (fifty-second session), issue 11: run 52e again without the GPU tests, asked for an H200 (an H100 came;
+# run 52g is the same script, asked again):
 # `decode_dev mixed` base/t/t/base and the decode suite against torch (perf/run_decode.sh, QUICK) on the T build (branch
 # t-fit). Staging: build/gpu-s52f.txz (s52f: flashcore_bench of the T build, decode_dev of main (base) and of T).
 # perf/results/ stays behind (its size).
