@@ -23,7 +23,7 @@
 // of many short sequences spills into a second wave; smaller pieces shorten its tail). With two, the
 // rounding up of each sequence's pieces may still make more than two waves of them (the suite's 16 caches of
 // 1..8192 keys: 568 pieces of <= 10 tiles for 528 slots, so 40 full pieces start last, as the others end);
-// then tps + 1 is taken where its pieces fit (528 of <= 11 tiles there: on an H100 paged 0.8-2.7 % faster,
+// then tps + 1 is taken where its pieces fit (528 of <= 11 tiles there: on an H100 paged 0.4-2.8 % faster,
 // contiguous 0.4-0.8 %, perf/dev/NOTES.md, fifty-second session). Measured on an
 // H100, 16 caches of 1..8192 keys: fixed grid 116.1 us, 1 wave 89.9, 2 waves 78.9, 4 81.2, 8 89.8;
 // 8 caches of 8192: fixed grid 98.3, 1 wave 98.7, 2 waves 104.4 (perf/dev/NOTES.md, thirteenth session).
