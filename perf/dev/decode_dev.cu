@@ -1092,6 +1092,19 @@ int main(int argc, char** argv) {
       time_cfg(bn, FlashVariant::Decode, "fixed x1", &ov);
       time_cfg(bn, FlashVariant::Decode, "auto");
     }
+    // Equal lengths through the sequence arrays where B · Hkv is near the slots: one wave's rounded-up pieces overflow
+    // it (9 x 8 pairs x 4 pieces = 288 > 264 on an H100), so the schedule takes two waves; "waves 2" forces the tps
+    // before T (fifty-second session), and the fixed grid of 3 splits is one wave of 216 (240) pieces.
+    for (int batch : {9, 10}) {
+      Case c = shape(batch, 32, 8, 1, 8192, 128);
+      c.cache = true, c.name += " cache";
+      Bench bn(c);
+      FlashFwdLaunchOverride ov{};
+      ov.splits = 3;
+      time_cfg(bn, FlashVariant::Decode, "fixed x3", &ov);
+      time_cfg(bn, FlashVariant::Decode, "auto");
+      time_forced(bn, "waves", &FlashFwdLaunchOverride::work_waves, {1, 2});
+    }
     for (int page : {0, 64}) {  // equal lengths through the sequence arrays: balanced vs fixed
       Case c = shape(8, 32, 8, 1, 8192, 128);
       c.cache = true, c.page = page, c.name += page ? " cache, page 64" : " cache";
