@@ -18,6 +18,9 @@ constexpr int kMaxDecodeRowTiles = 4;     // 16-row tiles per block: at most 64 
 constexpr int kMaxDecodeSplits = 64;      // key splits per (batch, kv head, row block) the kernel merges itself
 constexpr int kMaxDecodeCombineSplits = 256;  // with the combine kernel (decode/combine.cuh): the fixed grid
 constexpr int kMaxDecodeStages = 8;
+// The balanced schedule (decode/schedule.cuh) scans three block counts packed in one 64-bit value, this many
+// bits each; the plan (decode/plan_decode.cu) keeps its grid, which bounds every count, below 2^kDecodeCountBits.
+constexpr int kDecodeCountBits = 21;
 
 // Head dims the decode kernel is compiled for (decode/instances/): every head dim (a multiple of 8 up to
 // 256) runs on the smallest of them that holds it, its columns past head_dim zero-filled as they load

@@ -132,15 +132,16 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
     if ((double)(one * base) / dev.sm_count >= kDecodeOneBlockFill * (double)(splits * base) / slots) splits = one;
   }
   // Sequence arrays take the balanced schedule (below), except with a forced split count or more than
-  // kDecodeBalanceMaxBatch sequences. (Its block counts are scanned as 21-bit fields, each at most the grid's
-  // waves · slots + base blocks: below 2^21.) Sequences of equal lengths (no length arrays: contiguous, or
-  // paged K/V alone) take the fixed grid, the same pieces without the schedule's scans in every block: on
-  // an H200 paged (8,32,8,1,8192,128) had its first tile 6.6 us after a block started with the schedule, 5.4
-  // without (contiguous 4.0), and the paged decode rows ran 2.8-3.5 % faster (perf/dev/NOTES.md, fortieth
-  // session).
+  // kDecodeBalanceMaxBatch sequences. (Its block counts are scanned in kDecodeCountBits-bit fields, each at most
+  // its grid's waves · slots + base blocks, kept below 2^kDecodeCountBits.) Sequences of equal lengths (no length
+  // arrays: contiguous, or paged K/V alone) take the fixed grid, the same pieces without the schedule's scans in
+  // every block: on an H200 paged (8,32,8,1,8192,128) had its first tile 6.6 us after a block started with the
+  // schedule, 5.4 without (contiguous 4.0), and the paged decode rows ran 2.8-3.5 % faster (perf/dev/NOTES.md,
+  // fortieth session).
+  const int work_waves = ov && ov->work_waves ? ov->work_waves : 0;  // 0: one or two, as the lengths need
+  const long long work_blocks = slots * std::max(2, work_waves) + base;  // the balanced schedule's grid
   const bool balanced = detail::has_sequence_lengths(p) && !(ov && (ov->splits || ov->combine)) &&
-                        p.batch <= kDecodeBalanceMaxBatch &&
-                        slots * std::max(2, ov && ov->work_waves ? ov->work_waves : 0) + base < (1ll << 21);
+                        p.batch <= kDecodeBalanceMaxBatch && work_blocks < (1ll << detail::kDecodeCountBits);
   // The fixed grid may cut a (b, kv head, row block) into more than the kMaxDecodeSplits pieces the kernel
   // merges itself: the combine kernel merges them (decode/combine.cuh), so that one or two (b, kv head) pairs
   // fill the SMs. The balanced schedule keeps 64.
@@ -155,8 +156,8 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
     // Balanced schedule: at most waves · work_slots + base work items (decode/schedule.cuh); workspace
     // rows by block index.
     plan->work_slots = (int)slots;
-    plan->work_waves = ov && ov->work_waves ? ov->work_waves : 0;
-    plan->work_blocks = (int)(slots * std::max(2, plan->work_waves) + base);
+    plan->work_waves = work_waves;
+    plan->work_blocks = (int)work_blocks;
     plan->max_splits = std::min(detail::kMaxDecodeSplits, std::max(1, tiles));  // the most one sequence can get
     ws_rows = (size_t)plan->work_blocks * plan->block_m;
   }

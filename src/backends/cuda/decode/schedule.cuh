@@ -37,8 +37,8 @@
 //
 // Every block computes the schedule from the lengths in device memory (the host does not have them):
 // one sequence per thread, two block scans (the work; then the block counts at one wave's tps, two waves'
-// and two waves' + 1, packed in 21-bit fields of one 64-bit value: the plan keeps every count below 2^21),
-// about 1.7 us before the first K/V load on an H100 (perf/dev/NOTES.md, fifty-second session). Hence at most 128
+// and two waves' + 1, packed in kDecodeCountBits-bit fields of one 64-bit value, decode/config.cuh), about
+// 1.7 us before the first K/V load on an H100 (perf/dev/NOTES.md, fifty-second session). Hence at most 128
 // sequences (kDecodeBalanceMaxBatch): a version with rounds of 128 per pass ran 512 caches of 1..4096
 // keys 13 % slower than the fixed grid on an H200 (1300 against 1155 us; H100 at par), where B · Hkv
 // blocks are many waves and balance themselves. The same lengths on the same GPU give the same
@@ -154,8 +154,8 @@ __device__ __forceinline__ bool decode_work(const KernelArgs& a, const numeric::
 
   // One sequence per thread (the plan allows at most kDecodeThreads): its lengths read once, two
   // scans. The second scans the block counts at one wave's tps, at two waves' and at two waves' + 1
-  // together (21 bits each: at these tps every count is at most the plan's work_blocks < 2^21), so the
-  // choice needs no third pass.
+  // together (kDecodeCountBits each: at these tps every count is at most the plan's work_blocks, which it keeps
+  // below 2^kDecodeCountBits), so the choice needs no third pass.
   int mb = 0, tl = 0;
   if (tid < p.batch) shape_of(tid, &mb, &tl);
   long long w_all;
@@ -165,15 +165,17 @@ __device__ __forceinline__ bool decode_work(const KernelArgs& a, const numeric::
   const long long tps2 = a.work_waves > 0 ? tps1 : tiles_per_block(work, 2);
   const int sp1 = splits_of(mb, tl, tps1), sp2 = splits_of(mb, tl, tps2), sp3 = splits_of(mb, tl, tps2 + 1);
   const long long per_split = (long long)p.heads_kv * mb;  // its blocks: per_split · splits
-  constexpr long long kField = (1ll << 21) - 1;
+  constexpr int kBits = kDecodeCountBits;
+  constexpr long long kField = (1ll << kBits) - 1;
   long long all;
   const long long firsts =  // its first blocks at tps1, tps2 and tps2 + 1, packed
-      block_exclusive_scan(per_split * sp1 << 42 | per_split * sp2 << 21 | per_split * sp3, s_warp, &all);
+      block_exclusive_scan(per_split * sp1 << 2 * kBits | per_split * sp2 << kBits | per_split * sp3, s_warp, &all);
   const long long slots = a.work_slots;
-  const bool two = a.work_waves == 0 && (all >> 42) > slots;  // one wave's pieces overflow it
-  const bool plus = two && (all >> 21 & kField) > 2 * slots && (all & kField) <= 2 * slots;  // tps2 + 1 fits
+  const bool two = a.work_waves == 0 && (all >> 2 * kBits) > slots;  // one wave's pieces overflow it
+  const bool plus = two && (all >> kBits & kField) > 2 * slots && (all & kField) <= 2 * slots;  // tps2 + 1 fits
   const int sp = !two ? sp1 : plus ? sp3 : sp2;
-  const long long first = !two ? firsts >> 42 : plus ? firsts & kField : firsts >> 21 & kField, n = per_split * sp;
+  const long long first = !two ? firsts >> 2 * kBits : plus ? firsts & kField : firsts >> kBits & kField;
+  const long long n = per_split * sp;
   if (n > 0 && L >= first && L < first + n) {  // the thread of the sequence holding item L
     const long long local = L - first, rest = local / sp;
     s_item[0] = tid;
