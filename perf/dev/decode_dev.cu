@@ -501,6 +501,12 @@ static Case shape(int B, int Hq, int Hkv, int Lq, int Lk, int D, bool causal = f
   return c;
 }
 
+// c with its K/V in pages of `page` rows (0: c as it is), named so.
+static Case in_pages(Case c, int page) {
+  if (page) c.page = page, c.name += " paged:" + std::to_string(page);
+  return c;
+}
+
 static const std::vector<Case> issue_shapes() {
   return {shape(8, 32, 8, 1, 8192, 128), shape(1, 32, 8, 1, 32768, 128), shape(64, 32, 8, 1, 2048, 128),
           shape(16, 64, 8, 1, 4096, 128), shape(8, 32, 8, 4, 8192, 128)};
@@ -760,7 +766,7 @@ static int timeline_mode() {
     c = Case{"mixed " + std::to_string(B) + " x 1.." + std::to_string(Lk), B, Hq, Hkv, D, rep(B, Lq), lens};
     c.cache = true;
   }
-  if (const char* pg = std::getenv("DECODE_DEV_PAGE")) c.page = std::atoi(pg), c.name += " paged:" + std::string(pg);
+  if (const char* pg = std::getenv("DECODE_DEV_PAGE")) c = in_pages(c, std::atoi(pg));
   Bench bn(c);
   FlashFwdPlan plan;
   const std::string why = plan_of(bn.r.p, FlashVariant::Auto, &plan);
@@ -1013,8 +1019,7 @@ int main(int argc, char** argv) {
                                shape(8, 32, 8, 256, 2048, 128, true), shape(2, 16, 16, 1024, 8192, 64, true),
                                shape(4, 16, 4, 512, 4096, 256, true)})
         for (int page : {0, 16, 32, 64, 256}) {
-          Case c = base;
-          if (page) c.page = page, c.name += " paged:" + std::to_string(page);
+          const Case c = in_pages(base, page);
           Bench bn(c);
           if (!page) {
             time_cfg(bn, FlashVariant::Hopper, "contiguous");
@@ -1032,8 +1037,7 @@ int main(int argc, char** argv) {
     for (int round = 0; round < 3; ++round)
       for (const Case& base : issue_shapes())
         for (int page : {0, 16, 32, 64}) {
-          Case c = base;
-          if (page) c.page = page, c.name += " paged:" + std::to_string(page);
+          const Case c = in_pages(base, page);
           Bench bn(c);
           time_cfg(bn, FlashVariant::Auto, "auto");
           const int items = c.B * c.Hkv;  // (b, hk) pairs: these shapes have <= 16 packed rows, one row block
@@ -1049,9 +1053,7 @@ int main(int argc, char** argv) {
   if (mode == "rows") {  // the issue's decode rows, contiguous and in pages of 16 and 64: the plan's choice only (A/B)
     for (const Case& base : issue_shapes())
       for (int page : {0, 16, 64}) {
-        Case c = base;
-        if (page) c.page = page, c.name += " paged:" + std::to_string(page);
-        time_one(c, FlashVariant::Auto, "auto");
+        time_one(in_pages(base, page), FlashVariant::Auto, "auto");
       }
     return 0;
   }
@@ -1092,28 +1094,22 @@ int main(int argc, char** argv) {
       time_cfg(bn, FlashVariant::Decode, "fixed x1", &ov);
       time_cfg(bn, FlashVariant::Decode, "auto");
     }
-    // Equal lengths through the sequence arrays where B · Hkv is near the slots: one wave's rounded-up pieces overflow
-    // it (9 x 8 pairs x 4 pieces = 288 > 264 on an H100), so the schedule takes two waves; "waves 2" forces the tps
-    // before T (fifty-second session), and the fixed grid of 3 splits is one wave of 216 (240) pieces.
-    for (int batch : {9, 10}) {
-      Case c = shape(batch, 32, 8, 1, 8192, 128);
-      c.cache = true, c.name += " cache";
+    // Equal lengths (B caches of 8192 keys) through the sequence arrays: the balanced schedule against the fixed grid
+    // of `splits` pieces. B = 9, 10 put B · Hkv near the slots: one wave's rounded-up pieces overflow it (9 x 8 pairs x
+    // 4 pieces = 288 > 264 on an H100), so the schedule takes two waves; "waves 2" forces the tps before T (fifty-second
+    // session), and the fixed grid of 3 splits is one wave of 216 (240) pieces.
+    struct EqualLengths { int batch, page, splits, max_waves; };
+    for (const EqualLengths& e : {EqualLengths{9, 0, 3, 2}, EqualLengths{10, 0, 3, 2}, EqualLengths{8, 0, 4, 4},
+                                  EqualLengths{8, 64, 4, 4}}) {
+      Case c = shape(e.batch, 32, 8, 1, 8192, 128);
+      c.cache = true, c.page = e.page, c.name += e.page ? " cache, page " + std::to_string(e.page) : " cache";
       Bench bn(c);
       FlashFwdLaunchOverride ov{};
-      ov.splits = 3;
-      time_cfg(bn, FlashVariant::Decode, "fixed x3", &ov);
+      ov.splits = e.splits;
+      time_cfg(bn, FlashVariant::Decode, ("fixed x" + std::to_string(e.splits)).c_str(), &ov);
       time_cfg(bn, FlashVariant::Decode, "auto");
-      time_forced(bn, "waves", &FlashFwdLaunchOverride::work_waves, {1, 2});
-    }
-    for (int page : {0, 64}) {  // equal lengths through the sequence arrays: balanced vs fixed
-      Case c = shape(8, 32, 8, 1, 8192, 128);
-      c.cache = true, c.page = page, c.name += page ? " cache, page 64" : " cache";
-      Bench bn(c);
-      FlashFwdLaunchOverride ov{};
-      ov.splits = 4;
-      time_cfg(bn, FlashVariant::Decode, "fixed x4", &ov);
-      time_cfg(bn, FlashVariant::Decode, "auto");
-      time_forced(bn, "waves", &FlashFwdLaunchOverride::work_waves, {1, 2, 4});
+      for (int waves = 1; waves <= e.max_waves; waves *= 2)
+        time_forced(bn, "waves", &FlashFwdLaunchOverride::work_waves, {waves});
     }
     return 0;
   }
@@ -1121,7 +1117,7 @@ int main(int argc, char** argv) {
     std::vector<Case> cs = {shape(8, 32, 8, 1, 8192, 128), shape(1, 32, 8, 1, 32768, 128), shape(8, 32, 8, 4, 8192, 128),
                             shape(8, 32, 8, 1, 8192, 64),  shape(4, 32, 8, 1, 8192, 256),  shape(2, 32, 8, 1, 16384, 128),
                             shape(8, 32, 8, 1, 8192, 128), shape(1, 32, 8, 1, 4096, 128),  shape(64, 32, 8, 1, 2048, 128)};
-    cs[6].page = 16, cs[6].name += " paged:16";
+    cs[6] = in_pages(cs[6], 16);
     const int rounds = std::getenv("DECODE_DEV_ROUNDS") ? std::atoi(std::getenv("DECODE_DEV_ROUNDS")) : 3;
     for (int round = 0; round < rounds; ++round)
       for (const Case& c : cs) {
