@@ -655,6 +655,19 @@ TEST(CudaConfig, SequenceArraysPlan) {
     ov.work_waves = 9;
     EXPECT_NE(flashcore::cuda::flash_fwd_plan(waves, h100, FlashVariant::Auto, &plan).find("launch_override.work_waves not in [0, 8]"),
               std::string::npos);
+    // The one-wave fit (decode/schedule.cuh) is the kernel's choice from the lengths; the override reaches it
+    // through the plan, and the plan names it.
+    for (int fit : {-1, 1}) {
+      ov = {};
+      ov.work_fit = fit;
+      ASSERT_EQ(flashcore::cuda::flash_fwd_plan(waves, h100, FlashVariant::Auto, &plan), "");
+      EXPECT_EQ(plan.work_fit, fit);
+      EXPECT_NE(plan.describe().find(fit > 0 ? " fit=always" : " fit=never"), std::string::npos) << plan.describe();
+    }
+    ov = {};
+    ov.work_fit = 2;
+    EXPECT_NE(flashcore::cuda::flash_fwd_plan(waves, h100, FlashVariant::Auto, &plan).find("launch_override.work_fit not in [-1, 1]"),
+              std::string::npos);
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(cache(params(128, 32, 8, 1, 512, 128, false, false)), h100,
                                               FlashVariant::Auto, &plan), "");
     EXPECT_EQ(plan.work_slots, 2 * 132);  // its largest batch: one sequence per thread

@@ -28,6 +28,7 @@
 //                        (DECODE_DEV_ROUNDS). A captured call merges by the combine kernel either way
 //   decode_dev mixed     16 caches of 1..8192 keys (contiguous, pages of 16/64/256): the balanced
 //                        schedule's waves against the fixed grid; equal lengths through seqlens_k too
+//   decode_dev fit       the balanced schedule's one-wave fit: the rule, never and always on batches near the slots
 //   decode_dev rows      the issue's decode rows, contiguous and in pages of 16 and 64, the plan's choice (for A/Bs)
 //   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be): plain
 //                        16-byte loads, and TMA bulk copies into shared memory
@@ -465,6 +466,25 @@ static std::vector<Case> check_cases() {
     add(m);
     m.ov = {}, m.ov.work_waves = 8, m.page = 64, m.sinks = true, m.name = "balanced mixed paged 64 sinks, waves 8";
     add(m);
+    // The one-wave fit (decode/schedule.cuh): forced on small batches (pieces a row block sees fewer tiles than the
+    // fit's count, empty caches, varlen q with causal rows, pages), and as the rule takes it (9 caches of about 8192
+    // keys: one wave's pieces overflow it, lengths near equal).
+    m = Case{"fit forced, mixed 1..8192 lq1", 16, 32, 8, 128, rep(16, 1), kMixedLengths};
+    m.cache = true, m.use_ov = true, m.ov.work_fit = 1;
+    add(m);
+    Case f{"fit forced, 6 caches varlen q causal, paged 16", 6, 16, 2, 128, lq_var, lk_var, true};
+    f.varlen_q = true, f.cache = true, f.page = 16, f.use_ov = true, f.ov.work_fit = 1;
+    add(f);
+    f.name = "fit forced, 6 caches lq<=64 window+sinks", f.page = 0, f.wl = 300, f.wr = 0, f.sinks = true;
+    add(f);
+    std::mt19937 g(9);
+    std::vector<int> near(9);
+    for (int& l : near) l = 7400 + (int)(g() % 793);
+    Case n{"fit by the rule, 9 caches of 7400..8192", 9, 32, 8, 128, rep(9, 1), near};
+    n.cache = true;
+    add(n);
+    n.name = "fit by the rule, 9 caches of 7400..8192, paged 64", n.page = 64;
+    add(n);
   }
   for (bool causal : {false, true}) {  // 32 packed rows: two row tiles x two key groups
     Case c{"varlen q g4 lq<=8 (32 rows), paged 32", 6, 8, 2, 128, {1, 8, 5, 0, 2, 7}, lk_var, causal};
@@ -766,8 +786,15 @@ static int timeline_mode() {
     c = Case{"mixed " + std::to_string(B) + " x 1.." + std::to_string(Lk), B, Hq, Hkv, D, rep(B, Lq), lens};
     c.cache = true;
   }
+  // DECODE_DEV_CACHE=1: the shape's lengths through cache lengths (the balanced schedule where equal lengths alone
+  // take the fixed grid); DECODE_DEV_SPLITS=n: the fixed grid of n pieces forced.
+  if (const char* ch = std::getenv("DECODE_DEV_CACHE"); ch != nullptr && std::atoi(ch) != 0)
+    c.cache = true, c.name += " cache";
   if (const char* pg = std::getenv("DECODE_DEV_PAGE")) c = in_pages(c, std::atoi(pg));
+  FlashFwdLaunchOverride forced{};
+  if (const char* sp = std::getenv("DECODE_DEV_SPLITS")) forced.splits = std::atoi(sp), c.name += " splits " + std::string(sp);
   Bench bn(c);
+  if (forced.splits) bn.r.p.launch_override = &forced;
   FlashFwdPlan plan;
   const std::string why = plan_of(bn.r.p, FlashVariant::Auto, &plan);
   if (!why.empty()) {
@@ -1113,6 +1140,40 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (mode == "fit") {  // the balanced schedule's one-wave fit (decode/schedule.cuh): the rule, never, always
+    // Batches through cache lengths whose one wave at tps1 overflows the slots (H100: 264): equal lengths (B x 8192,
+    // 8 KV heads: 72..160 items), near-equal, and spreads the rule declines (fill below 0.9), where "fit 1" shows
+    // what the fit would have given; the suite's mixed batch (the rule declines: fill 0.5).
+    struct FitBatch { const char* name; int batch, lo, hi, page; };
+    const int rounds = std::getenv("DECODE_DEV_ROUNDS") ? std::atoi(std::getenv("DECODE_DEV_ROUNDS")) : 2;
+    for (int round = 0; round < rounds; ++round)
+      for (const FitBatch& fb : {FitBatch{"equal", 9, 8192, 8192, 0}, FitBatch{"equal", 10, 8192, 8192, 0},
+                                 FitBatch{"equal", 12, 8192, 8192, 0}, FitBatch{"equal", 17, 8192, 8192, 0},
+                                 FitBatch{"equal", 20, 8192, 8192, 0}, FitBatch{"equal", 9, 8192, 8192, 16},
+                                 FitBatch{"equal", 12, 2048, 2048, 0}, FitBatch{"near", 9, 7400, 8192, 0},
+                                 FitBatch{"near", 12, 7400, 8192, 64}, FitBatch{"spread", 9, 6144, 8192, 0},
+                                 FitBatch{"spread", 12, 4096, 8192, 0}, FitBatch{"spread", 20, 1, 8192, 0}}) {
+        std::mt19937 g(fb.batch * 7 + fb.lo);
+        std::vector<int> lens(fb.batch);
+        for (int& l : lens) l = fb.lo + (int)(g() % (fb.hi - fb.lo + 1));
+        Case c{std::string(fb.name) + " " + std::to_string(fb.batch) + " x " + std::to_string(fb.lo) + ".." +
+                   std::to_string(fb.hi) + (fb.page ? " page " + std::to_string(fb.page) : std::string()),
+               fb.batch, 32, 8, 128, rep(fb.batch, 1), lens};
+        c.cache = true, c.page = fb.page;
+        Bench bn(c);
+        time_cfg(bn, FlashVariant::Decode, "auto");
+        time_forced(bn, "fit", &FlashFwdLaunchOverride::work_fit, {-1, 1});
+      }
+    for (int page : {0, 16}) {
+      Case c{"mixed 16 x 1..8192" + (page ? " page " + std::to_string(page) : std::string()), 16, 32, 8, 128,
+             rep(16, 1), kMixedLengths};
+      c.cache = true, c.page = page;
+      Bench bn(c);
+      time_cfg(bn, FlashVariant::Decode, "auto");
+      time_forced(bn, "fit", &FlashFwdLaunchOverride::work_fit, {-1, 1});
+    }
+    return 0;
+  }
   if (mode == "merge") {  // split pieces merged by the last block (tickets) or by the combine kernel; graph and eager
     std::vector<Case> cs = {shape(8, 32, 8, 1, 8192, 128), shape(1, 32, 8, 1, 32768, 128), shape(8, 32, 8, 4, 8192, 128),
                             shape(8, 32, 8, 1, 8192, 64),  shape(4, 32, 8, 1, 8192, 256),  shape(2, 32, 8, 1, 16384, 128),
@@ -1140,6 +1201,6 @@ int main(int argc, char** argv) {
       }
     return 0;
   }
-  fprintf(stderr, "usage: decode_dev check|sanitize|time|sweep|cross|cross64|rule|paged|rows|mixed|merge|peak\n");
+  fprintf(stderr, "usage: decode_dev check|sanitize|time|sweep|cross|cross64|rule|paged|rows|mixed|fit|merge|peak\n");
   return 2;
 }

@@ -441,6 +441,12 @@ std::vector<Case> sequence_cases() {
     out.push_back(sequence_case(8, 2, 128, batch == 128 ? DType::F16 : DType::BF16, batch == 128, {}, lens,
                                 batch == 128 ? KvStore::Paged : KvStore::Batched, batch == 128 ? 16 : 0, 1, 3));
   }
+  // The balanced schedule's one-wave fit (decode/schedule.cuh): 9 caches of near 2048 keys, 8 KV heads (72 items of
+  // 32 tiles: one wave at 9 tiles a piece makes 288 pieces for an H100's 264 slots, so each item takes 3 pieces of
+  // at most 11 tiles), contiguous and in pages of 16 with 2 queries each (GPU runs 53b, 53c: 562 passed).
+  const std::vector<int> near = {2048, 2000, 2047, 1990, 2048, 2030, 2013, 2041, 1999};
+  out.push_back(sequence_case(32, 8, 128, DType::BF16, false, {}, near, KvStore::Batched, 0, 1, 9));
+  out.push_back(sequence_case(32, 8, 128, DType::F16, true, {}, near, KvStore::Paged, 16, 2));
   // fp32 (the Kokkos tiers): paged decode with pages partly filled and a length-1 cache, varlen Q against a
   // paged cache, packed varlen prefill with an empty sequence
   for (bool causal : {false, true})

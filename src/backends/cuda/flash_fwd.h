@@ -24,6 +24,9 @@ struct FlashFwdLaunchOverride {
                                // (with sequence arrays too: the fixed grid instead of the balanced schedule)
   int work_waves = 0;          // decode kernel with sequence arrays: waves of blocks the balanced schedule fills, 1..8
                                // (0: one, or two when the pieces of one do not fit in it)
+  int work_fit = 0;            // decode kernel, the balanced schedule: 1 = one wave of the same piece count for every
+                               // (b, kv head, row block) whatever the lengths, -1 = never (0: where one wave's pieces
+                               // overflow it and the lengths are near equal, decode/schedule.cuh)
   int combine = 0;             // decode kernel: 1 = split pieces merged by the combine kernel whatever their count
                                // (the fixed grid; 0: the plan's choice, FlashFwdPlan::split_combine)
   int paged_copies = 0;        // Hopper kernel with paged K/V: 1 = TMA boxes, 2 = K in TMA boxes and V gathered by
@@ -131,11 +134,12 @@ struct FlashFwdPlan {
                                   // (compute capability 9.0+; common/dependent_launch.cuh)
   // Decode with sequence arrays: the balanced schedule (decode/schedule.cuh). work_slots: blocks of one
   // wave (0: the fixed grid); work_waves: 0 = one or two waves as the lengths need, else forced;
+  // work_fit: the one-wave fit (launch_override.work_fit: 0 the schedule's rule, 1 always, -1 never);
   // work_blocks: the grid, an upper bound of the work items (blocks past the last return at once).
   // Hopper: the persistent grid (at most one block per SM), work_blocks blocks walking the work items
   // in pair_groups groups of (batch, head) pairs (common/work_list.h); item_tickets: with more items
   // than blocks, the blocks draw them from a counter (flash_fwd_run; the static order where there is none).
-  int work_slots = 0, work_waves = 0, work_blocks = 0;
+  int work_slots = 0, work_waves = 0, work_blocks = 0, work_fit = 0;
   int pair_groups = 1;
   bool item_tickets = false;
   bool static_when_captured = false;  // Hopper: equal items in few key tiles a block; a captured launch takes

@@ -212,6 +212,7 @@ std::string detail::common_limits(const FlashFwdParams& p, const DeviceLimits& d
       return "launch_override.stages not in [2, 8]";
     if (ov->splits < 0 || ov->splits > detail::kMaxDecodeCombineSplits) return "launch_override.splits not in [0, 256]";
     if (ov->work_waves < 0 || ov->work_waves > 8) return "launch_override.work_waves not in [0, 8]";
+    if (ov->work_fit < -1 || ov->work_fit > 1) return "launch_override.work_fit not in [-1, 1]";
     if (ov->combine < 0 || ov->combine > 1) return "launch_override.combine not in [0, 1]";
     if (ov->paged_copies < 0 || ov->paged_copies > 2) return "launch_override.paged_copies not in [0, 2]";
     if (ov->o_stores < 0 || ov->o_stores > 2) return "launch_override.o_stores not in [0, 2]";
@@ -251,7 +252,8 @@ std::string FlashFwdPlan::describe() const {
          (tail_items > 0 ? " tail=" + std::to_string(tail_items) + "x" + std::to_string(tail_splits) : "");
   else if (work_slots > 0)
     s += " balanced slots=" + std::to_string(work_slots) +
-         " waves=" + (work_waves ? std::to_string(work_waves) : std::string("1-2")) + " blocks=" + std::to_string(work_blocks);
+         " waves=" + (work_waves ? std::to_string(work_waves) : std::string("1-2")) + " blocks=" + std::to_string(work_blocks) +
+         (work_fit ? std::string(" fit=") + (work_fit > 0 ? "always" : "never") : std::string());
   else
     s += " splits=" + std::to_string(max_splits) + (split_combine ? " combine" : "");
   return s;

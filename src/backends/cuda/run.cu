@@ -78,6 +78,7 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   args.split_combine = plan.split_combine ? 1 : 0;
   args.work_slots = plan.work_slots;
   args.work_waves = plan.work_waves;
+  args.work_fit = plan.work_fit;
   args.pair_groups = plan.pair_groups;
   args.tail_items = plan.tail_items;
   args.tail_splits = plan.tail_splits;

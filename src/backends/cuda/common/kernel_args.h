@@ -22,6 +22,7 @@ struct KernelArgs {
   int split_combine;    // decode kernel: 1 = its pieces are merged by the combine kernel (decode/combine.cuh)
   int work_slots;       // decode kernel: > 0 = the balanced schedule, this many blocks per wave (decode/schedule.cuh)
   int work_waves;       // its waves: 0 = one or two as the lengths need, else forced
+  int work_fit;         // its one-wave fit: 0 = the schedule's rule, 1 = always, -1 = never
   int pair_groups;      // Hopper (persistent): groups of (batch, head) pairs of the schedule (common/work_list.h)
   int tail_items;       // Hopper: the last items run as tail_splits pieces each (common/tail_split.cuh; 0: none)
   int tail_splits;

@@ -21,6 +21,9 @@ constexpr int kMaxDecodeStages = 8;
 // The balanced schedule (decode/schedule.cuh) scans three block counts packed in one 64-bit value, this many
 // bits each; the plan (decode/plan_decode.cu) keeps its grid, which bounds every count, below 2^kDecodeCountBits.
 constexpr int kDecodeCountBits = 21;
+// The balanced schedule's one-wave fit (decode/schedule.cuh) is taken where the batch's tile work fills at least
+// this share of its pieces (pieces of near-equal lengths).
+constexpr long long kDecodeFitFillNum = 9, kDecodeFitFillDen = 10;
 
 // Head dims the decode kernel is compiled for (decode/instances/): every head dim (a multiple of 8 up to
 // 256) runs on the smallest of them that holds it, its columns past head_dim zero-filled as they load

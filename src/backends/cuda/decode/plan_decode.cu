@@ -150,7 +150,7 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   if (ov && ov->splits) splits = std::min(ov->splits, std::max(1, tiles));
   plan->max_splits = (int)splits;
   plan->tiles_per_split = 1 << 30;
-  plan->work_slots = plan->work_waves = plan->work_blocks = 0;
+  plan->work_slots = plan->work_waves = plan->work_blocks = plan->work_fit = 0;
   size_t ws_rows = (size_t)base / plan->n_mblocks * plan->max_splits * rows;  // fixed grid: (b, hk, split, row)
   if (balanced) {
     // Balanced schedule: at most waves · work_slots + base work items (decode/schedule.cuh); workspace
@@ -158,6 +158,7 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
     plan->work_slots = (int)slots;
     plan->work_waves = work_waves;
     plan->work_blocks = (int)work_blocks;
+    plan->work_fit = ov ? ov->work_fit : 0;
     plan->max_splits = std::min(detail::kMaxDecodeSplits, std::max(1, tiles));  // the most one sequence can get
     ws_rows = (size_t)plan->work_blocks * plan->block_m;
   }

@@ -29,16 +29,31 @@
 // 8 caches of 8192: fixed grid 98.3, 1 wave 98.7, 2 waves 104.4 (perf/dev/NOTES.md, thirteenth session).
 // work_waves > 0 (a launch override) forces the count.
 //
+// The one-wave fit: where one wave's rounded-up pieces overflow it but the lengths are near equal (9 caches of
+// 8192 keys, 8 KV heads: 72 items of 128 tiles make 288 pieces of <= 35 tiles for 264 slots), two waves run
+// every slot's prologue and merge twice. Instead every (b, hk, rb) item takes the same q = slots / items pieces
+// (<= 64), so q · items <= slots blocks fill one wave whatever the lengths, each item cut evenly as in the fixed
+// grid (pieces of at most ceil(longest / q) tiles). Taken where q >= 2 and those pieces are at least kDecodeFitFill
+// full (decode/config.cuh: the batch's tile work against q · items · their largest piece), i.e. lengths near
+// equal; launch_override.work_fit forces it on (1) or off (-1). Measured on H100s against two waves (fit -1, same
+// binary; perf/dev/NOTES.md, fifty-third session, runs 53b-53d): B caches of 8192 keys, 8 KV heads, B = 9, 10, 12
+// (q = 3, 3, 2) 0-2.6 % faster, 9 x 8192 in pages of 16 0-2.9 %, 12 x 2048 4.5-5.6 %, lengths 7400..8192 0.3-4.3 %;
+// with q = 1 (one piece an item) 17 x 8192 0.2-3.2 % faster but 20 x 8192 5 % slower, hence q >= 2. Spreads the
+// fill declines (12 x 4096..8192, 20 x 1..8192, the suite's mixed batch) ran 5-16 % slower with the fit forced.
+//
 // Items are numbered sequence by sequence, then KV head, row block, split (split fastest), and block L
-// of the 1-D grid takes item L. Since sum ceil(x) <= sum x + count, there are at most
-// waves · work_slots + batch · heads_kv · n_mblocks items: the plan's grid (work_blocks); blocks past
-// the last item return. The pieces of one (b, hk, rb) are consecutive blocks, so their fp32 partials go
+// of the 1-D grid takes item L (with the fit: piece L % q of (b, hk, rb) item L / q). Since sum ceil(x) <=
+// sum x + count, there are at most waves · work_slots + batch · heads_kv · n_mblocks items: the plan's grid
+// (work_blocks); blocks past the last item return. The pieces of one (b, hk, rb) are consecutive blocks, so their fp32 partials go
 // to the workspace rows of their block index (L · block_m ..), where the merging block finds them.
 //
 // Every block computes the schedule from the lengths in device memory (the host does not have them):
 // one sequence per thread, two block scans (the work; then the block counts at one wave's tps, two waves'
-// and two waves' + 1, packed in kDecodeCountBits-bit fields of one 64-bit value, decode/config.cuh), about
-// 1.7 us before the first K/V load on an H100 (perf/dev/NOTES.md, fifty-second session). Hence at most 128
+// and two waves' + 1, packed in kDecodeCountBits-bit fields of one 64-bit value, decode/config.cuh; a third
+// scan where the fit is taken), 1.95-2.1 us p50 on an H100 against 0.3 for the fixed grid's item (the block
+// timelines of run 53c; one wave of equal lengths through cache lengths runs ~3.5 % slower than the fixed grid
+// with the same pieces: (8,32,8,1,8192,128) 97.5-99.8 against 94.3-96.5 us, perf/dev/NOTES.md, fifty-third
+// session). Hence at most 128
 // sequences (kDecodeBalanceMaxBatch): a version with rounds of 128 per pass ran 512 caches of 1..4096
 // keys 13 % slower than the fixed grid on an H200 (1300 against 1155 us; H100 at par), where B · Hkv
 // blocks are many waves and balance themselves. The same lengths on the same GPU give the same
@@ -142,11 +157,16 @@ __device__ __forceinline__ bool decode_work(const KernelArgs& a, const numeric::
     *mblocks = (a.q_heads_per_kv * seq.len_q(b) + a.block_m - 1) / a.block_m;
     *tiles = (seq.len_k(b) + kDecodeBlockN - 1) / kDecodeBlockN;
   };
+  // 32-bit divisions where the operands allow (a 64-bit one is a subroutine of ~70 instructions, and the schedule is
+  // every block's prologue): tiles < 2^25 (int keys / 64), so a tps past 2^26 gives one piece as any larger one does.
   auto splits_of = [](int mb, int tl, long long tps) {
-    return mb > 0 ? (int)min((long long)kMaxDecodeSplits, max(1ll, (tl + tps - 1) / tps)) : 0;
+    const unsigned t = (unsigned)min(tps, 1ll << 26);
+    return mb > 0 ? (int)min((unsigned)kMaxDecodeSplits, max(1u, ((unsigned)tl + t - 1) / t)) : 0;
   };
   auto tiles_per_block = [&](long long work, int waves) {
     const long long slots = (long long)a.work_slots * waves;
+    if (work < (1ll << 31) && slots < (1ll << 31))
+      return max(1ll, (long long)(((unsigned)work + (unsigned)slots - 1) / (unsigned)slots));
     return max(1ll, (work + slots - 1) / slots);
   };
   if (tid == 0) s_item[0] = -1;
@@ -155,9 +175,17 @@ __device__ __forceinline__ bool decode_work(const KernelArgs& a, const numeric::
   // One sequence per thread (the plan allows at most kDecodeThreads): its lengths read once, two
   // scans. The second scans the block counts at one wave's tps, at two waves' and at two waves' + 1
   // together (kDecodeCountBits each: at these tps every count is at most the plan's work_blocks, which it keeps
-  // below 2^kDecodeCountBits), so the choice needs no third pass.
+  // below 2^kDecodeCountBits), so the choice needs no third pass; the fit, where taken, scans the items.
   int mb = 0, tl = 0;
   if (tid < p.batch) shape_of(tid, &mb, &tl);
+  // The fit's inputs (below): the batch's row blocks and its longest cache in tiles, by warp reductions whose
+  // shared-memory writes the first scan's barriers publish.
+  __shared__ unsigned s_fit[2 * kDecodeWarps];
+  {
+    const unsigned row_blocks = __reduce_add_sync(0xffffffffu, (unsigned)mb);
+    const unsigned longest = __reduce_max_sync(0xffffffffu, mb > 0 ? (unsigned)tl : 0u);
+    if ((tid & 31) == 0) s_fit[tid >> 5] = row_blocks, s_fit[kDecodeWarps + (tid >> 5)] = longest;
+  }
   long long w_all;
   block_exclusive_scan((long long)mb * tl, s_warp, &w_all);
   const long long work = w_all * p.heads_kv;  // the batch's tile work W
@@ -171,17 +199,39 @@ __device__ __forceinline__ bool decode_work(const KernelArgs& a, const numeric::
   const long long firsts =  // its first blocks at tps1, tps2 and tps2 + 1, packed
       block_exclusive_scan(per_split * sp1 << 2 * kBits | per_split * sp2 << kBits | per_split * sp3, s_warp, &all);
   const long long slots = a.work_slots;
-  const bool two = a.work_waves == 0 && (all >> 2 * kBits) > slots;  // one wave's pieces overflow it
+  const bool over = (all >> 2 * kBits) > slots;  // one wave's pieces at tps1 overflow it
+  // The fit (above): q = slots / items pieces an item, of at most ceil(longest / q) tiles, where one wave overflows,
+  // q >= 2 and the pieces are kDecodeFitFill full. 32-bit divisions: items < 2^21 (the plan's grid bound), tiles < 2^25.
+  unsigned fit_q = 0;
+  if ((over || a.work_fit > 0) && a.work_waves == 0 && a.work_fit >= 0) {
+    unsigned items = 0, longest = 0;
+#pragma unroll
+    for (int k = 0; k < kDecodeWarps; ++k) items += s_fit[k], longest = max(longest, s_fit[kDecodeWarps + k]);
+    items *= (unsigned)p.heads_kv;
+    if (items > 0 && items <= (unsigned)slots && longest > 0) {
+      fit_q = min(min((unsigned)slots / items, longest), (unsigned)kMaxDecodeSplits);
+      const unsigned fit_tps = (longest + fit_q - 1) / fit_q;
+      if (a.work_fit == 0 &&
+          (fit_q < 2 || work * kDecodeFitFillDen < kDecodeFitFillNum * fit_q * (long long)items * fit_tps))
+        fit_q = 0;
+    }
+  }
+  long long first_item = 0, n_items;  // with the fit: this sequence's first (b, hk, rb) item, by a third scan
+  if (fit_q) first_item = block_exclusive_scan(per_split, s_warp, &n_items);
+  const bool two = !fit_q && a.work_waves == 0 && over;
   const bool plus = two && (all >> kBits & kField) > 2 * slots && (all & kField) <= 2 * slots;  // tps2 + 1 fits
-  const int sp = !two ? sp1 : plus ? sp3 : sp2;
-  const long long first = !two ? firsts >> 2 * kBits : plus ? firsts & kField : firsts >> kBits & kField;
+  // This sequence's pieces an item (sp) and its items' first block: with the fit, block L takes piece L % q of
+  // item L / q; else a sequence's blocks are consecutive from its first.
+  const int sp = fit_q ? (int)fit_q : !two ? sp1 : plus ? sp3 : sp2;
+  const long long first = fit_q ? first_item * fit_q
+                                : !two ? firsts >> 2 * kBits : plus ? firsts & kField : firsts >> kBits & kField;
   const long long n = per_split * sp;
   if (n > 0 && L >= first && L < first + n) {  // the thread of the sequence holding item L
-    const long long local = L - first, rest = local / sp;
+    const unsigned local = (unsigned)(L - first), rest = local / (unsigned)sp;  // < the grid: < 2^kDecodeCountBits
     s_item[0] = tid;
-    s_item[1] = (int)(rest / mb);
-    s_item[2] = (int)(rest % mb);
-    s_item[3] = (int)(local % sp);
+    s_item[1] = (int)(rest / (unsigned)mb);
+    s_item[2] = (int)(rest % (unsigned)mb);
+    s_item[3] = (int)(local % (unsigned)sp);
     s_item[4] = sp;
   }
   __syncthreads();
