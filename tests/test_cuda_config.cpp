@@ -483,11 +483,39 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
                                                 FlashVariant::Decode, &plan), "");
       EXPECT_EQ(plan.combine_when_captured, c.combine) << c.b << "," << c.hq << "," << c.lq << ": " << plan.describe();
     }
+    // The balanced schedule too: its pieces are where the block scans put them, so the combine kernel reads each
+    // item's first block and piece count from a map after the partials (2 ints an item), which the plan sizes; eager
+    // calls keep the tickets.
     FlashFwdParams mixed = params(16, 32, 8, 1, 8192, 128, false, false);
-    mixed.seqlens_k = g_seq_dummy;  // the balanced schedule: its tickets stay
+    mixed.seqlens_k = g_seq_dummy;
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(mixed, h100, FlashVariant::Decode, &plan), "");
     EXPECT_GT(plan.work_slots, 0);
+    EXPECT_TRUE(plan.combine_when_captured);
+    EXPECT_GT(plan.split_counter_bytes, 0u);
+    EXPECT_GT(plan.split_map_offset, plan.split_lse_offset);
+    EXPECT_GE(plan.split_partial_bytes, plan.split_map_offset + size_t(16 * 8 * 2) * sizeof(int));
+    FlashFwdParams many_rows = params(16, 32, 8, 5, 8192, 128, false, true);  // 20 packed rows: tickets captured too
+    many_rows.seqlens_k = g_seq_dummy;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(many_rows, h100, FlashVariant::Decode, &plan), "");
+    EXPECT_GT(plan.work_slots, 0);
     EXPECT_FALSE(plan.combine_when_captured);
+    EXPECT_EQ(plan.split_map_offset, 0u);
+    // ... and where the combine kernel's blocks (a packed row of the call each) would be more than one wave of 4 an
+    // SM: 16 sequences x 32 heads = 512 <= 528 on 132 SMs, 17 x 32 = 544 not.
+    FlashFwdParams wide = params(17, 32, 8, 1, 8192, 128, false, false);
+    wide.seqlens_k = g_seq_dummy;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(wide, h100, FlashVariant::Decode, &plan), "");
+    EXPECT_GT(plan.work_slots, 0);
+    EXPECT_FALSE(plan.combine_when_captured);
+    // The graph test's two fit cases (tests/gpu/test_gpu.cpp, kFitLengths): 9 x 32 x 1 = 288 rows combined, so no memset
+    // node; 9 x 32 x 2 = 576 with tickets.
+    for (int lq : {1, 2}) {
+      FlashFwdParams fit = params(9, 32, 8, lq, 2048, 128, lq > 1, false);
+      fit.seqlens_k = g_seq_dummy;
+      ASSERT_EQ(flashcore::cuda::flash_fwd_plan(fit, h100, FlashVariant::Auto, &plan), "");
+      EXPECT_GT(plan.work_slots, 0);
+      EXPECT_EQ(plan.combine_when_captured, lq == 1) << plan.describe();
+    }
   }
   {
     // launch_override.combine: the combine kernel merges any fixed-grid split (no tickets); the balanced
@@ -638,7 +666,9 @@ TEST(CudaConfig, SequenceArraysPlan) {
     EXPECT_GT(one.work_slots, 0);
     EXPECT_EQ(one.max_splits, 64);
     EXPECT_FALSE(one.split_combine);
-    EXPECT_EQ(plan.split_partial_bytes, size_t(656) * 16 * (128 + 1) * sizeof(float));
+    // Partials by block index (656 blocks of 16 rows: O and the LSE), then the captured combine kernel's map of the
+    // 16 x 8 items (2 ints each, rounded up to 256 bytes).
+    EXPECT_EQ(plan.split_partial_bytes, size_t(656) * 16 * (128 + 1) * sizeof(float) + 1024);
     flashcore::cuda::FlashFwdLaunchOverride ov{};
     ov.work_waves = 4;
     FlashFwdParams waves = mixed;

@@ -1174,6 +1174,43 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (mode == "tail") {  // where a balanced call's time goes past its last working block: captured against eager, and
+    // the grid cut to the blocks the schedule uses (the rest, past the last item, only compute the schedule and return)
+    struct TailCase { Case c; int used; };
+    Case eq = shape(8, 32, 8, 1, 8192, 128), nine = shape(9, 32, 8, 1, 8192, 128);
+    eq.cache = true, eq.name += " cache", nine.cache = true, nine.name += " cache";
+    Case mixed{"mixed 16 x 1..8192", 16, 32, 8, 128, rep(16, 1), kMixedLengths};
+    mixed.cache = true;
+    const int slots = 2 * g_dev.sm_count;
+    const int rounds = std::getenv("DECODE_DEV_ROUNDS") ? std::atoi(std::getenv("DECODE_DEV_ROUNDS")) : 2;
+    for (int round = 0; round < rounds; ++round)
+      for (const TailCase& t : {TailCase{eq, 32 * 8}, TailCase{nine, 27 * 8}, TailCase{mixed, 2 * slots},
+                                TailCase{in_pages(mixed, 16), 2 * slots}}) {
+        Bench bn(t.c);
+        for (int fixed : {0, 1}) {
+          FlashFwdLaunchOverride ov{};
+          if (fixed) {
+            if (t.c.lk != rep(t.c.B, t.c.lk[0])) continue;  // the fixed grid's pieces: equal lengths only
+            ov.splits = t.used / (t.c.B * t.c.Hkv);
+          }
+          bn.r.p.launch_override = &ov;
+          FlashFwdPlan plan;
+          const std::string why = plan_of(bn.r.p, FlashVariant::Decode, &plan);
+          if (!why.empty()) continue;
+          const double g = time_plan(bn.r.p, plan), e = time_plan_eager(bn.r.p, plan);
+          double gt = 0, et = 0;
+          if (!fixed && plan.work_blocks > t.used) {  // the same plan on a grid of the used blocks
+            FlashFwdPlan cut = plan;
+            cut.work_blocks = t.used;
+            gt = time_plan(bn.r.p, cut), et = time_plan_eager(bn.r.p, cut);
+          }
+          printf("%-30s %-9s graph %7.1f eager %7.1f | grid %4d -> %4d: graph %7.1f eager %7.1f  %s\n", t.c.name.c_str(),
+                 fixed ? "fixed" : "balanced", g, e, plan.work_blocks, t.used, gt, et, plan.describe().c_str());
+          fflush(stdout);
+        }
+      }
+    return 0;
+  }
   if (mode == "merge") {  // split pieces merged by the last block (tickets) or by the combine kernel; graph and eager
     std::vector<Case> cs = {shape(8, 32, 8, 1, 8192, 128), shape(1, 32, 8, 1, 32768, 128), shape(8, 32, 8, 4, 8192, 128),
                             shape(8, 32, 8, 1, 8192, 64),  shape(4, 32, 8, 1, 8192, 256),  shape(2, 32, 8, 1, 16384, 128),

@@ -369,6 +369,10 @@ std::vector<Case> variant_cases() {
 // cache lengths (empty and length-1 caches), several queries per sequence, pages of 16..256 rows
 // partly filled, varlen batches with empty sequences, varlen prefill and prefill against cache lengths
 // (on every tuned kernel), GQA, causal per sequence.
+// 9 caches of near 2048 keys: with 8 KV heads, 72 items of 32 tiles, whose one wave at 9 tiles a piece makes 288 pieces
+// for an H100's 264 slots, so the balanced schedule's one-wave fit gives each item 3 pieces of at most 11 tiles.
+const std::vector<int> kFitLengths = {2048, 2000, 2047, 1990, 2048, 2030, 2013, 2041, 1999};
+
 std::vector<Case> sequence_cases() {
   using KvStore = Case::KvStore;
   using fctest::sequence_case;
@@ -441,12 +445,10 @@ std::vector<Case> sequence_cases() {
     out.push_back(sequence_case(8, 2, 128, batch == 128 ? DType::F16 : DType::BF16, batch == 128, {}, lens,
                                 batch == 128 ? KvStore::Paged : KvStore::Batched, batch == 128 ? 16 : 0, 1, 3));
   }
-  // The balanced schedule's one-wave fit (decode/schedule.cuh): 9 caches of near 2048 keys, 8 KV heads (72 items of
-  // 32 tiles: one wave at 9 tiles a piece makes 288 pieces for an H100's 264 slots, so each item takes 3 pieces of
-  // at most 11 tiles), contiguous and in pages of 16 with 2 queries each (GPU runs 53b, 53c: 562 passed).
-  const std::vector<int> near = {2048, 2000, 2047, 1990, 2048, 2030, 2013, 2041, 1999};
-  out.push_back(sequence_case(32, 8, 128, DType::BF16, false, {}, near, KvStore::Batched, 0, 1, 9));
-  out.push_back(sequence_case(32, 8, 128, DType::F16, true, {}, near, KvStore::Paged, 16, 2));
+  // The balanced schedule's one-wave fit (decode/schedule.cuh, kFitLengths), contiguous and in pages of 16 with 2
+  // queries each (GPU runs 53b, 53c: 562 passed).
+  out.push_back(sequence_case(32, 8, 128, DType::BF16, false, {}, kFitLengths, KvStore::Batched, 0, 1, 9));
+  out.push_back(sequence_case(32, 8, 128, DType::F16, true, {}, kFitLengths, KvStore::Paged, 16, 2));
   // fp32 (the Kokkos tiers): paged decode with pages partly filled and a length-1 cache, varlen Q against a
   // paged cache, packed varlen prefill with an empty sequence
   for (bool causal : {false, true})
@@ -949,7 +951,7 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
       {make_case(4, 16, 16, 2048, 2048, 64, DType::F16, false), "", " tail=", 1, 1},  // Hopper: the tail split (132 SMs)
       {make_case(8, 32, 8, 1, 8192, 128, DType::F16, false), "", " splits=", 1, 0},   // decode: split-KV (partials only)
       {fctest::sequence_case(32, 8, 128, DType::BF16, true, {}, {5000, 1, 8191, 2222, 0, 777}, Case::KvStore::Batched),
-       "", " balanced", 1, 1},                                                          // decode: balanced schedule
+       "", " balanced", 1, 0},  // decode: balanced schedule (captured: the combine kernel, no tickets)
       {make_case(1, 4, 2, 64, 8192, 64, DType::F16, false), "cuda-flash-allwarps", " splits=", 1, 1},  // mma.sync split-KV
   };
   // Decode splits on the fixed grid of up to 16 packed rows a KV head: captured, the combine kernel merges the
@@ -965,6 +967,13 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
   cases.push_back({make_case(2, 16, 2, 3, 5000, 256, DType::BF16, true), "", " splits=", 1, 1});  // 24 rows: tickets
   cases.push_back({dec_variants, "", " splits=", 1, 0});
   cases.push_back({dec_paged, "", " splits=", 1, 0});
+  // The balanced schedule's one-wave fit (decode/schedule.cuh; 9 caches of ~2048 keys), paged: with one query a
+  // sequence (288 packed rows, one wave of the combine kernel on 132 SMs) captured calls merge by the combine kernel,
+  // which finds the pieces through the map their first blocks write; with two (576 rows) they keep the tickets.
+  cases.push_back({fctest::sequence_case(32, 8, 128, DType::F16, true, {}, kFitLengths, Case::KvStore::Paged, 16, 1), "",
+                   " balanced", 1, 0});
+  cases.push_back({fctest::sequence_case(32, 8, 128, DType::BF16, true, {}, kFitLengths, Case::KvStore::Paged, 16, 2), "",
+                   " balanced", 1, 1});
   // Every CUDA object of one case, released however the case ends (CUDA_OK throws).
   struct Resources {
     void* o[3] = {};

@@ -154,6 +154,8 @@ struct FlashFwdPlan {
   size_t smem = 0;             // dynamic shared memory per block
   size_t split_counter_bytes = 0, split_partial_bytes = 0;  // split-KV workspace (0 without): tickets, partials
   size_t split_lse_offset = 0;  // where the LSE partials start in the partials buffer (after the O partials)
+  size_t split_map_offset = 0;  // Decode, the balanced schedule merged by the combine kernel (a captured call): where
+                                // each (b, kv head, row block)'s first block and piece count start (after the LSEs)
   alignas(128) unsigned char tensor_maps[4 * 128] = {};     // Hopper: CUtensorMap of Q, K, V (FP8: Q, K; Vᵀ's per run), O (o_tma)
   // Hopper with FP8 inputs: Vᵀ's keys per row (seqlen_k rounded up to 32) and its workspace, allocated by
   // flash_fwd_run on the stream (cudaMallocAsync) and released there after the kernels.

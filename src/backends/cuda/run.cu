@@ -136,6 +136,7 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   if (!hopper || tail) {
     args.part_o = reinterpret_cast<float*>(scratch.partial);
     args.part_lse = reinterpret_cast<float*>(scratch.partial + plan.split_lse_offset);
+    if (plan.split_map_offset) args.part_map = reinterpret_cast<int*>(scratch.partial + plan.split_map_offset);
   }
   const cudaError_t e = launch(plan);
   const cudaError_t f = detail::release_launch_scratch(scratch, stream);

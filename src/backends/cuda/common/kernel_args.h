@@ -32,6 +32,8 @@ struct KernelArgs {
   int tail_tiles, tail_extra;  // a piece's key tiles: key tiles / tail_splits, one more for the first tail_extra
   float* part_o;        // [split][batch][heads_q][seqlen_q][D] fp32 (split-KV scratch; decode: decode/config.cuh)
   float* part_lse;      // [split][batch][heads_q][seqlen_q]   log2 domain
+  int* part_map;        // decode, the balanced schedule with the combine kernel: [batch][heads_kv][n_mblocks] x 2 ints,
+                        // the item's first block and piece count, written by its first block (decode/combine.cuh)
   int* counters;        // [batch][heads_q][n_mblocks] tickets, zero between launches (decode: [batch][heads_kv][n_mblocks])
   int paged_gather;     // Hopper with paged K/V: 1 = V tiles gathered by the producer warpgroup's cp.async (small pages), 0 = TMA boxes
   int o_tma;            // Hopper: 1 = O stored by TMA (HopperMaps::o), 0 = by the consumer warps' 16-byte stores

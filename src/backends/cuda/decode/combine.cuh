@@ -3,10 +3,12 @@
 //     key tiles are cut into up to kMaxDecodeCombineSplits pieces so that every SM streams K/V. With the in-kernel
 //     merge those rows stopped at 64 pieces and the last block merged all of them alone: on an H200,
 //     (1,8,1,1,65536,128) spent 8.7 of its 24 us in that block (perf/results/2026-11-29_decode-paged-staging.md);
-//   - a captured call of a fixed-grid split of up to 16 packed rows (FlashFwdPlan::combine_when_captured,
-//     flash_fwd_run): the last block's merge needs tickets zeroed by a memset node of the call's own, 1.6-1.9 us
-//     a replay on an H200, a second kernel 0.3-0.5 us (perf/dev/graph_nodes_dev.cu, perf/dev/NOTES.md,
-//     forty-third session).
+//   - a captured call of a split of up to 16 packed rows, on the fixed grid or the balanced schedule
+//     (FlashFwdPlan::combine_when_captured, flash_fwd_run): the last block's merge needs tickets zeroed by a memset
+//     node of the call's own, 1.6-1.9 us a replay on an H200, a second kernel 0.3-0.5 us (perf/dev/graph_nodes_dev.cu,
+//     perf/dev/NOTES.md, forty-third session). The balanced schedule's pieces are where the block scans put them:
+//     each item's first block writes that block and the piece count to KernelArgs::part_map, which this kernel
+//     reads (after the decode kernel has completed: dependent_launch_wait).
 //
 //   block (packed row r, KV head hk, sequence b), kCombineThreads threads:
 //     n = the row block's piece count (decode_keys, as the decode kernel cut it); n == 1: the decode kernel
@@ -55,8 +57,10 @@ __device__ __forceinline__ float combine_block_reduce(float v, float* s_red) {
   return r;
 }
 
+// (At least one block an SM: without the second bound ptxas 13.0 gave the sm_80 build 32 registers and a 12-byte
+// spill once the balanced schedule's map read was added; with it 64 on sm_80/86/89/90, no spill.)
 template <int D, typename Elem>
-__global__ void __launch_bounds__(kCombineThreads) decode_combine_kernel(const __grid_constant__ KernelArgs a) {
+__global__ void __launch_bounds__(kCombineThreads, 1) decode_combine_kernel(const __grid_constant__ KernelArgs a) {
   constexpr int kQuads = D / 4;                       // float4 columns of a partial row
   constexpr int kGroups = kCombineThreads / kQuads;   // piece groups
   static_assert(kCombineThreads % kQuads == 0, "whole column quads per group");
@@ -73,10 +77,14 @@ __global__ void __launch_bounds__(kCombineThreads) decode_combine_kernel(const _
   const int rows = G * Lq;
   if (row >= rows) return;
   const int rb = row / a.block_m, r0 = rb * a.block_m, r_end = min(rows, r0 + a.block_m);
-  const int n = decode_keys(p, G, Lq, Lk, r0, r_end, a.max_splits).n_splits;
-  if (n <= 1) return;  // one piece: the decode kernel wrote O and the LSE
   DecodeWork w;
   w.b = b, w.hk = hk, w.rb = rb, w.split = 0, w.splits = a.max_splits, w.first = -1;  // the fixed grid
+  if (a.work_slots > 0) {  // the balanced schedule: the item's first block and piece count, as its first block wrote them
+    const int2 m = __ldcg(reinterpret_cast<const int2*>(a.part_map) + ((long long)b * p.heads_kv + hk) * a.n_mblocks + rb);
+    w.first = m.x, w.splits = m.y;
+  }
+  const int n = decode_keys(p, G, Lq, Lk, r0, r_end, w.splits).n_splits;
+  if (n <= 1) return;  // one piece: the decode kernel wrote O and the LSE
   long long ws_row0, split_rows;
   decode_workspace(a, w, &ws_row0, &split_rows);
   const int h = hk * G + row % G, i = row / G;

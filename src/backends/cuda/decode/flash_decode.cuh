@@ -124,6 +124,10 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   const int k_hi = keys.k_hi;
   const long long u_lo = keys.u_lo, u_hi = keys.u_hi;
   const int t_lo = keys.t_lo, n_tiles = keys.n_tiles, n_splits = keys.n_splits;
+  if (split == 0 && work.first >= 0 && a.split_combine && tid == 0) {  // the balanced schedule merged by the combine
+    reinterpret_cast<int2*>(a.part_map)[((long long)b * p.heads_kv + hk) * a.n_mblocks + rb] =  // kernel: where its
+        make_int2(work.first, work.splits);                                                         // pieces are
+  }
   if (split >= n_splits) return;  // this sequence has fewer tiles than splits
   const int t_begin = t_lo + (int)((long long)n_tiles * split / n_splits);
   const int n_iter = t_lo + (int)((long long)n_tiles * (split + 1) / n_splits) - t_begin;

@@ -70,6 +70,11 @@ constexpr int kDecodeBalanceMaxBatch = 128;
 static_assert(kDecodeBalanceMaxBatch <= detail::kDecodeThreads, "decode/schedule.cuh: one sequence per thread");
 // Packed rows of a (b, kv head), at most, for a captured fixed-grid split to merge by the combine kernel (plan_decode).
 constexpr long long kDecodeCapturedCombineRows = 16;
+// A captured balanced schedule merges by the combine kernel where its blocks (one a packed row of the call: batch x
+// heads_q x seqlen_q) fit one wave of it, this many an SM (256 threads of 64 registers: 4). H100, run 53f, graph-timed
+// against the tickets: 256-512 rows 0.3-5 % faster (the suite's mixed batch 1-1.5 %), 544 1.4 %, but 640 0.5-0.9 %
+// slower, 2048 3.1 %, 4096 1.6 %.
+constexpr long long kDecodeCombineBlocksPerSm = 4;
 
 size_t decode_smem(int head_dim, int block_m, int stages) {
   switch (detail::decode_head_dim(head_dim)) {
@@ -165,14 +170,22 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   plan->split_combine = plan->max_splits > 1 && (plan->max_splits > detail::kMaxDecodeSplits || (ov && ov->combine));
   plan->dependent_launch = dev.cc_major >= 9;
   // A captured call of up to 16 packed rows a (b, kv head) merges its pieces by the combine kernel (flash_fwd_run):
-  // measured there (Lq 1-4), 0.8-3.7 us faster; with more rows the combine kernel's blocks (one a row) outnumber
-  // the work, not measured: those keep the tickets.
-  plan->combine_when_captured = plan->max_splits > 1 && !plan->split_combine && !balanced &&
-                                rows <= kDecodeCapturedCombineRows;
+  // measured there (Lq 1-4), 0.8-3.7 us faster on the fixed grid; with more rows the combine kernel's blocks (one a
+  // row) outnumber the work, not measured: those keep the tickets. The balanced schedule's pieces too, where the
+  // combine kernel's blocks fit one wave (kDecodeCombineBlocksPerSm): it finds each item's first block and piece count
+  // in a map the item's first block writes (split_map_offset).
+  plan->combine_when_captured =
+      plan->max_splits > 1 && !plan->split_combine && rows <= kDecodeCapturedCombineRows &&
+      (!balanced || (long long)p.batch * p.heads_q * p.seqlen_q <= kDecodeCombineBlocksPerSm * dev.sm_count);
   if (plan->max_splits > 1) {
     const int d = detail::decode_head_dim(p.head_dim);
     plan->split_lse_offset = detail::scratch_align_up(ws_rows * d * sizeof(float));
     plan->split_partial_bytes = plan->split_lse_offset + detail::scratch_align_up(ws_rows * sizeof(float));
+    plan->split_map_offset = 0;
+    if (balanced && plan->combine_when_captured) {  // (first block, pieces) per (b, kv head, row block)
+      plan->split_map_offset = plan->split_partial_bytes;
+      plan->split_partial_bytes += detail::scratch_align_up((size_t)base * 2 * sizeof(int));
+    }
     // Tickets only where the last block merges: a captured call zeroes them in a memset node of its own
     // (launch_scratch.h), 1.6-1.9 us a call on an H200 (perf/dev/graph_nodes_dev.cu).
     if (!plan->split_combine) plan->split_counter_bytes = detail::scratch_align_up((size_t)base * sizeof(int));
