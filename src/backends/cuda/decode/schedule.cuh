@@ -51,9 +51,9 @@
 // one sequence per thread, two block scans (the work; then the block counts at one wave's tps, two waves'
 // and two waves' + 1, packed in kDecodeCountBits-bit fields of one 64-bit value, decode/config.cuh; a third
 // scan where the fit is taken), 1.95-2.1 us p50 on an H100 against 0.3 for the fixed grid's item (the block
-// timelines of run 53c; one wave of equal lengths through cache lengths runs ~3.5 % slower than the fixed grid
-// with the same pieces: (8,32,8,1,8192,128) 97.5-99.8 against 94.3-96.5 us, perf/dev/NOTES.md, fifty-third
-// session). Hence at most 128
+// timelines of run 53c; one wave of equal lengths through cache lengths runs 2.5-3.5 % slower than the fixed grid
+// with the same pieces: (8,32,8,1,8192,128) 98.4-98.9 against 96.0-96.5 us captured, run 53f, perf/dev/NOTES.md,
+// fifty-third session). Hence at most 128
 // sequences (kDecodeBalanceMaxBatch): a version with rounds of 128 per pass ran 512 caches of 1..4096
 // keys 13 % slower than the fixed grid on an H200 (1300 against 1155 us; H100 at par), where B · Hkv
 // blocks are many waves and balance themselves. The same lengths on the same GPU give the same
