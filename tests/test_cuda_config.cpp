@@ -667,7 +667,7 @@ TEST(CudaConfig, SequenceArraysPlan) {
     EXPECT_EQ(one.max_splits, 64);
     EXPECT_FALSE(one.split_combine);
     // Partials by block index (656 blocks of 16 rows: O and the LSE), then the captured combine kernel's map of the
-    // 16 x 8 items (2 ints each, rounded up to 256 bytes).
+    // 16 x 8 items (2 ints each: 1024 bytes).
     EXPECT_EQ(plan.split_partial_bytes, size_t(656) * 16 * (128 + 1) * sizeof(float) + 1024);
     flashcore::cuda::FlashFwdLaunchOverride ov{};
     ov.work_waves = 4;

@@ -25,8 +25,9 @@ struct FlashFwdLaunchOverride {
   int work_waves = 0;          // decode kernel with sequence arrays: waves of blocks the balanced schedule fills, 1..8
                                // (0: one, or two when the pieces of one do not fit in it)
   int work_fit = 0;            // decode kernel, the balanced schedule: 1 = one wave of the same piece count for every
-                               // (b, kv head, row block) whatever the lengths, -1 = never (0: where one wave's pieces
-                               // overflow it and the lengths are near equal, decode/schedule.cuh)
+                               // (b, kv head, row block) whatever the lengths, where the items fit one wave and
+                               // work_waves is 0; -1 = never (0: where one wave's pieces overflow it and the lengths
+                               // are near equal, decode/schedule.cuh)
   int combine = 0;             // decode kernel: 1 = split pieces merged by the combine kernel whatever their count
                                // (the fixed grid; 0: the plan's choice, FlashFwdPlan::split_combine)
   int paged_copies = 0;        // Hopper kernel with paged K/V: 1 = TMA boxes, 2 = K in TMA boxes and V gathered by
@@ -128,8 +129,9 @@ struct FlashFwdPlan {
   int max_splits = 1;          // pieces of the longest query block (Decode: of every (batch, kv head, row block))
   bool split_combine = false;  // Decode: pieces merged by the combine kernel (decode/combine.cuh), not by their last
                                // block: more than kMaxDecodeSplits pieces, or launch_override.combine
-  bool combine_when_captured = false;  // Decode: a captured call merges by the combine kernel too (flash_fwd_run; the
-                                       // fixed grid's splits of up to 16 packed rows), without tickets
+  bool combine_when_captured = false;  // Decode: a captured call merges by the combine kernel too (flash_fwd_run; splits
+                                       // of up to 16 packed rows a KV head, on the fixed grid, or on the balanced
+                                       // schedule with at most 4 packed rows an SM in all), without tickets
   bool dependent_launch = false;  // Decode: the combine kernel launched as a programmatic dependent launch
                                   // (compute capability 9.0+; common/dependent_launch.cuh)
   // Decode with sequence arrays: the balanced schedule (decode/schedule.cuh). work_slots: blocks of one

@@ -105,8 +105,9 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   const bool hopper = plan.kernel == FlashKernel::Hopper;
   if (hopper ? !plan.item_tickets : plan.max_splits <= 1) return launch(plan);
   const bool captured = (plan.combine_when_captured || plan.static_when_captured) && detail::stream_capturing(stream);
-  // A captured decode split on the fixed grid (of few rows: plan.combine_when_captured) is merged by the
-  // combine kernel, which needs no tickets, so the graph gets no memset node (1.6-1.9 us a replay on an H200;
+  // A captured decode split of few rows (plan.combine_when_captured: on the fixed grid, or on the balanced schedule
+  // where the call's rows fit one wave of the combine kernel, which then finds the pieces in args.part_map) is merged
+  // by the combine kernel, which needs no tickets, so the graph gets no memset node (1.6-1.9 us a replay on an H200;
   // the second kernel 0.3-0.5 us; run 43a, perf/dev/NOTES.md, forty-third session). Its merge is the last
   // block's, operation for operation (decode/combine.cuh): a captured call gives the eager call's bits.
   size_t counter_bytes = plan.split_counter_bytes;

@@ -58,7 +58,9 @@ __device__ __forceinline__ float combine_block_reduce(float v, float* s_red) {
 }
 
 // (At least one block an SM: without the second bound ptxas 13.0 gave the sm_80 build 32 registers and a 12-byte
-// spill once the balanced schedule's map read was added; with it 64 on sm_80/86/89/90, no spill.)
+// spill once the balanced schedule's map read was added; with it 64 on sm_80/86/89/90, no spill. 64 registers is
+// kDecodeCombineBlocksPerSm = 4 blocks an SM, which the plan's bound on a captured balanced call assumes; the bound
+// (kCombineThreads, 4) would enforce it, but gives other SASS than the build tested on a GPU (run 53f): not yet.)
 template <int D, typename Elem>
 __global__ void __launch_bounds__(kCombineThreads, 1) decode_combine_kernel(const __grid_constant__ KernelArgs a) {
   constexpr int kQuads = D / 4;                       // float4 columns of a partial row
@@ -95,7 +97,7 @@ __global__ void __launch_bounds__(kCombineThreads, 1) decode_combine_kernel(cons
   const int dim4 = p.head_dim / 4;
 
   if (n <= kMaxDecodeSplits) {
-    // As many pieces as the last block merges (a captured call's fixed-grid split, flash_fwd_run): its merge,
+    // As many pieces as the last block merges (a captured call's split, flash_fwd_run): its merge,
     // operation for operation (decode/merge.cuh: merge_row_weights, merge_add4 in split order), so that a
     // captured call gives the eager call's bits. Weights by warp 0's first gw lanes, then a thread a column quad.
     if (tid < 32) {

@@ -24,6 +24,9 @@ constexpr int kDecodeCountBits = 21;
 // The balanced schedule's one-wave fit (decode/schedule.cuh) is taken where the batch's tile work fills at least
 // this share of its pieces (pieces of near-equal lengths).
 constexpr long long kDecodeFitFillNum = 9, kDecodeFitFillDen = 10;
+// Blocks an SM of the combine kernel (decode/combine.cuh; 256 threads of 64 registers, as ptxas 13.0 gives it on
+// sm_80-90), and the plan's bound for a captured balanced call to merge by it: its blocks (a packed row each) fit one wave.
+constexpr int kDecodeCombineBlocksPerSm = 4;
 
 // Head dims the decode kernel is compiled for (decode/instances/): every head dim (a multiple of 8 up to
 // 256) runs on the smallest of them that holds it, its columns past head_dim zero-filled as they load

@@ -71,10 +71,9 @@ static_assert(kDecodeBalanceMaxBatch <= detail::kDecodeThreads, "decode/schedule
 // Packed rows of a (b, kv head), at most, for a captured fixed-grid split to merge by the combine kernel (plan_decode).
 constexpr long long kDecodeCapturedCombineRows = 16;
 // A captured balanced schedule merges by the combine kernel where its blocks (one a packed row of the call: batch x
-// heads_q x seqlen_q) fit one wave of it, this many an SM (256 threads of 64 registers: 4). H100, run 53f, graph-timed
-// against the tickets: 256-512 rows 0.3-5 % faster (the suite's mixed batch 1-1.5 %), 544 1.4 %, but 640 0.5-0.9 %
-// slower, 2048 3.1 %, 4096 1.6 %.
-constexpr long long kDecodeCombineBlocksPerSm = 4;
+// heads_q x seqlen_q) fit one wave of it, kDecodeCombineBlocksPerSm an SM (decode/config.cuh). H100, run 53f,
+// graph-timed against the tickets: 256-512 rows 0.3-5 % faster (the suite's mixed batch 1-1.5 %), 544 1.4 %, but 640
+// 0.5-0.9 % slower, 2048 3.1 %, 4096 1.6 %.
 
 size_t decode_smem(int head_dim, int block_m, int stages) {
   switch (detail::decode_head_dim(head_dim)) {
@@ -176,7 +175,7 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   // in a map the item's first block writes (split_map_offset).
   plan->combine_when_captured =
       plan->max_splits > 1 && !plan->split_combine && rows <= kDecodeCapturedCombineRows &&
-      (!balanced || (long long)p.batch * p.heads_q * p.seqlen_q <= kDecodeCombineBlocksPerSm * dev.sm_count);
+      (!balanced || (long long)p.batch * p.heads_q * p.seqlen_q <= (long long)detail::kDecodeCombineBlocksPerSm * dev.sm_count);
   if (plan->max_splits > 1) {
     const int d = detail::decode_head_dim(p.head_dim);
     plan->split_lse_offset = detail::scratch_align_up(ws_rows * d * sizeof(float));

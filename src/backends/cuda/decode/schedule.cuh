@@ -33,9 +33,9 @@
 // 8192 keys, 8 KV heads: 72 items of 128 tiles make 288 pieces of <= 35 tiles for 264 slots), two waves run
 // every slot's prologue and merge twice. Instead every (b, hk, rb) item takes the same q = slots / items pieces
 // (<= 64), so q · items <= slots blocks fill one wave whatever the lengths, each item cut evenly as in the fixed
-// grid (pieces of at most ceil(longest / q) tiles). Taken where q >= 2 and those pieces are at least kDecodeFitFill
+// grid (pieces of at most ceil(longest / q) tiles). Taken where q >= 2 and those pieces are at least kDecodeFitFillNum / Den
 // full (decode/config.cuh: the batch's tile work against q · items · their largest piece), i.e. lengths near
-// equal; launch_override.work_fit forces it on (1) or off (-1). Measured on H100s against two waves (fit -1, same
+// equal; launch_override.work_fit takes it wherever items <= slots (1; with q = 1 too) or never (-1). Measured on H100s against two waves (fit -1, same
 // binary; perf/dev/NOTES.md, fifty-third session, runs 53b-53d): B caches of 8192 keys, 8 KV heads, B = 9, 10, 12
 // (q = 3, 3, 2) 0-2.6 % faster, 9 x 8192 in pages of 16 0-2.9 %, 12 x 2048 4.5-5.6 %, lengths 7400..8192 0.3-4.3 %;
 // with q = 1 (one piece an item) 17 x 8192 0.2-3.2 % faster but 20 x 8192 5 % slower, hence q >= 2. Spreads the
@@ -201,7 +201,7 @@ __device__ __forceinline__ bool decode_work(const KernelArgs& a, const numeric::
   const long long slots = a.work_slots;
   const bool over = (all >> 2 * kBits) > slots;  // one wave's pieces at tps1 overflow it
   // The fit (above): q = slots / items pieces an item, of at most ceil(longest / q) tiles, where one wave overflows,
-  // q >= 2 and the pieces are kDecodeFitFill full. 32-bit divisions: items < 2^21 (the plan's grid bound), tiles < 2^25.
+  // q >= 2 and the pieces are 9/10 full (kDecodeFitFillNum / Den). 32-bit divisions: items < 2^21 (the plan's grid bound), tiles < 2^25.
   unsigned fit_q = 0;
   if ((over || a.work_fit > 0) && a.work_waves == 0 && a.work_fit >= 0) {
     unsigned items = 0, longest = 0;
