@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kCombineThreads, 1) decode_combine_kernel(cons
   DecodeWork w;
   w.b = b, w.hk = hk, w.rb = rb, w.split = 0, w.splits = a.max_splits, w.first = -1;  // the fixed grid
   if (a.work_slots > 0) {  // the balanced schedule: the item's first block and piece count, as its first block wrote them
-    const int2 m = __ldcg(reinterpret_cast<const int2*>(a.part_map) + ((long long)b * p.heads_kv + hk) * a.n_mblocks + rb);
+    const int2 m = __ldcg(reinterpret_cast<const int2*>(a.part_map) + decode_item_index(a, b, hk, rb));
     w.first = m.x, w.splits = m.y;
   }
   const int n = decode_keys(p, G, Lq, Lk, r0, r_end, w.splits).n_splits;

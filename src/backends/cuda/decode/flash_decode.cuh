@@ -124,10 +124,8 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   const int k_hi = keys.k_hi;
   const long long u_lo = keys.u_lo, u_hi = keys.u_hi;
   const int t_lo = keys.t_lo, n_tiles = keys.n_tiles, n_splits = keys.n_splits;
-  if (split == 0 && work.first >= 0 && a.split_combine && tid == 0) {  // the balanced schedule merged by the combine
-    reinterpret_cast<int2*>(a.part_map)[((long long)b * p.heads_kv + hk) * a.n_mblocks + rb] =  // kernel: where its
-        make_int2(work.first, work.splits);                                                         // pieces are
-  }
+  if (split == 0 && work.first >= 0 && a.split_combine && tid == 0)  // the balanced schedule merged by the combine
+    reinterpret_cast<int2*>(a.part_map)[decode_item_index(a, b, hk, rb)] = make_int2(work.first, work.splits);  // kernel
   if (split >= n_splits) return;  // this sequence has fewer tiles than splits
   const int t_begin = t_lo + (int)((long long)n_tiles * split / n_splits);
   const int n_iter = t_lo + (int)((long long)n_tiles * (split + 1) / n_splits) - t_begin;
@@ -431,7 +429,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   // ---- ticket: the last of the n_splits blocks of this (b, hk, row block) merges
   __threadfence();
   __syncthreads();
-  int* counter = a.counters + ((long long)b * p.heads_kv + hk) * a.n_mblocks + rb;
+  int* counter = a.counters + decode_item_index(a, b, hk, rb);
   if (tid == 0) s_is_last = atomicAdd(counter, 1) == n_splits - 1;
   __syncthreads();
   FLASHCORE_TIMELINE_NOW(t_ticket);

@@ -33,19 +33,20 @@
 // 8192 keys, 8 KV heads: 72 items of 128 tiles make 288 pieces of <= 35 tiles for 264 slots), two waves run
 // every slot's prologue and merge twice. Instead every (b, hk, rb) item takes the same q = slots / items pieces
 // (<= 64), so q · items <= slots blocks fill one wave whatever the lengths, each item cut evenly as in the fixed
-// grid (pieces of at most ceil(longest / q) tiles). Taken where q >= 2 and those pieces are at least kDecodeFitFillNum / Den
-// full (decode/config.cuh: the batch's tile work against q · items · their largest piece), i.e. lengths near
-// equal; launch_override.work_fit takes it wherever items <= slots (1; with q = 1 too) or never (-1). Measured on H100s against two waves (fit -1, same
-// binary; perf/dev/NOTES.md, fifty-third session, runs 53b-53d): B caches of 8192 keys, 8 KV heads, B = 9, 10, 12
-// (q = 3, 3, 2) 0-2.6 % faster, 9 x 8192 in pages of 16 0-2.9 %, 12 x 2048 4.5-5.6 %, lengths 7400..8192 0.3-4.3 %;
-// with q = 1 (one piece an item) 17 x 8192 0.2-3.2 % faster but 20 x 8192 5 % slower, hence q >= 2. Spreads the
-// fill declines (12 x 4096..8192, 20 x 1..8192, the suite's mixed batch) ran 5-16 % slower with the fit forced.
+// grid (pieces of at most ceil(longest / q) tiles). Taken where q >= 2 and those pieces are at least
+// kDecodeFitFillNum / Den full (decode/config.cuh: the batch's tile work against q · items · their largest piece),
+// i.e. lengths near equal; launch_override.work_fit takes it wherever items <= slots (1; with q = 1 too) or never
+// (-1). Measured on H100s against two waves (fit -1, same binary; perf/dev/NOTES.md, fifty-third session, runs
+// 53b-53d): B caches of 8192 keys, 8 KV heads, B = 9, 10, 12 (q = 3, 3, 2) 0-2.6 % faster, 9 x 8192 in pages of
+// 16 0-2.9 %, 12 x 2048 4.5-5.6 %, lengths 7400..8192 0.3-4.3 %; with q = 1 (one piece an item) 17 x 8192 0.2-3.2 %
+// faster but 20 x 8192 5 % slower, hence q >= 2. Spreads the fill declines (12 x 4096..8192, 20 x 1..8192, the
+// suite's mixed batch) ran 5-16 % slower with the fit forced.
 //
 // Items are numbered sequence by sequence, then KV head, row block, split (split fastest), and block L
 // of the 1-D grid takes item L (with the fit: piece L % q of (b, hk, rb) item L / q). Since sum ceil(x) <=
 // sum x + count, there are at most waves · work_slots + batch · heads_kv · n_mblocks items: the plan's grid
-// (work_blocks); blocks past the last item return. The pieces of one (b, hk, rb) are consecutive blocks, so their fp32 partials go
-// to the workspace rows of their block index (L · block_m ..), where the merging block finds them.
+// (work_blocks); blocks past the last item return. The pieces of one (b, hk, rb) are consecutive blocks, so their
+// fp32 partials go to the workspace rows of their block index (L · block_m ..), where the merging block finds them.
 //
 // Every block computes the schedule from the lengths in device memory (the host does not have them):
 // one sequence per thread, two block scans (the work; then the block counts at one wave's tps, two waves'
@@ -71,6 +72,12 @@ struct DecodeWork {
   int splits;       // pieces of (b, hk, rb)'s key tiles (at most; its row block may see fewer tiles)
   int first;        // balanced schedule: the block of split 0 (its workspace rows); -1: the fixed grid
 };
+
+// Index of the (b, hk, rb) item among batch x heads_kv x n_mblocks: its merge ticket (KernelArgs::counters) and, for
+// a captured balanced call merged by the combine kernel, its entry of KernelArgs::part_map.
+__device__ __forceinline__ long long decode_item_index(const KernelArgs& a, int b, int hk, int rb) {
+  return ((long long)b * a.p.heads_kv + hk) * a.n_mblocks + rb;
+}
 
 // Workspace row of packed row `row` of piece `split`: ws_row0 + split·split_rows + row. Fixed grid:
 // [b][hk][split][packed row]; balanced schedule: block_m rows per block, by block index.
@@ -201,7 +208,8 @@ __device__ __forceinline__ bool decode_work(const KernelArgs& a, const numeric::
   const long long slots = a.work_slots;
   const bool over = (all >> 2 * kBits) > slots;  // one wave's pieces at tps1 overflow it
   // The fit (above): q = slots / items pieces an item, of at most ceil(longest / q) tiles, where one wave overflows,
-  // q >= 2 and the pieces are 9/10 full (kDecodeFitFillNum / Den). 32-bit divisions: items < 2^21 (the plan's grid bound), tiles < 2^25.
+  // q >= 2 and the pieces are 9/10 full (kDecodeFitFillNum / Den). 32-bit divisions: items < 2^21 (the plan's grid
+  // bound), tiles < 2^25.
   unsigned fit_q = 0;
   if ((over || a.work_fit > 0) && a.work_waves == 0 && a.work_fit >= 0) {
     unsigned items = 0, longest = 0;
