@@ -29,6 +29,7 @@
 //   decode_dev mixed     16 caches of 1..8192 keys (contiguous, pages of 16/64/256): the balanced
 //                        schedule's waves against the fixed grid; equal lengths through seqlens_k too
 //   decode_dev fit       the balanced schedule's one-wave fit: the rule, never and always on batches near the slots
+//   decode_dev tail      balanced calls captured against eager, and on a grid cut to the blocks the schedule uses
 //   decode_dev rows      the issue's decode rows, contiguous and in pages of 16 and 64, the plan's choice (for A/Bs)
 //   decode_dev peak      the device's streaming-read bandwidth (what 100 % of a decode shape can be): plain
 //                        16-byte loads, and TMA bulk copies into shared memory
@@ -375,6 +376,18 @@ static int check_case(const Case& c, uint64_t seed, bool quiet = false) {
 static std::vector<int> rep(int n, int v) { return std::vector<int>(n, v); }
 // The cache lengths of the suite's mixed batch (perf/run_decode.sh, MIXED): 16 sequences of 1..8192 keys.
 static const std::vector<int> kMixedLengths = {1, 7, 33, 100, 250, 511, 777, 1024, 1500, 2048, 3000, 4096, 5000, 6144, 7000, 8192};
+// That batch as a case: Lq 1, 32 query heads on 8 KV heads, D 128, through cache lengths; page > 0: K/V in pages of
+// that many rows, " page <n>" added to the name.
+static Case mixed_case(const std::string& name, int page = 0) {
+  Case c{name + (page ? " page " + std::to_string(page) : std::string()), 16, 32, 8, 128, rep(16, 1), kMixedLengths};
+  c.cache = true, c.page = page;
+  return c;
+}
+// Rounds of a timing mode: DECODE_DEV_ROUNDS, else `fallback`.
+static int env_rounds(int fallback) {
+  const char* r = std::getenv("DECODE_DEV_ROUNDS");
+  return r ? std::atoi(r) : fallback;
+}
 
 static std::vector<Case> check_cases() {
   std::vector<Case> cs;
@@ -455,8 +468,7 @@ static std::vector<Case> check_cases() {
       c.name = (batch == 128 ? "balanced " : "fixed grid ") + std::to_string(batch) + " caches, paged 16", c.page = 16;
       add(c);
     }
-    Case m{"balanced mixed 1..8192 lq1", 16, 32, 8, 128, rep(16, 1), kMixedLengths};
-    m.cache = true;
+    Case m = mixed_case("balanced mixed 1..8192 lq1");
     for (int waves : {1, 2, 8}) {
       m.use_ov = true, m.ov = {}, m.ov.work_waves = waves;
       m.name = "balanced mixed 1..8192 lq1, waves " + std::to_string(waves);
@@ -469,8 +481,8 @@ static std::vector<Case> check_cases() {
     // The one-wave fit (decode/schedule.cuh): forced on small batches (pieces a row block sees fewer tiles than the
     // fit's count, empty caches, varlen q with causal rows, pages), and as the rule takes it (9 caches of about 8192
     // keys: one wave's pieces overflow it, lengths near equal).
-    m = Case{"fit forced, mixed 1..8192 lq1", 16, 32, 8, 128, rep(16, 1), kMixedLengths};
-    m.cache = true, m.use_ov = true, m.ov.work_fit = 1;
+    m = mixed_case("fit forced, mixed 1..8192 lq1");
+    m.use_ov = true, m.ov.work_fit = 1;
     add(m);
     Case f{"fit forced, 6 caches varlen q causal, paged 16", 6, 16, 2, 128, lq_var, lk_var, true};
     f.varlen_q = true, f.cache = true, f.page = 16, f.use_ov = true, f.ov.work_fit = 1;
@@ -1099,10 +1111,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "mixed") {  // a batch of different cache lengths: the balanced schedule's waves vs the fixed grid
     for (int page : {0, 16, 64, 256}) {
-      Case c{"mixed 16 x 1..8192" + (page ? " page " + std::to_string(page) : std::string()), 16, 32, 8, 128,
-             rep(16, 1), kMixedLengths};
-      c.cache = true, c.page = page;
-      Bench bn(c);
+      Bench bn(mixed_case("mixed 16 x 1..8192", page));
       FlashFwdLaunchOverride ov{};
       ov.splits = 2;  // the fixed grid (what the plan chose before the balanced schedule)
       time_cfg(bn, FlashVariant::Decode, "fixed x2", &ov);
@@ -1145,7 +1154,7 @@ int main(int argc, char** argv) {
     // 8 KV heads: 72..160 items), near-equal, and spreads the rule declines (fill below 0.9), where "fit 1" shows
     // what the fit would have given; the suite's mixed batch (the rule declines: fill 0.5).
     struct FitBatch { const char* name; int batch, lo, hi, page; };
-    const int rounds = std::getenv("DECODE_DEV_ROUNDS") ? std::atoi(std::getenv("DECODE_DEV_ROUNDS")) : 2;
+    const int rounds = env_rounds(2);
     for (int round = 0; round < rounds; ++round)
       for (const FitBatch& fb : {FitBatch{"equal", 9, 8192, 8192, 0}, FitBatch{"equal", 10, 8192, 8192, 0},
                                  FitBatch{"equal", 12, 8192, 8192, 0}, FitBatch{"equal", 17, 8192, 8192, 0},
@@ -1165,10 +1174,7 @@ int main(int argc, char** argv) {
         time_forced(bn, "fit", &FlashFwdLaunchOverride::work_fit, {-1, 1});
       }
     for (int page : {0, 16}) {
-      Case c{"mixed 16 x 1..8192" + (page ? " page " + std::to_string(page) : std::string()), 16, 32, 8, 128,
-             rep(16, 1), kMixedLengths};
-      c.cache = true, c.page = page;
-      Bench bn(c);
+      Bench bn(mixed_case("mixed 16 x 1..8192", page));
       time_cfg(bn, FlashVariant::Decode, "auto");
       time_forced(bn, "fit", &FlashFwdLaunchOverride::work_fit, {-1, 1});
     }
@@ -1179,10 +1185,9 @@ int main(int argc, char** argv) {
     struct TailCase { Case c; int used; };
     Case eq = shape(8, 32, 8, 1, 8192, 128), nine = shape(9, 32, 8, 1, 8192, 128);
     eq.cache = true, eq.name += " cache", nine.cache = true, nine.name += " cache";
-    Case mixed{"mixed 16 x 1..8192", 16, 32, 8, 128, rep(16, 1), kMixedLengths};
-    mixed.cache = true;
+    const Case mixed = mixed_case("mixed 16 x 1..8192");
     const int slots = 2 * g_dev.sm_count;
-    const int rounds = std::getenv("DECODE_DEV_ROUNDS") ? std::atoi(std::getenv("DECODE_DEV_ROUNDS")) : 2;
+    const int rounds = env_rounds(2);
     for (int round = 0; round < rounds; ++round)
       for (const TailCase& t : {TailCase{eq, 32 * 8}, TailCase{nine, 27 * 8}, TailCase{mixed, 2 * slots},
                                 TailCase{in_pages(mixed, 16), 2 * slots}}) {
@@ -1216,7 +1221,7 @@ int main(int argc, char** argv) {
                             shape(8, 32, 8, 1, 8192, 64),  shape(4, 32, 8, 1, 8192, 256),  shape(2, 32, 8, 1, 16384, 128),
                             shape(8, 32, 8, 1, 8192, 128), shape(1, 32, 8, 1, 4096, 128),  shape(64, 32, 8, 1, 2048, 128)};
     cs[6] = in_pages(cs[6], 16);
-    const int rounds = std::getenv("DECODE_DEV_ROUNDS") ? std::atoi(std::getenv("DECODE_DEV_ROUNDS")) : 3;
+    const int rounds = env_rounds(3);
     for (int round = 0; round < rounds; ++round)
       for (const Case& c : cs) {
         Bench bn(c);
@@ -1238,6 +1243,8 @@ int main(int argc, char** argv) {
       }
     return 0;
   }
-  fprintf(stderr, "usage: decode_dev check|sanitize|time|sweep|cross|cross64|rule|paged|rows|mixed|fit|merge|peak\n");
+  fprintf(stderr,
+          "usage: decode_dev check|sanitize|time|sweep|deep|cross|cross64|rule|paged|pages|prefill-pages|lowbase|rows|"
+          "mixed|fit|tail|merge|peak|timeline\n");
   return 2;
 }
