@@ -453,19 +453,19 @@ static std::vector<Case> check_cases() {
     c.page = 64, c.cache = true, c.varlen_q = true, c.wl = 200, c.wr = causal ? 0 : 10, c.sinks = true;
     add(c);
   }
-  {  // The balanced schedule (decode/schedule.cuh): 128 sequences (its largest batch), lengths 0..3000,
-     // some long ones cut into many pieces; 300 (the fixed grid with sequence arrays); a mixed batch
-     // with 1, 2 and 8 waves, and the fixed grid forced.
-    for (int batch : {128, 300}) {
+  {  // The balanced schedule (decode/schedule.cuh): 128 sequences (its largest batch), 33 and 97 (the block's last
+     // warps partly filled), lengths 0..3000, some long ones cut into many pieces; 300 (the fixed grid with sequence
+     // arrays); a mixed batch with 1, 2 and 8 waves, and the fixed grid forced.
+    for (int batch : {33, 97, 128, 300}) {
       std::mt19937 g(42);
       std::vector<int> lq(batch), lk(batch);
       for (int b = 0; b < batch; ++b) lq[b] = 1 + (int)(g() % 4), lk[b] = b % 50 == 7 ? 3000 : (int)(g() % 400);
       lk[3] = 0;
-      Case c{(batch == 128 ? "balanced " : "fixed grid ") + std::to_string(batch) + " caches, varlen q", batch, 8, 2, 128,
+      Case c{(batch <= 128 ? "balanced " : "fixed grid ") + std::to_string(batch) + " caches, varlen q", batch, 8, 2, 128,
              lq, lk, true};
       c.varlen_q = true, c.cache = true;
       add(c);
-      c.name = (batch == 128 ? "balanced " : "fixed grid ") + std::to_string(batch) + " caches, paged 16", c.page = 16;
+      c.name = (batch <= 128 ? "balanced " : "fixed grid ") + std::to_string(batch) + " caches, paged 16", c.page = 16;
       add(c);
     }
     Case m = mixed_case("balanced mixed 1..8192 lq1");
