@@ -461,11 +461,11 @@ static std::vector<Case> check_cases() {
       std::vector<int> lq(batch), lk(batch);
       for (int b = 0; b < batch; ++b) lq[b] = 1 + (int)(g() % 4), lk[b] = b % 50 == 7 ? 3000 : (int)(g() % 400);
       lk[3] = 0;
-      Case c{(batch <= 128 ? "balanced " : "fixed grid ") + std::to_string(batch) + " caches, varlen q", batch, 8, 2, 128,
-             lq, lk, true};
+      const std::string name = (batch <= 128 ? "balanced " : "fixed grid ") + std::to_string(batch) + " caches, ";
+      Case c{name + "varlen q", batch, 8, 2, 128, lq, lk, true};
       c.varlen_q = true, c.cache = true;
       add(c);
-      c.name = (batch <= 128 ? "balanced " : "fixed grid ") + std::to_string(batch) + " caches, paged 16", c.page = 16;
+      c.name = name + "paged 16", c.page = 16;
       add(c);
     }
     Case m = mixed_case("balanced mixed 1..8192 lq1");
