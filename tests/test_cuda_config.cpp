@@ -413,7 +413,8 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
     EXPECT_EQ(plan.threads, 128);
     EXPECT_EQ(plan.max_splits, s.splits);
     EXPECT_LE(plan.smem, 113u * 1024);  // two blocks per SM
-    EXPECT_EQ(plan.split_partial_bytes > 0, s.splits > 1);
+    EXPECT_EQ(plan.split_cluster, s.splits == 2 ? 2 : 0) << plan.describe();  // two pieces: a thread block cluster
+    EXPECT_EQ(plan.split_partial_bytes > 0, s.splits > 1 && plan.split_cluster == 0);
     // Deterministic: the same problem gets the same plan (split count, workspace).
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(p, h100, FlashVariant::Auto, &again), "");
     EXPECT_EQ(again.describe(), plan.describe());
@@ -474,14 +475,23 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
     EXPECT_EQ(plan.combine_when_captured, !m.combine);  // up to 64 pieces of at most 16 rows: combined when captured
   }
   {
-    // A captured fixed-grid split merges by the combine kernel up to 16 packed rows a (b, kv head).
-    struct Captured { int b, hq, hkv, lq, lk; bool combine; };
-    const Captured cap[] = {{8, 32, 8, 1, 8192, true}, {8, 32, 8, 4, 8192, true}, {2, 16, 2, 2, 5000, true},
-                            {2, 16, 2, 3, 5000, false}, {64, 32, 8, 1, 2048, false}};
+    // A captured fixed-grid split merges by the combine kernel up to 16 packed rows a (b, kv head), except where
+    // the pieces are a thread block cluster (two pieces at D = 128 on compute capability 9.0: no tickets anyway);
+    // launch_override.split_cluster = -1 gives those back to the combine kernel.
+    struct Captured { int b, hq, hkv, lq, lk; bool combine; int cluster; };
+    const Captured cap[] = {{8, 32, 8, 1, 8192, false, 2}, {8, 32, 8, 4, 8192, false, 2}, {2, 16, 2, 2, 5000, true, 0},
+                            {2, 16, 2, 3, 5000, false, 0}, {64, 32, 8, 1, 2048, false, 0}};
     for (const Captured& c : cap) {
-      ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(c.b, c.hq, c.hkv, c.lq, c.lk, 128, false, c.lq > 1), h100,
-                                                FlashVariant::Decode, &plan), "");
+      FlashFwdParams cp = params(c.b, c.hq, c.hkv, c.lq, c.lk, 128, false, c.lq > 1);
+      ASSERT_EQ(flashcore::cuda::flash_fwd_plan(cp, h100, FlashVariant::Decode, &plan), "");
       EXPECT_EQ(plan.combine_when_captured, c.combine) << c.b << "," << c.hq << "," << c.lq << ": " << plan.describe();
+      EXPECT_EQ(plan.split_cluster, c.cluster) << plan.describe();
+      flashcore::cuda::FlashFwdLaunchOverride tickets{};
+      tickets.split_cluster = -1;
+      cp.launch_override = &tickets;
+      ASSERT_EQ(flashcore::cuda::flash_fwd_plan(cp, h100, FlashVariant::Decode, &plan), "");
+      EXPECT_EQ(plan.split_cluster, 0) << plan.describe();
+      EXPECT_EQ(plan.combine_when_captured, c.combine || c.cluster > 0) << plan.describe();
     }
     // The balanced schedule too: its pieces are where the block scans put them, so the combine kernel reads each
     // item's first block and piece count from a map after the partials (2 ints an item), which the plan sizes; eager
@@ -542,6 +552,54 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
       ov.combine = 0, ov.paged_copies = copies;
       EXPECT_NE(flashcore::cuda::flash_fwd_plan(forced, h100, FlashVariant::Decode, &plan).find("launch_override.paged_copies not in [0, 2]"),
                 std::string::npos) << copies;
+    }
+  }
+  {
+    // The split merge through a thread block cluster (decode/merge.cuh, merge_cluster_pieces): the fixed grid's two
+    // pieces of one row block at D = 128 on compute capability 9.0, named in the plan; no tickets, partials or combine
+    // kernel, so no workspace. Not on an sm_89 device (no clusters), not at other head dims or piece counts (larger
+    // clusters measured slower), not on the balanced schedule (its pieces are not consecutive blocks of one item).
+    FlashFwdParams two = params(8, 32, 8, 1, 8192, 128, false, false);
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(two, h100, FlashVariant::Decode, &plan), "");
+    EXPECT_EQ(plan.max_splits, 2) << plan.describe();
+    EXPECT_EQ(plan.split_cluster, 2) << plan.describe();
+    EXPECT_NE(plan.describe().find("splits=2 cluster"), std::string::npos) << plan.describe();
+    EXPECT_EQ(plan.split_counter_bytes, 0u);
+    EXPECT_EQ(plan.split_partial_bytes, 0u);
+    EXPECT_FALSE(plan.split_combine);
+    flashcore::cuda::DeviceLimits sm89 = h100;  // the same SMs without clusters
+    sm89.cc_major = 8, sm89.cc_minor = 9;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(two, sm89, FlashVariant::Decode, &plan), "");
+    EXPECT_EQ(plan.max_splits, 2) << plan.describe();
+    EXPECT_EQ(plan.split_cluster, 0) << plan.describe();
+    EXPECT_GT(plan.split_partial_bytes, 0u);
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(8, 32, 8, 1, 8192, 64, false, false), h100, FlashVariant::Decode, &plan), "");
+    EXPECT_EQ(plan.split_cluster, 0) << plan.describe();
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(1, 32, 8, 1, 32768, 128, false, false), h100, FlashVariant::Decode, &plan), "");
+    EXPECT_EQ(plan.max_splits, 16) << plan.describe();
+    EXPECT_EQ(plan.split_cluster, 0) << plan.describe();
+    EXPECT_GT(plan.split_counter_bytes, 0u);
+    FlashFwdParams cached = two;
+    cached.seqlens_k = g_seq_dummy;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(cached, h100, FlashVariant::Decode, &plan), "");
+    EXPECT_GT(plan.work_slots, 0) << plan.describe();
+    EXPECT_EQ(plan.split_cluster, 0) << plan.describe();
+    flashcore::cuda::FlashFwdLaunchOverride ov{};
+    ov.splits = 2;  // cache lengths on the fixed grid: a piece may see no keys, and still takes part in the cluster
+    cached.launch_override = &ov;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(cached, h100, FlashVariant::Decode, &plan), "");
+    EXPECT_EQ(plan.work_slots, 0) << plan.describe();
+    EXPECT_EQ(plan.split_cluster, 2) << plan.describe();
+    ov = {};
+    ov.split_cluster = -1;
+    two.launch_override = &ov;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(two, h100, FlashVariant::Decode, &plan), "");
+    EXPECT_EQ(plan.split_cluster, 0) << plan.describe();
+    EXPECT_GT(plan.split_counter_bytes, 0u);
+    for (int bad : {1, -2}) {
+      ov.split_cluster = bad;
+      EXPECT_NE(flashcore::cuda::flash_fwd_plan(two, h100, FlashVariant::Decode, &plan).find("launch_override.split_cluster not in [-1, 0]"),
+                std::string::npos) << bad;
     }
   }
   {

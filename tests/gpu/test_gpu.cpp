@@ -771,6 +771,42 @@ TEST(Gpu, DecodeManyPiecesCombined) {
   }
 }
 
+// Two pieces of a row block as one thread block cluster (compute capability 9.0, D = 128: the plan says
+// "splits=2 cluster"; decode/merge.cuh, merge_cluster_pieces): piece 0 merges both partials from the two blocks'
+// shared memory. 8 x 8 (b, kv head) pairs of 8192 keys on 132 SMs: single-query fp16, four causal queries bf16
+// (16 packed rows), paged K/V, a 3000-key window with sinks and ALiBi (two causal queries), and a 30-key window
+// whose row block sees one tile (one piece writes the rows itself, the other has no keys and returns). Against
+// the fp64 oracle; on another GPU the plan may differ and the cases still run.
+TEST(Gpu, DecodeTwoPiecesInACluster) {
+  REQUIRE_DEVICE();
+  const auto names = device_backends();
+  if (std::find(names.begin(), names.end(), "cuda-flash") == names.end()) GTEST_SKIP() << "no cuda-flash backend";
+  std::vector<Case> cases = {make_case(8, 32, 8, 1, 8192, 128, DType::F16, false),
+                             make_case(8, 32, 8, 4, 8192, 128, DType::BF16, true)};
+  Case paged = make_case(8, 32, 8, 1, 8192, 128, DType::F16, false);
+  paged.kv = Case::KvStore::Paged, paged.page_size = 16;
+  cases.push_back(paged);
+  Case window = make_case(8, 32, 8, 2, 8192, 128, DType::BF16, true);
+  window.window_left = 3000, window.sinks = true, window.alibi = true;
+  cases.push_back(window);
+  Case one_tile = make_case(8, 32, 8, 1, 8192, 128, DType::F16, true);
+  one_tile.window_left = 30;
+  cases.push_back(one_tile);
+  int device = 0, sms = 0, major = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  int seed = 370;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name());
+    fctest::HostData h = fctest::make_data(c, fctest::run_seed() ^ static_cast<std::uint64_t>(seed++));
+    const std::string plan = cuda_flash_plan(h);
+    EXPECT_NE(plan.find("decode"), std::string::npos) << plan;
+    if (sms == 132 && major >= 9) EXPECT_NE(plan.find("splits=2 cluster"), std::string::npos) << plan;
+    check_data_on_device("cuda-flash", std::move(h), c.name() + "/cluster", oracle_row_stride(c), nullptr);
+  }
+}
+
 // Scores that grow from key tile to key tile, by less and by more than the Hopper kernel's lazy max
 // lets pass without a rescale (sm90/config.h, kMaxSlack: 8 in the log2 domain): P then comes out above
 // 1 (up to 2^5 here) in the tiles whose growth a row's held max absorbs, and O is rescaled in the
@@ -929,7 +965,7 @@ TEST(Gpu, TunedKernelsAreDeterministic) {
 // bitwise the eager one. Two launches take fewer nodes when captured, and the same bits are asserted:
 // the Hopper kernel on equal items in few key tiles a block takes them in the static order (no scratch);
 // decode splits on the fixed grid merge by the combine kernel instead of their last block (partials, no
-// tickets). (Graphs that shared the stream's buffer could race; the launches fill the GPU, so replays
+// tickets); two pieces a thread block cluster merges take no scratch at all. (Graphs that shared the stream's buffer could race; the launches fill the GPU, so replays
 // mostly run one after another and a race need not show here: the allocation nodes are the structural
 // check.) Outputs are poisoned on their own stream before each launch, so an item a round skipped cannot
 // pass on earlier values.
@@ -949,7 +985,8 @@ TEST(Gpu, GraphsCapturedOnOneStreamReplayAtOnce) {
       {make_case(16, 16, 16, 512, 512, 64, DType::F16, false), "", " tickets", 0, 0},
       {make_case(4, 16, 16, 1024, 1024, 64, DType::BF16, true), "", " tickets", 1, 1},
       {make_case(4, 16, 16, 2048, 2048, 64, DType::F16, false), "", " tail=", 1, 1},  // Hopper: the tail split (132 SMs)
-      {make_case(8, 32, 8, 1, 8192, 128, DType::F16, false), "", " splits=", 1, 0},   // decode: split-KV (partials only)
+      {make_case(8, 32, 8, 1, 8192, 128, DType::F16, false), "", " cluster", 0, 0},   // decode: two pieces in a cluster
+                                                                                    // (no scratch; 132 SMs)
       {fctest::sequence_case(32, 8, 128, DType::BF16, true, {}, {5000, 1, 8191, 2222, 0, 777}, Case::KvStore::Batched),
        "", " balanced", 1, 0},  // decode: balanced schedule (captured: the combine kernel, no tickets)
       {make_case(1, 4, 2, 64, 8192, 64, DType::F16, false), "cuda-flash-allwarps", " splits=", 1, 1},  // mma.sync split-KV

@@ -30,6 +30,9 @@ struct FlashFwdLaunchOverride {
                                // are near equal, decode/schedule.cuh)
   int combine = 0;             // decode kernel: 1 = split pieces merged by the combine kernel whatever their count
                                // (the fixed grid; 0: the plan's choice, FlashFwdPlan::split_combine)
+  int split_cluster = 0;       // decode kernel, the fixed grid: -1 = pieces merged by tickets (or the combine kernel)
+                               // where the plan would make them a thread block cluster (0: the plan's choice,
+                               // FlashFwdPlan::split_cluster)
   int paged_copies = 0;        // Hopper kernel with paged K/V: 1 = TMA boxes, 2 = K in TMA boxes and V gathered by
                                // the producer warpgroup's cp.async (0: the plan's choice, FlashFwdPlan::paged_gather)
   int o_stores = 0;            // Hopper kernel: 1 = O by the consumer warps' 16-byte stores, 2 = by TMA where the plan
@@ -132,6 +135,10 @@ struct FlashFwdPlan {
   bool combine_when_captured = false;  // Decode: a captured call merges by the combine kernel too (flash_fwd_run; splits
                                        // of up to 16 packed rows a KV head, on the fixed grid, or on the balanced
                                        // schedule with at most 4 packed rows an SM in all), without tickets
+  int split_cluster = 0;       // Decode, the fixed grid on compute capability 9.0: the pieces of a (b, kv head, row
+                               // block) (max_splits of them) launched as one thread block cluster and merged by piece
+                               // 0 from its peers' shared memory (decode/merge.cuh): no tickets, workspace or combine
+                               // kernel. 0: tickets or the combine kernel
   bool dependent_launch = false;  // Decode: the combine kernel launched as a programmatic dependent launch
                                   // (compute capability 9.0+; common/dependent_launch.cuh)
   // Decode with sequence arrays: the balanced schedule (decode/schedule.cuh). work_slots: blocks of one

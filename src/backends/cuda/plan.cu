@@ -214,6 +214,8 @@ std::string detail::common_limits(const FlashFwdParams& p, const DeviceLimits& d
     if (ov->work_waves < 0 || ov->work_waves > 8) return "launch_override.work_waves not in [0, 8]";
     if (ov->work_fit < -1 || ov->work_fit > 1) return "launch_override.work_fit not in [-1, 1]";
     if (ov->combine < 0 || ov->combine > 1) return "launch_override.combine not in [0, 1]";
+    if (ov->split_cluster < -1 || ov->split_cluster > 0)
+      return "launch_override.split_cluster not in [-1, 0]: " + std::to_string(ov->split_cluster);
     if (ov->paged_copies < 0 || ov->paged_copies > 2) return "launch_override.paged_copies not in [0, 2]";
     if (ov->o_stores < 0 || ov->o_stores > 2) return "launch_override.o_stores not in [0, 2]";
     if (ov->hopper_wgs != 0 && ov->hopper_wgs != 2 && ov->hopper_wgs != 3)
@@ -255,7 +257,7 @@ std::string FlashFwdPlan::describe() const {
          " waves=" + (work_waves ? std::to_string(work_waves) : std::string("1-2")) + " blocks=" + std::to_string(work_blocks) +
          (work_fit ? std::string(" fit=") + (work_fit > 0 ? "always" : "never") : std::string());
   else
-    s += " splits=" + std::to_string(max_splits) + (split_combine ? " combine" : "");
+    s += " splits=" + std::to_string(max_splits) + (split_combine ? " combine" : "") + (split_cluster ? " cluster" : "");
   return s;
 }
 

@@ -103,7 +103,7 @@ cudaError_t flash_fwd_run(const FlashFwdParams& p, const FlashFwdPlan& plan, cud
   // H100, run 63m; the memset node 1.6-1.9 µs of it on an H200, run 43a), followed by the tail split's
   // counters and partials where the plan has one.
   const bool hopper = plan.kernel == FlashKernel::Hopper;
-  if (hopper ? !plan.item_tickets : plan.max_splits <= 1) return launch(plan);
+  if (hopper ? !plan.item_tickets : plan.max_splits <= 1 || plan.split_cluster) return launch(plan);
   const bool captured = (plan.combine_when_captured || plan.static_when_captured) && detail::stream_capturing(stream);
   // A captured decode split of few rows (plan.combine_when_captured: on the fixed grid, or on the balanced schedule
   // where the call's rows fit one wave of the combine kernel, which then finds the pieces in args.part_map) is merged

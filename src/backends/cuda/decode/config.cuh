@@ -16,6 +16,11 @@ constexpr int kDecodeThreads = 32 * kDecodeWarps;
 constexpr int kMaxDecodeSeqlenQ = 64;     // the decode kernel takes seqlen_q up to this
 constexpr int kMaxDecodeRowTiles = 4;     // 16-row tiles per block: at most 64 packed rows
 constexpr int kMaxDecodeSplits = 64;      // key splits per (batch, kv head, row block) the kernel merges itself
+// Pieces of a (batch, kv head, row block) merged through a thread block cluster instead of tickets (compute capability
+// 9.0, the fixed grid: decode/merge.cuh, merge_cluster_pieces). Clusters of 2 measured faster, larger ones slower: the
+// hardware places a cluster's blocks in one GPC, two on an SM while other SMs idle (H100, perf/dev/NOTES.md,
+// fifty-fifth session: 16 pieces of (1,32,8,1,32768,128) 50.3 -> 55.6 us, 4 of (4,32,8,1,16384,128) 92.1 -> 94.4).
+constexpr int kMaxDecodeClusterSplits = 2;
 constexpr int kMaxDecodeCombineSplits = 256;  // with the combine kernel (decode/combine.cuh): the fixed grid
 constexpr int kMaxDecodeStages = 8;
 // The balanced schedule (decode/schedule.cuh) scans three block counts packed in one 64-bit value, this many
@@ -67,6 +72,11 @@ struct DecodeConfig {
     const size_t scratch = groups > weights ? groups : weights;
     return ring > scratch ? ring : scratch;
   }
+  // A piece of a cluster merge leaves its fp32 partial ([block_m][D]) and LSEs (block_m) in the ring behind the key
+  // groups' states (key group 0's warps still read those while other warps write their partial).
+  static constexpr size_t kClusterPartOffset = size_t(kDecodeWarps - 1) * 32 * kMergeVals * 4;
+  static_assert(kClusterPartOffset + size_t(kMaxDecodeRowTiles) * 16 * (D + 1) * 4 <= size_t(2) * 2 * kTileElems * 2,
+                "the cluster merge's partials fit a two-stage ring");
   __host__ __device__ static constexpr size_t smem_bytes(int block_m, int stages) {
     return size_t(block_m) * kRowBytes + ring_bytes(stages);
   }

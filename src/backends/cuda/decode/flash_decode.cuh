@@ -18,7 +18,9 @@
 //   merge the KG key groups' states (shared memory, fixed order; decode/merge.cuh)
 //   one split: O/l and LSE to the output; else an fp32 partial, and the last block of the
 //   (b, hk, row block) to finish (atomic ticket) merges the pieces in split order: deterministic
-//   (decode/merge.cuh). With KernelArgs::split_combine (plans of more than 64 pieces, one or two
+//   (decode/merge.cuh); where the plan made the pieces one thread block cluster (FlashFwdPlan::split_cluster,
+//   compute capability 9.0), each leaves its partial in its own shared memory and piece 0 merges them from
+//   there after a cluster barrier (merge_cluster_pieces; the same bits). With KernelArgs::split_combine (plans of more than 64 pieces, one or two
 //   (b, kv head) pairs; a captured call's fixed-grid split) the blocks stop at the partial; the combine
 //   kernel launched after this one merges them (decode/combine.cuh).
 //
@@ -36,6 +38,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/common/cluster.cuh"
 #include "backends/cuda/common/dependent_launch.cuh"
 #include "backends/cuda/common/dev_timeline.cuh"
 #include "backends/cuda/common/elem_ops.cuh"
@@ -126,7 +129,13 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
   const int t_lo = keys.t_lo, n_tiles = keys.n_tiles, n_splits = keys.n_splits;
   if (split == 0 && work.first >= 0 && a.split_combine && tid == 0)  // the balanced schedule merged by the combine
     reinterpret_cast<int2*>(a.part_map)[decode_item_index(a, b, hk, rb)] = make_int2(work.first, work.splits);  // kernel
-  if (split >= n_splits) return;  // this sequence has fewer tiles than splits
+  // A cluster merge (the plan's split_cluster: this launch's clusters are the pieces of one (b, hk, row block), so
+  // every block of a cluster has the same n_splits): every block takes part in its two barriers.
+  const bool clustered = cluster_ctas() > 1;
+  if (split >= n_splits) {  // this sequence has fewer tiles than splits
+    if (clustered && n_splits > 1) cluster_sync_all(), cluster_sync_all();
+    return;
+  }
   const int t_begin = t_lo + (int)((long long)n_tiles * split / n_splits);
   const int n_iter = t_lo + (int)((long long)n_tiles * (split + 1) / n_splits) - t_begin;
 
@@ -409,22 +418,41 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
       FLASHCORE_TIMELINE_BLOCK(2, split, n_iter, n_splits, 1, t_groups, t_finish, t_stored);
       return;
     }
-    // Split: this piece's fp32 partial (O normalised by its own l, log2-domain LSE).
+    // Split: this piece's fp32 partial (O normalised by its own l, log2-domain LSE): to the workspace, or in a
+    // cluster to this block's shared memory ([block_m][D] floats, then block_m LSEs; merge_cluster_pieces).
+    float* const sP = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(sRing) + Cfg::kClusterPartOffset);
     const long long ws = ws_row0 + split * split_rows;
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       const int row = row_a + 8 * e;
       if (row >= r_end) continue;
-      float* po = a.part_o + (ws + row) * D + 2 * t4;
+      float* po = clustered ? sP + (row - r0) * D + 2 * t4 : a.part_o + (ws + row) * D + 2 * t4;
 #pragma unroll
       for (int j = 0; j < D / 8; ++j)
         *reinterpret_cast<float2*>(po + 8 * j) = make_float2(o[j][2 * e] * inv[e], o[j][2 * e + 1] * inv[e]);
-      if (t4 == 0) a.part_lse[ws + row] = lse2[e];
+      if (t4 == 0) *(clustered ? sP + a.block_m * D + (row - r0) : a.part_lse + ws + row) = lse2[e];
     }
     FLASHCORE_TIMELINE_NOW(t_part);
     FLASHCORE_TIMELINE_BLOCK(2, split, n_iter, n_splits, 2, t_groups, t_finish, t_part);
   }
   if (n_splits == 1 || a.split_combine) return;  // split_combine: decode/combine.cuh's kernel merges
+
+  // ---- a cluster's pieces: piece 0 merges them from its peers' shared memory; the second barrier keeps every peer
+  // resident until it has read them
+  if (clustered) {
+    cluster_sync_all();
+    FLASHCORE_TIMELINE_NOW(t_sync);
+    if (split == 0) {
+      const DecodeSplitMerge m{b, hk, G, r0, r_end - r0, n_splits, p.head_dim / 4, 0, 0};
+      merge_cluster_pieces<D, Elem>(a, seq, m, smem_u32(sRing) + uint32_t(Cfg::kClusterPartOffset), xbuf, tid);
+      FLASHCORE_TIMELINE_NOW(t_merged);
+      FLASHCORE_TIMELINE_BLOCK(1, split, n_iter, n_splits, 3, t_sync, t_sync, t_merged);
+    } else {
+      FLASHCORE_TIMELINE_BLOCK(1, split, n_iter, n_splits, 2, t_sync, 0, 0);
+    }
+    cluster_sync_all();
+    return;
+  }
 
   // ---- ticket: the last of the n_splits blocks of this (b, hk, row block) merges
   __threadfence();

@@ -35,6 +35,21 @@ cudaError_t launch_decode_typed(const FlashFwdPlan& plan, const KernelArgs& args
   const dim3 grid = plan.work_slots > 0 ? dim3((unsigned)plan.work_blocks)
                                         : dim3((unsigned)(plan.n_mblocks * plan.max_splits), (unsigned)args.p.heads_kv,
                                                (unsigned)args.p.batch);
+  if (plan.split_cluster > 1) {  // the pieces of a row block (consecutive in x: one row block) as one cluster
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kDecodeThreads);
+    cfg.dynamicSmemBytes = plan.smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)plan.split_cluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, args);
+  }
   kernel<<<grid, kDecodeThreads, plan.smem, stream>>>(args);
   const cudaError_t e0 = cudaGetLastError();
   if (e0 != cudaSuccess || !args.split_combine) return e0;

@@ -4,13 +4,16 @@
 //   the split merge (merge_loads_ahead, merge_weights, merge_sums): the last of the n_splits blocks of a
 //     (b, hk, row block) to finish (the kernel's atomic ticket) combines the pieces' fp32 partials (O
 //     normalised by the piece's own l, log2-domain LSE) in split order: the same bits whichever block
-//     came last.
+//     came last;
+//   merge_cluster_pieces: the same merge where the pieces are one thread block cluster (compute capability 9.0),
+//     by piece 0 from its peers' shared memory: no fence, ticket or workspace; the same bits.
 // Online softmax state: common/online_softmax.cuh; accumulator fragment layout (o[j][e], rows lane/4 and
 // lane/4 + 8): sm80/tile_ops.cuh.
 #pragma once
 
 #include <cstdint>
 
+#include "backends/cuda/common/cluster.cuh"
 #include "backends/cuda/common/elem_ops.cuh"
 #include "backends/cuda/common/kernel_args.h"
 #include "backends/cuda/common/online_softmax.cuh"
@@ -229,6 +232,48 @@ __device__ __forceinline__ void merge_sums(const KernelArgs& a, const numeric::S
 #pragma unroll 8
     for (int s = first ? kMergeAhead : 0; s < n_splits; ++s)
       merge_add4(acc, s_w[r * kMaxDecodeSplits + s], __ldcg(po + s * piece_stride4));
+    uint2 out;
+    out.x = ElemOps<Elem>::pack(acc[0], acc[1]);
+    out.y = ElemOps<Elem>::pack(acc[2], acc[3]);
+    Elem* dst = static_cast<Elem*>(p.o) + seq.q_row(os, m.b, row / G) + (long long)(m.hk * G + row % G) * p.o_head_stride;
+    *reinterpret_cast<uint2*>(dst + c4 * 4) = out;
+  }
+}
+
+// The split merge of a cluster: run by every thread of piece 0's block once every piece of the cluster has left its
+// partial in its own shared memory at `parts` (this block's address of the same offset: [block_m][D] floats, then
+// block_m log2-domain LSEs) and a cluster barrier has published them. merge_weights' and merge_sums' arithmetic in the
+// same order (merge_row_weights, then merge_add4 over the pieces in split order), the LSEs and partials read from the
+// peers instead of the workspace: the ticket merge's bits. s_w: [block_m][kMaxDecodeSplits] floats of this block.
+template <int D, typename Elem>
+__device__ __forceinline__ void merge_cluster_pieces(const KernelArgs& a, const numeric::Sequences& seq,
+                                                     const DecodeSplitMerge& m, uint32_t parts, float* s_w, int tid) {
+  const FlashFwdParams& p = a.p;
+  const uint32_t lses = parts + uint32_t(a.block_m * D * 4);
+  const int n_splits = m.n_splits, rows_here = m.rows, r0 = m.r0, dim4 = m.dim4, G = m.G;
+  const int gw = merge_row_lanes(n_splits), gl = tid & (gw - 1);
+  for (int rg = 0; rg < rows_here; rg += kDecodeThreads / gw) {  // the same trip count in every lane
+    const int r = rg + tid / gw;
+    const bool live = r < rows_here;
+    const int row = r0 + r, h = m.hk * G + row % G;
+    const float sink = live ? sink_log2_of(p, h) : -INFINITY;
+    const bool has0 = live && gl < n_splits, has1 = live && gl + gw < n_splits;
+    const float v0 = has0 ? ld_peer_f32(cluster_peer(lses + 4 * r, gl)) : -INFINITY;
+    const float v1 = has1 ? ld_peer_f32(cluster_peer(lses + 4 * r, gl + gw)) : -INFINITY;
+    const MergeRowWeights rw = merge_row_weights(gw, sink, v0, v1, has0, has1);
+    if (has0) s_w[r * kMaxDecodeSplits + gl] = rw.w0;
+    if (has1) s_w[r * kMaxDecodeSplits + gl + gw] = rw.w1;
+    if (live && gl == 0 && p.lse != nullptr)
+      p.lse[seq.lse_index(m.b, h, row / G, p.heads_q)] = merged_lse(rw.mx, rw.sum);
+  }
+  __syncthreads();
+  const Strides os = o_strides(p);
+  for (int it = tid; it < rows_here * dim4; it += kDecodeThreads) {
+    const int r = it / dim4, c4 = it % dim4;
+    const int row = r0 + r;
+    const uint32_t src = parts + uint32_t((r * D + 4 * c4) * 4);
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int s = 0; s < n_splits; ++s) merge_add4(acc, s_w[r * kMaxDecodeSplits + s], ld_peer_v4(cluster_peer(src, s)));
     uint2 out;
     out.x = ElemOps<Elem>::pack(acc[0], acc[1]);
     out.y = ElemOps<Elem>::pack(acc[2], acc[3]);

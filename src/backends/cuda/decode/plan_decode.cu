@@ -168,15 +168,24 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   }
   plan->split_combine = plan->max_splits > 1 && (plan->max_splits > detail::kMaxDecodeSplits || (ov && ov->combine));
   plan->dependent_launch = dev.cc_major >= 9;
+  // The fixed grid's pieces of one row block as a thread block cluster (decode/merge.cuh, merge_cluster_pieces):
+  // kMaxDecodeClusterSplits pieces (clusters of 2; larger ones lost to where the hardware put their blocks), D = 128
+  // (measured there). H100, graph-timed against the combine kernel (perf/dev/NOTES.md, fifty-fifth session, run
+  // 55b): (8,32,8,1,8192,128) 91.8 -> 90.9 us, (8,32,8,4,8192,128) 94.9 -> 92.3, paged alike.
+  plan->split_cluster = 0;
+  if (!balanced && dev.cc_major >= 9 && plan->n_mblocks == 1 && plan->max_splits >= 2 &&
+      plan->max_splits <= detail::kMaxDecodeClusterSplits && !plan->split_combine &&
+      detail::decode_head_dim(p.head_dim) == 128 && !(ov && ov->split_cluster < 0))
+    plan->split_cluster = plan->max_splits;
   // A captured call of up to 16 packed rows a (b, kv head) merges its pieces by the combine kernel (flash_fwd_run):
   // measured there (Lq 1-4), 0.8-3.7 us faster on the fixed grid; with more rows the combine kernel's blocks (one a
   // row) outnumber the work, not measured: those keep the tickets. The balanced schedule's pieces too, where the
   // combine kernel's blocks fit one wave (kDecodeCombineBlocksPerSm): it finds each item's first block and piece count
   // in a map the item's first block writes (split_map_offset).
   plan->combine_when_captured =
-      plan->max_splits > 1 && !plan->split_combine && rows <= kDecodeCapturedCombineRows &&
+      plan->max_splits > 1 && !plan->split_combine && !plan->split_cluster && rows <= kDecodeCapturedCombineRows &&
       (!balanced || (long long)p.batch * p.heads_q * p.seqlen_q <= (long long)detail::kDecodeCombineBlocksPerSm * dev.sm_count);
-  if (plan->max_splits > 1) {
+  if (plan->max_splits > 1 && !plan->split_cluster) {  // a cluster merge needs no workspace
     const int d = detail::decode_head_dim(p.head_dim);
     plan->split_lse_offset = detail::scratch_align_up(ws_rows * d * sizeof(float));
     plan->split_partial_bytes = plan->split_lse_offset + detail::scratch_align_up(ws_rows * sizeof(float));
