@@ -413,7 +413,8 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
     EXPECT_EQ(plan.threads, 128);
     EXPECT_EQ(plan.max_splits, s.splits);
     EXPECT_LE(plan.smem, 113u * 1024);  // two blocks per SM
-    EXPECT_EQ(plan.split_cluster, s.splits == 2 ? 2 : 0) << plan.describe();  // two pieces: a thread block cluster
+    // Two pieces: a thread block cluster, where this build has the decode kernel's sm_90 image.
+    EXPECT_EQ(plan.split_cluster, s.splits == 2 && flashcore::cuda::decode_cluster_merge_built() ? 2 : 0) << plan.describe();
     EXPECT_EQ(plan.split_partial_bytes > 0, s.splits > 1 && plan.split_cluster == 0);
     // Deterministic: the same problem gets the same plan (split count, workspace).
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(p, h100, FlashVariant::Auto, &again), "");
@@ -481,11 +482,13 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
     struct Captured { int b, hq, hkv, lq, lk; bool combine; int cluster; };
     const Captured cap[] = {{8, 32, 8, 1, 8192, false, 2}, {8, 32, 8, 4, 8192, false, 2}, {2, 16, 2, 2, 5000, true, 0},
                             {2, 16, 2, 3, 5000, false, 0}, {64, 32, 8, 1, 2048, false, 0}};
+    const bool clusters = flashcore::cuda::decode_cluster_merge_built();
     for (const Captured& c : cap) {
       FlashFwdParams cp = params(c.b, c.hq, c.hkv, c.lq, c.lk, 128, false, c.lq > 1);
       ASSERT_EQ(flashcore::cuda::flash_fwd_plan(cp, h100, FlashVariant::Decode, &plan), "");
-      EXPECT_EQ(plan.combine_when_captured, c.combine) << c.b << "," << c.hq << "," << c.lq << ": " << plan.describe();
-      EXPECT_EQ(plan.split_cluster, c.cluster) << plan.describe();
+      EXPECT_EQ(plan.combine_when_captured, c.combine || (c.cluster > 0 && !clusters))
+          << c.b << "," << c.hq << "," << c.lq << ": " << plan.describe();
+      EXPECT_EQ(plan.split_cluster, clusters ? c.cluster : 0) << plan.describe();
       flashcore::cuda::FlashFwdLaunchOverride tickets{};
       tickets.split_cluster = -1;
       cp.launch_override = &tickets;
@@ -554,15 +557,22 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
                 std::string::npos) << copies;
     }
   }
-  {
-    // The split merge through a thread block cluster (decode/merge.cuh, merge_cluster_pieces): the fixed grid's two
-    // pieces of one row block at D = 128 on compute capability 9.0, named in the plan; no tickets, partials or combine
-    // kernel, so no workspace. Not on an sm_89 device (no clusters), not at other head dims or piece counts (larger
-    // clusters measured slower), not on the balanced schedule (its pieces are not consecutive blocks of one item).
+  // The split merge through a thread block cluster (decode/merge.cuh, merge_cluster_pieces): the fixed grid's two
+  // pieces of one row block at D = 128 on compute capability 9.0, named in the plan; no tickets, partials or combine
+  // kernel, so no workspace. Not on an sm_89 device (no clusters), not at other head dims or piece counts (larger
+  // clusters measured slower), not on the balanced schedule (its pieces are not consecutive blocks of one item).
+  // Only where this build has the decode kernel's sm_90 image (an sm_80-89 image never sees a cluster).
+  if (flashcore::cuda::decode_cluster_merge_built()) {
     FlashFwdParams two = params(8, 32, 8, 1, 8192, 128, false, false);
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(two, h100, FlashVariant::Decode, &plan), "");
     EXPECT_EQ(plan.max_splits, 2) << plan.describe();
     EXPECT_EQ(plan.split_cluster, 2) << plan.describe();
+    // 32 and 64 packed rows a block (two and four row tiles) too: the GPU test's shapes of those.
+    for (int lq : {4, 8}) {
+      ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(8, 64, 8, lq, 8192, 128, false, true), h100, FlashVariant::Decode, &plan), "");
+      EXPECT_EQ(plan.block_m, 8 * lq) << plan.describe();
+      EXPECT_EQ(plan.split_cluster, 2) << plan.describe();
+    }
     EXPECT_NE(plan.describe().find("splits=2 cluster"), std::string::npos) << plan.describe();
     EXPECT_EQ(plan.split_counter_bytes, 0u);
     EXPECT_EQ(plan.split_partial_bytes, 0u);

@@ -774,9 +774,12 @@ TEST(Gpu, DecodeManyPiecesCombined) {
 // Two pieces of a row block as one thread block cluster (compute capability 9.0, D = 128: the plan says
 // "splits=2 cluster"; decode/merge.cuh, merge_cluster_pieces): piece 0 merges both partials from the two blocks'
 // shared memory. 8 x 8 (b, kv head) pairs of 8192 keys on 132 SMs: single-query fp16, four causal queries bf16
-// (16 packed rows), paged K/V, a 3000-key window with sinks and ALiBi (two causal queries), and a 30-key window
-// whose row block sees one tile (one piece writes the rows itself, the other has no keys and returns). Against
-// the fp64 oracle; on another GPU the plan may differ and the cases still run.
+// (16 packed rows), paged K/V, a 3000-key window with sinks and ALiBi (two causal queries), a 30-key window
+// whose row block sees one tile (one piece writes the rows itself, the other has no keys and returns), and 8 query
+// heads a KV head with 4 and 8 queries (32 and 64 packed rows: two and four row tiles). Against the fp64 oracle;
+// on another GPU the plan may differ and the cases still run. (That the cluster gives the tickets' bits is checked by
+// `perf/dev/decode_dev.cu check` against main's errors, perf/dev/NOTES.md, fifty-fifth session: the public API
+// has no switch between the two.)
 TEST(Gpu, DecodeTwoPiecesInACluster) {
   REQUIRE_DEVICE();
   const auto names = device_backends();
@@ -792,6 +795,8 @@ TEST(Gpu, DecodeTwoPiecesInACluster) {
   Case one_tile = make_case(8, 32, 8, 1, 8192, 128, DType::F16, true);
   one_tile.window_left = 30;
   cases.push_back(one_tile);
+  cases.push_back(make_case(8, 64, 8, 4, 8192, 128, DType::F16, true));   // 32 packed rows a block: two row tiles
+  cases.push_back(make_case(8, 64, 8, 8, 8192, 128, DType::BF16, true));  // 64: four row tiles
   int device = 0, sms = 0, major = 0;
   CUDA_OK(cudaGetDevice(&device));
   CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));

@@ -116,6 +116,9 @@ struct DeviceLimits {
   size_t smem_optin_per_block = 0;
   bool hopper_kernel_loads = false;  // the sm_90a image of the Hopper kernel loads on this device
 };
+// Whether this build's decode kernel has a compute capability 9.0 image, so that a plan may merge its pieces
+// through a thread block cluster (FlashFwdPlan::split_cluster).
+bool decode_cluster_merge_built();
 // The current device; false (and *why) when there is none.
 bool device_limits(DeviceLimits* out, std::string* why);
 

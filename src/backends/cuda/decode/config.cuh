@@ -73,10 +73,16 @@ struct DecodeConfig {
     return ring > scratch ? ring : scratch;
   }
   // A piece of a cluster merge leaves its fp32 partial ([block_m][D]) and LSEs (block_m) in the ring behind the key
-  // groups' states (key group 0's warps still read those while other warps write their partial).
-  static constexpr size_t kClusterPartOffset = size_t(kDecodeWarps - 1) * 32 * kMergeVals * 4;
-  static_assert(kClusterPartOffset + size_t(kMaxDecodeRowTiles) * 16 * (D + 1) * 4 <= size_t(2) * 2 * kTileElems * 2,
-                "the cluster merge's partials fit a two-stage ring");
+  // groups' states (key group 0's warps still read those while other warps write their partial) and behind the
+  // merge's weights (piece 0 writes them where the states were, while it reads the partials). kClusterMergeFits: all
+  // of it within a two-stage ring at 64 rows a block: at D = 128 and 256; not at D = 64 (33024 bytes of 32768), which
+  // the plan does not take (decode/plan_decode.cu).
+  static constexpr size_t kClusterPartOffset =
+      size_t(kDecodeWarps - 1) * 32 * kMergeVals * 4 > size_t(kMaxDecodeRowTiles) * 16 * kMaxDecodeSplits * 4
+          ? size_t(kDecodeWarps - 1) * 32 * kMergeVals * 4
+          : size_t(kMaxDecodeRowTiles) * 16 * kMaxDecodeSplits * 4;
+  static constexpr bool kClusterMergeFits =
+      kClusterPartOffset + size_t(kMaxDecodeRowTiles) * 16 * (D + 1) * 4 <= size_t(2) * 2 * kTileElems * 2;
   __host__ __device__ static constexpr size_t smem_bytes(int block_m, int stages) {
     return size_t(block_m) * kRowBytes + ring_bytes(stages);
   }

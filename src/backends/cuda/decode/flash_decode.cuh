@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(kDecodeThreads, DecodeConfig<D>::kBlocksPerSm)
     reinterpret_cast<int2*>(a.part_map)[decode_item_index(a, b, hk, rb)] = make_int2(work.first, work.splits);  // kernel
   // A cluster merge (the plan's split_cluster: this launch's clusters are the pieces of one (b, hk, row block), so
   // every block of a cluster has the same n_splits): every block takes part in its two barriers.
-  const bool clustered = cluster_ctas() > 1;
+  const bool clustered = Cfg::kClusterMergeFits && cluster_ctas() > 1;
   if (split >= n_splits) {  // this sequence has fewer tiles than splits
     if (clustered && n_splits > 1) cluster_sync_all(), cluster_sync_all();
     return;

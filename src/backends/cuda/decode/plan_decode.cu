@@ -92,6 +92,22 @@ int decode_blocks_per_sm_regs(int head_dim) {
 
 }  // namespace
 
+}  // namespace flashcore::cuda::detail
+
+namespace flashcore::cuda {
+// The decode kernel's images: built for compute capability 9.0 where the Hopper kernel is (sm_90 among the CUDA
+// architectures, CMakeLists.txt), and only then can a launch take a cluster's path.
+bool decode_cluster_merge_built() {
+#ifdef FLASHCORE_HAVE_HOPPER_KERNELS
+  return true;
+#else
+  return false;
+#endif
+}
+}  // namespace flashcore::cuda
+
+namespace flashcore::cuda::detail {
+
 std::string decode_limits(const FlashFwdParams& p, const DeviceLimits& dev) {
   if (p.seqlen_q > detail::kMaxDecodeSeqlenQ)
     return "the decode kernel takes seqlen_q <= " + std::to_string(detail::kMaxDecodeSeqlenQ) + ", not " +
@@ -172,10 +188,13 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
   // kMaxDecodeClusterSplits pieces (clusters of 2; larger ones lost to where the hardware put their blocks), D = 128
   // (measured there). H100, graph-timed against the combine kernel (perf/dev/NOTES.md, fifty-fifth session, run
   // 55b): (8,32,8,1,8192,128) 91.8 -> 90.9 us, (8,32,8,4,8192,128) 94.9 -> 92.3, paged alike.
+  // Only where this build compiled the kernel for compute capability 9.0 (cluster_ctas() is 1 in an sm_80-89 image,
+  // which would then take the tickets this plan has no workspace for) and the partials fit the ring
+  // (DecodeConfig::kClusterMergeFits).
   plan->split_cluster = 0;
-  if (!balanced && dev.cc_major >= 9 && plan->n_mblocks == 1 && plan->max_splits >= 2 &&
+  if (decode_cluster_merge_built() && !balanced && dev.cc_major >= 9 && plan->n_mblocks == 1 && plan->max_splits >= 2 &&
       plan->max_splits <= detail::kMaxDecodeClusterSplits && !plan->split_combine &&
-      detail::decode_head_dim(p.head_dim) == 128 && !(ov && ov->split_cluster < 0))
+      detail::decode_head_dim(p.head_dim) == 128 && DecodeConfig<128>::kClusterMergeFits && !(ov && ov->split_cluster < 0))
     plan->split_cluster = plan->max_splits;
   // A captured call of up to 16 packed rows a (b, kv head) merges its pieces by the combine kernel (flash_fwd_run):
   // measured there (Lq 1-4), 0.8-3.7 us faster on the fixed grid; with more rows the combine kernel's blocks (one a
