@@ -567,16 +567,17 @@ TEST(CudaConfig, DecodeShapesRunOnTheDecodeKernel) {
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(two, h100, FlashVariant::Decode, &plan), "");
     EXPECT_EQ(plan.max_splits, 2) << plan.describe();
     EXPECT_EQ(plan.split_cluster, 2) << plan.describe();
+    EXPECT_NE(plan.describe().find("splits=2 cluster"), std::string::npos) << plan.describe();
+    EXPECT_EQ(plan.split_counter_bytes, 0u);
+    EXPECT_EQ(plan.split_partial_bytes, 0u);
+    EXPECT_FALSE(plan.split_combine);
     // 32 and 64 packed rows a block (two and four row tiles) too: the GPU test's shapes of those.
     for (int lq : {4, 8}) {
       ASSERT_EQ(flashcore::cuda::flash_fwd_plan(params(8, 64, 8, lq, 8192, 128, false, true), h100, FlashVariant::Decode, &plan), "");
       EXPECT_EQ(plan.block_m, 8 * lq) << plan.describe();
       EXPECT_EQ(plan.split_cluster, 2) << plan.describe();
+      EXPECT_EQ(plan.split_partial_bytes, 0u) << plan.describe();
     }
-    EXPECT_NE(plan.describe().find("splits=2 cluster"), std::string::npos) << plan.describe();
-    EXPECT_EQ(plan.split_counter_bytes, 0u);
-    EXPECT_EQ(plan.split_partial_bytes, 0u);
-    EXPECT_FALSE(plan.split_combine);
     flashcore::cuda::DeviceLimits sm89 = h100;  // the same SMs without clusters
     sm89.cc_major = 8, sm89.cc_minor = 9;
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(two, sm89, FlashVariant::Decode, &plan), "");

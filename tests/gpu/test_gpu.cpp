@@ -970,9 +970,9 @@ TEST(Gpu, TunedKernelsAreDeterministic) {
 // bitwise the eager one. Two launches take fewer nodes when captured, and the same bits are asserted:
 // the Hopper kernel on equal items in few key tiles a block takes them in the static order (no scratch);
 // decode splits on the fixed grid merge by the combine kernel instead of their last block (partials, no
-// tickets); two pieces a thread block cluster merges take no scratch at all. (Graphs that shared the stream's buffer could race; the launches fill the GPU, so replays
-// mostly run one after another and a race need not show here: the allocation nodes are the structural
-// check.) Outputs are poisoned on their own stream before each launch, so an item a round skipped cannot
+// tickets); two pieces a thread block cluster merges take no scratch at all. (Graphs that shared the
+// stream's buffer could race; the launches fill the GPU, so replays mostly run one after another and a
+// race need not show here: the allocation nodes are the structural check.) Outputs are poisoned on their own stream before each launch, so an item a round skipped cannot
 // pass on earlier values.
 // Captured in cudaStreamCaptureModeGlobal, the strictest mode (torch.cuda.graph's default), after one
 // eager call on another stream (kernel attributes are set once, outside the capture).
