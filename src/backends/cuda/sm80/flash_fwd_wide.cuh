@@ -147,27 +147,38 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   const int w_full = mask.unmasked_tiles(row_lo, kBlockN);
 
   const SequenceHead<Elem> rows = sequence_head<Elem>(p, b, h, hk);
-  const Elem* gQ = rows.q;
-  const Elem* gK = rows.k;
-  const Elem* gV = rows.v;
   const uint32_t ring = smem_u32(sRing);
   // Tiles to load: n_tiles rounded up to whole steps, so that a step's second tile always holds loaded
   // data: zeros past len_k (load_tile_async zero-fills those rows), or keys below len_k that no row of
   // the block sees (causal); their scores are masked, so P·V adds 0 times them, as for any masked key.
   constexpr int kT = kWideTilesPerStep<D>;
   const int n_load = (n_tiles + kT - 1) / kT * kT;
+  // K and V of tile t into ring slot `slot`. One tile a step (D = 64, 96, 128): KVTileCopy (sm80/tile_ops.cuh;
+  // rows past len_k hold the last key's, masked as the zeros were). H100, forced cuda-flash-allwarps, run 56b
+  // (with the ring depth compiled in as well, which alone changed nothing): D = 128 rows 0.90-0.98 of the
+  // time before, D = 64 0.91-0.95 (perf/dev/NOTES.md, fifty-sixth session). D = 32's two-tile steps keep
+  // load_tile_async: with KVTileCopy they spill on sm_80 and sm_90 (ptxas, nvcc 13.0).
+  constexpr bool kLeanCopies = kT == 1;
+  const KVTileCopy<D, kThreads, Elem> copy(tid, p.head_dim, rows.k, p.k_seq_stride, rows.v, p.v_seq_stride);
   auto fill = [&](int t, int slot) {
     if (t < n_load) {
-      Elem* k = sRing + slot * 2 * Cfg::kTileElems;
-      load_tile_async<D>(k, gK, p.k_seq_stride, t * kBlockN, kBlockN, mask.seq.len_k(), p.head_dim, tid, kThreads);
-      load_tile_async<D>(k + Cfg::kTileElems, gV, p.v_seq_stride, t * kBlockN, kBlockN, mask.seq.len_k(), p.head_dim, tid,
-                         kThreads);
+      if constexpr (kLeanCopies) {
+        const uint32_t k = ring + slot * 4 * Cfg::kTileElems;  // bytes: K then V of the slot
+        copy(k, copy.k, p.k_seq_stride, t * kBlockN, mask.seq.len_k());
+        copy(k + 2 * Cfg::kTileElems, copy.v, p.v_seq_stride, t * kBlockN, mask.seq.len_k());
+      } else {
+        Elem* k = sRing + slot * 2 * Cfg::kTileElems;
+        const int len_k = mask.seq.len_k();
+        load_tile_async<D>(k, rows.k, p.k_seq_stride, t * kBlockN, kBlockN, len_k, p.head_dim, tid, kThreads);
+        load_tile_async<D>(k + Cfg::kTileElems, rows.v, p.v_seq_stride, t * kBlockN, kBlockN, len_k, p.head_dim, tid,
+                           kThreads);
+      }
     }
   };
   // Steps of kT tiles: the ring (stages >= 2·kT, the plan's wide_min_stages) holds the step's tiles and
   // the next step's in flight. Prologue: Q + tile 0 (group 0), tiles 1..stages-kT-1 (one group a tile;
   // empty groups keep the count).
-  load_tile_async<D>(sQ, gQ, p.q_seq_stride, m0, kWideBlockM, mask.seq.len_q(), p.head_dim, tid, kThreads);
+  load_tile_async<D>(sQ, rows.q, p.q_seq_stride, m0, kWideBlockM, mask.seq.len_q(), p.head_dim, tid, kThreads);
   for (int i = 0; i < stages - kT; ++i) {
     fill(i, i);
     cp_async_commit();
