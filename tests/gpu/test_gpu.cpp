@@ -407,7 +407,8 @@ std::vector<Case> sequence_cases() {
       out.push_back(sequence_case(4, 2, d, dt, causal, {70, 90}, {300, 90}, KvStore::Paged, 48));
       out.push_back(sequence_case(6, 2, d, dt, causal, {1, 37, 0, 64}, {1, 100, 5, 64}, KvStore::Packed, 0, 1, 0,
                                   Layout::BHSD));
-      // varlen prefill: long sequences of mixed lengths (every tuned kernel: 16-row, wide, Hopper)
+      // varlen prefill: long sequences of mixed lengths (the 16-row and Hopper kernels: too few query rows for
+      // the wide kernel, whose varlen cases are in LargeProblemsOnSampledRows)
       out.push_back(sequence_case(4, 2, d, dt, causal, {700, 1, 333, 0}, {700, 1000, 333, 7}, KvStore::Packed));
       out.push_back(sequence_case(2, 1, d, dt, causal, {129, 255, 1, 64, 1000}, {129, 255, 1, 64, 1000}, KvStore::Packed));
       // prefill against cache lengths (rows past a sequence's length are NaN): 200 queries each, and
@@ -698,6 +699,17 @@ TEST(Gpu, LargeProblemsOnSampledRows) {
       check_on_device(backend,
                       fctest::sequence_case(12, 3, 96, DType::F16, causal, {1500, 200}, {1499, 300}, KvStore::Packed),
                       311, 37);
+      // The wide kernel's K/V copies (sm80/tile_ops.cuh, KVTileCopy) where its last-tile row clamp reaches
+      // below a thread's first row (fewer keys than 8 at D = 96 and 128, than 16 at D = 64; causal: most rows
+      // see no key), head_dim 112 on the D = 128 kernel, and cache lengths with NaN past them at D = 128.
+      check_on_device(backend, make_case(2, 12, 4, 1000, 5, 128, DType::BF16, causal), 319, 37);
+      check_on_device(backend, make_case(2, 12, 3, 1100, 13, 64, DType::F16, causal, Layout::BHSD), 320, 37);
+      check_on_device(backend, make_case(2, 12, 4, 1000, 7, 96, DType::F16, causal, Layout::Padded), 321, 37);
+      check_on_device(backend, make_case(2, 12, 4, 1000, 999, 112, DType::BF16, causal), 322, 37);
+      check_on_device(backend,
+                      fctest::sequence_case(16, 4, 128, DType::BF16, causal, {1000, 513, 64}, {1000, 700, 2000},
+                                            KvStore::Batched, 0, 1, 16),
+                      323, 37);
     }
 }
 

@@ -149,8 +149,9 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   const SequenceHead<Elem> rows = sequence_head<Elem>(p, b, h, hk);
   const uint32_t ring = smem_u32(sRing);
   // Tiles to load: n_tiles rounded up to whole steps, so that a step's second tile always holds loaded
-  // data: zeros past len_k (load_tile_async zero-fills those rows), or keys below len_k that no row of
-  // the block sees (causal); their scores are masked, so P·V adds 0 times them, as for any masked key.
+  // data: past len_k zeros (D = 32: load_tile_async zero-fills those rows; above, KVTileCopy copies the last
+  // key there), or keys below len_k that no row of the block sees (causal); their scores are masked, so P·V
+  // adds 0 times them, as for any masked key.
   constexpr int kT = kWideTilesPerStep<D>;
   const int n_load = (n_tiles + kT - 1) / kT * kT;
   // K and V of tile t into ring slot `slot`. One tile a step (D = 64, 96, 128): KVTileCopy (sm80/tile_ops.cuh;
@@ -159,6 +160,7 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   // time before, D = 64 0.91-0.95 (perf/dev/NOTES.md, fifty-sixth session). D = 32's two-tile steps keep
   // load_tile_async: with KVTileCopy they spill on sm_80 and sm_90 (ptxas, nvcc 13.0).
   constexpr bool kLeanCopies = kT == 1;
+  // (unused at D = 32)
   const KVTileCopy<D, kThreads, Elem> copy(tid, p.head_dim, rows.k, p.k_seq_stride, rows.v, p.v_seq_stride);
   auto fill = [&](int t, int slot) {
     if (t < n_load) {

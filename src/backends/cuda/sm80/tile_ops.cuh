@@ -49,7 +49,8 @@ __device__ __forceinline__ void load_tile_async(Elem* s, const Elem* g, long lon
   }
 }
 
-// One thread's share of the wide kernel's K/V tile copies (kNThr threads, tid = threadIdx.x; 64-row tiles).
+// One thread's share of the wide kernel's K/V tile copies (kNThr threads, 64-row tiles). tid must be
+// threadIdx.x: the copies re-derive the thread's row and chunk from it rather than hold them (registers).
 // The thread copies one column chunk of rows r0, r0 + kRowStep, ...: kRowStep is a multiple of 8, so the
 // swizzle's r & 7 is r0's and every shared address is one offset plus an immediate. Its first source
 // element of K and of V is computed once; a tile is then a compile-time count of pointer steps and cp.async
