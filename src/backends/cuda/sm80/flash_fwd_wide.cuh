@@ -149,16 +149,16 @@ flash_fwd_wide_kernel(const __grid_constant__ KernelArgs a) {
   const SequenceHead<Elem> rows = sequence_head<Elem>(p, b, h, hk);
   const uint32_t ring = smem_u32(sRing);
   // Tiles to load: n_tiles rounded up to whole steps, so that a step's second tile always holds loaded
-  // data: past len_k zeros (D = 32: load_tile_async zero-fills those rows; above, KVTileCopy copies the last
-  // key there), or keys below len_k that no row of the block sees (causal); their scores are masked, so P·V
-  // adds 0 times them, as for any masked key.
+  // data: rows past len_k (zeros from load_tile_async at D = 32, copies of the last key from KVTileCopy
+  // above), or keys below len_k that no row of the block sees (causal); their scores are masked, so P·V adds
+  // 0 times them, as for any masked key.
   constexpr int kT = kWideTilesPerStep<D>;
   const int n_load = (n_tiles + kT - 1) / kT * kT;
-  // K and V of tile t into ring slot `slot`. One tile a step (D = 64, 96, 128): KVTileCopy (sm80/tile_ops.cuh;
-  // rows past len_k hold the last key's, masked as the zeros were). H100, forced cuda-flash-allwarps, run 56b
-  // (with the ring depth compiled in as well, which alone changed nothing): D = 128 rows 0.90-0.98 of the
-  // time before, D = 64 0.91-0.95 (perf/dev/NOTES.md, fifty-sixth session). D = 32's two-tile steps keep
-  // load_tile_async: with KVTileCopy they spill on sm_80 and sm_90 (ptxas, nvcc 13.0).
+  // K and V of tile t into ring slot `slot`. One tile a step (D = 64, 96, 128): KVTileCopy (sm80/tile_ops.cuh).
+  // H100, forced cuda-flash-allwarps, run 56b (with the ring depth compiled in as well, which alone changed
+  // nothing): D = 128 rows 0.90-0.98 of the time before, D = 64 0.91-0.95 (perf/dev/NOTES.md, fifty-sixth
+  // session). D = 32's two-tile steps keep load_tile_async: with KVTileCopy they spill on sm_80 and sm_90
+  // (ptxas, nvcc 13.0).
   constexpr bool kLeanCopies = kT == 1;
   // (unused at D = 32)
   const KVTileCopy<D, kThreads, Elem> copy(tid, p.head_dim, rows.k, p.k_seq_stride, rows.v, p.v_seq_stride);
