@@ -1,6 +1,11 @@
-# Compiles the hand-written kernels for one architecture with ptxas' resource report and fails
-# on any register spill or stack frame (local memory) in any kernel.
-#   cmake -DNVCC=... -DSRC=<repo> -DARCH=89 -P check_cuda_resources.cmake
+# Reads ptxas' resource report of the hand-written kernels for one architecture and fails on any
+# register spill or stack frame (local memory) in any kernel.
+#   cmake -DNVCC=... -DSRC=<repo> -DARCH=89 [-DREPORTS=<build>/CMakeFiles -DBUILD_ARCHS=80-real|90]
+#         -P check_cuda_resources.cmake
+# Where the build compiled ARCH's machine code (BUILD_ARCHS, CMAKE_CUDA_ARCHITECTURES joined by |) and
+# kept ptxas' reports beside its objects (REPORTS; the launcher cmake/ptxas_report.sh, on with
+# FLASHCORE_CHECK_SPILLS), it reads those: one per kernel instance, each with ARCH's kernels, or it
+# fails. Otherwise it compiles each instance for ARCH with the report on (about 5-9 minutes on 2 cores).
 # Known exceptions, allowed at their measured size and no more:
 #  - the 16-row warp-specialized kernel at D=128 (flash_fwd_kernel<128, *, true, CausalMask>): since
 #    varlen prefill it holds its sequence's lengths (HeldLengths, common/mask.cuh): a 16-byte frame, 24
@@ -50,16 +55,26 @@ set(allowed_bwd_seq_bytes 80)
 # and backward/sm90/instances/, sm_90a).
 file(GLOB instances ${SRC}/src/backends/cuda/sm80/instances/*.cu ${SRC}/src/backends/cuda/decode/instances/*.cu
                     ${SRC}/src/backends/cuda/backward/instances/*.cu)
+set(use_reports OFF)
+if(REPORTS)
+  string(REPLACE "|" ";" build_archs "${BUILD_ARCHS}")
+  foreach(build_arch IN LISTS build_archs)
+    if(build_arch STREQUAL "${ARCH}" OR build_arch STREQUAL "${ARCH}-real")
+      set(use_reports ON)
+    endif()
+  endforeach()
+endif()
+# unit: name|source|gencode|the object library that builds it
 set(units "")
 foreach(source IN LISTS instances)
   get_filename_component(name ${source} NAME_WE)
-  list(APPEND units "${name}|${source}|arch=compute_${ARCH},code=sm_${ARCH}")
+  list(APPEND units "${name}|${source}|arch=compute_${ARCH},code=sm_${ARCH}|flashcore_cuda_kernels")
 endforeach()
 if(ARCH STREQUAL "90")
   file(GLOB sm90_instances ${SRC}/src/backends/cuda/sm90/instances/*.cu ${SRC}/src/backends/cuda/backward/sm90/instances/*.cu)
   foreach(source IN LISTS sm90_instances)
     get_filename_component(name ${source} NAME_WE)
-    list(APPEND units "sm90_${name}|${source}|arch=compute_90a,code=sm_90a")
+    list(APPEND units "sm90_${name}|${source}|arch=compute_90a,code=sm_90a|flashcore_cuda_hopper")
   endforeach()
 endif()
 set(report "")
@@ -68,6 +83,21 @@ foreach(unit IN LISTS units)
   list(GET parts 0 name)
   list(GET parts 1 source)
   list(GET parts 2 gencode)
+  list(GET parts 3 target)
+  if(use_reports)
+    file(RELATIVE_PATH relative ${SRC} ${source})
+    set(kept "${REPORTS}/${target}.dir/${relative}.o.ptxas")
+    if(NOT EXISTS "${kept}")
+      message(FATAL_ERROR "no ptxas report ${kept}: build the library first (with FLASHCORE_CHECK_SPILLS on, the "
+                          "compile keeps one beside each kernel object; delete an object to compile it again)")
+    endif()
+    file(READ "${kept}" out)
+    if(NOT out MATCHES "Compiling entry function '[^']+' for 'sm_${ARCH}a?'")
+      message(FATAL_ERROR "${kept} has no sm_${ARCH} kernel: the build compiled ${source} without it")
+    endif()
+    string(APPEND report "${out}")
+    continue()
+  endif()
   execute_process(
     COMMAND ${NVCC} -std=c++17 -O3 --expt-relaxed-constexpr -I${SRC}/src -I${SRC}/include
             -gencode ${gencode} -Xptxas -v -c ${source}
@@ -78,16 +108,35 @@ foreach(unit IN LISTS units)
   endif()
   string(APPEND report "${out}${err}")
 endforeach()
-string(REGEX MATCHALL "Compiling entry function '[^']+'|Used [0-9]+ registers[^\n]*|[0-9]+ bytes stack frame, [0-9]+ bytes spill stores, [0-9]+ bytes spill loads" lines "${report}")
+if(use_reports)
+  message(STATUS "sm_${ARCH}: ptxas' reports of this build's own compile (${REPORTS})")
+endif()
+# A report holds one block per architecture the unit was compiled for (each begins with ptxas' "bytes
+# gmem" line); only ARCH's kernels (sm_ARCH, or sm_90a for 90) are checked.
+string(REGEX MATCHALL "bytes gmem|Compiling entry function '[^']+' for '[^']+'|Used [0-9]+ registers[^\n]*|[0-9]+ bytes stack frame, [0-9]+ bytes spill stores, [0-9]+ bytes spill loads" lines "${report}")
 set(kernels 0)
 set(bad "")
 set(kernel "")
+set(kernel_arch "")
 foreach(line IN LISTS lines)
-  message(STATUS "${line}")
-  if(line MATCHES "^Compiling entry function '([^']+)'")
+  if(line STREQUAL "bytes gmem")
+    set(kernel "")
+    set(kernel_arch "")
+    continue()
+  endif()
+  if(line MATCHES "^Compiling entry function '([^']+)' for 'sm_([0-9]+)a?'")
     set(kernel "${CMAKE_MATCH_1}")
-    math(EXPR kernels "${kernels} + 1")
-  elseif(line MATCHES "^([0-9]+) bytes stack frame, ([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads")
+    set(kernel_arch "${CMAKE_MATCH_2}")
+    if(kernel_arch STREQUAL "${ARCH}")
+      math(EXPR kernels "${kernels} + 1")
+    endif()
+  endif()
+  # Lines before a block's first kernel (kernel_arch empty) are checked with no allowance.
+  if(NOT kernel_arch STREQUAL "" AND NOT kernel_arch STREQUAL "${ARCH}")
+    continue()
+  endif()
+  message(STATUS "${line}")
+  if(line MATCHES "^([0-9]+) bytes stack frame, ([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads")
     # Keep the numbers first: the MATCHES test below resets CMAKE_MATCH_<n> (it had made this check
     # pass every kernel).
     set(stack ${CMAKE_MATCH_1})
