@@ -64,25 +64,22 @@ struct DecodeConfig {
 
   // Dynamic shared memory: [Q: block_m rows][ring: stages x (K tile, V tile)]. After the key loop the
   // ring holds the key groups' states (<= 3 warps x 32 lanes x kMergeVals floats) and the split merge's
-  // weights (block_m x kMaxDecodeSplits floats); the ring is at least that large.
+  // weights (block_m x kMaxDecodeSplits floats): kMergeScratchBytes, the larger; the ring is at least that large.
+  static constexpr size_t kGroupStateBytes = size_t(kDecodeWarps - 1) * 32 * kMergeVals * 4;
+  static constexpr size_t kSplitWeightBytes = size_t(kMaxDecodeRowTiles) * 16 * kMaxDecodeSplits * 4;
+  static constexpr size_t kMergeScratchBytes = kGroupStateBytes > kSplitWeightBytes ? kGroupStateBytes : kSplitWeightBytes;
+  static constexpr size_t kStageBytes = size_t(2) * kTileElems * 2;  // one K tile and one V tile
   __host__ __device__ static constexpr size_t ring_bytes(int stages) {
-    const size_t ring = size_t(stages) * 2 * kTileElems * 2;
-    const size_t groups = size_t(kDecodeWarps - 1) * 32 * kMergeVals * 4;
-    const size_t weights = size_t(kMaxDecodeRowTiles) * 16 * kMaxDecodeSplits * 4;
-    const size_t scratch = groups > weights ? groups : weights;
-    return ring > scratch ? ring : scratch;
+    return stages * kStageBytes > kMergeScratchBytes ? stages * kStageBytes : kMergeScratchBytes;
   }
   // A piece of a cluster merge leaves its fp32 partial ([block_m][D]) and LSEs (block_m) in the ring behind the key
   // groups' states (key group 0's warps still read those while other warps write their partial) and behind the
   // merge's weights (piece 0 writes them where the states were, while it reads the partials). kClusterMergeFits: all
   // of it within a two-stage ring at 64 rows a block: at D = 128 and 256; not at D = 64 (33024 bytes of 32768), which
   // the plan does not take (decode/plan_decode.cu).
-  static constexpr size_t kClusterPartOffset =
-      size_t(kDecodeWarps - 1) * 32 * kMergeVals * 4 > size_t(kMaxDecodeRowTiles) * 16 * kMaxDecodeSplits * 4
-          ? size_t(kDecodeWarps - 1) * 32 * kMergeVals * 4
-          : size_t(kMaxDecodeRowTiles) * 16 * kMaxDecodeSplits * 4;
+  static constexpr size_t kClusterPartOffset = kMergeScratchBytes;
   static constexpr bool kClusterMergeFits =
-      kClusterPartOffset + size_t(kMaxDecodeRowTiles) * 16 * (D + 1) * 4 <= size_t(2) * 2 * kTileElems * 2;
+      kClusterPartOffset + size_t(kMaxDecodeRowTiles) * 16 * (D + 1) * 4 <= 2 * kStageBytes;
   __host__ __device__ static constexpr size_t smem_bytes(int block_m, int stages) {
     return size_t(block_m) * kRowBytes + ring_bytes(stages);
   }

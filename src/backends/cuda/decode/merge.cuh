@@ -161,6 +161,42 @@ __device__ __forceinline__ void merge_add4(float (&acc)[4], float w, const float
   acc[3] = fmaf(w, v.w, acc[3]);
 }
 
+// Per row of the merge, a group of gw lanes (merge_row_lanes) turns the pieces' LSEs into weights: lane gl of the
+// group takes pieces gl and gl + gw, lse_of(r, s) giving piece s's log2-domain LSE of row r (shared memory, or a
+// cluster peer's); merge_row_weights, the sink and the row's final LSE (stored). The weights go to s_w
+// ([block_m][kMaxDecodeSplits] floats). Written once for the ticket merge (merge_weights) and the cluster's
+// (merge_cluster_pieces). Every thread of the block calls it, with the same trip count in every lane.
+template <class LseOf>
+__device__ __forceinline__ void merge_rows_weights(const FlashFwdParams& p, const numeric::Sequences& seq,
+                                                   const DecodeSplitMerge& m, float* s_w, int tid, const LseOf& lse_of) {
+  const int n_splits = m.n_splits;
+  const int gw = merge_row_lanes(n_splits), gl = tid & (gw - 1);
+  for (int rg = 0; rg < m.rows; rg += kDecodeThreads / gw) {
+    const int r = rg + tid / gw;
+    const bool live = r < m.rows;
+    const int row = m.r0 + r, h = m.hk * m.G + row % m.G;
+    const float sink = live ? sink_log2_of(p, h) : -INFINITY;
+    const bool has0 = live && gl < n_splits, has1 = live && gl + gw < n_splits;
+    const float v0 = has0 ? lse_of(r, gl) : -INFINITY, v1 = has1 ? lse_of(r, gl + gw) : -INFINITY;
+    const MergeRowWeights rw = merge_row_weights(gw, sink, v0, v1, has0, has1);
+    if (has0) s_w[r * kMaxDecodeSplits + gl] = rw.w0;
+    if (has1) s_w[r * kMaxDecodeSplits + gl + gw] = rw.w1;
+    if (live && gl == 0 && p.lse != nullptr)
+      p.lse[seq.lse_index(m.b, h, row / m.G, p.heads_q)] = merged_lse(rw.mx, rw.sum);
+  }
+}
+
+// Column quad c4 of merged row `row` (packed row of (b, hk): query row row / G of head hk·G + row % G) -> O, as Elem.
+template <typename Elem>
+__device__ __forceinline__ void store_merged4(const FlashFwdParams& p, const numeric::Sequences& seq, const Strides& os,
+                                              const DecodeSplitMerge& m, int row, int c4, const float (&acc)[4]) {
+  uint2 out;
+  out.x = ElemOps<Elem>::pack(acc[0], acc[1]);
+  out.y = ElemOps<Elem>::pack(acc[2], acc[3]);
+  Elem* dst = static_cast<Elem*>(p.o) + seq.q_row(os, m.b, row / m.G) + (long long)(m.hk * m.G + row % m.G) * p.o_head_stride;
+  *reinterpret_cast<uint2*>(dst + c4 * 4) = out;
+}
+
 // Phase 1: the pieces' LSEs -> shared memory (a thread's loads in flight together); per row, a group of
 // gw lanes computes the weights (lane l of the group takes pieces l and l + gw; max and sum by shuffles
 // in a fixed order), the sink and the final LSE (stored). s_w: [block_m][kMaxDecodeSplits] floats, the
@@ -188,22 +224,7 @@ __device__ __forceinline__ void merge_weights(const KernelArgs& a, const numeric
     }
   }
   __syncthreads();
-  const int gw = merge_row_lanes(n_splits);
-  const int gl = tid & (gw - 1);
-  for (int rg = 0; rg < rows_here; rg += kDecodeThreads / gw) {  // the same trip count in every lane
-    const int r = rg + tid / gw;
-    const bool live = r < rows_here;
-    const int row = r0 + r, h = m.hk * m.G + row % m.G;
-    float* w = s_w + r * kMaxDecodeSplits;
-    const float sink = live ? sink_log2_of(p, h) : -INFINITY;
-    const bool has0 = live && gl < n_splits, has1 = live && gl + gw < n_splits;
-    const float v0 = has0 ? w[gl] : -INFINITY, v1 = has1 ? w[gl + gw] : -INFINITY;
-    const MergeRowWeights rw = merge_row_weights(gw, sink, v0, v1, has0, has1);
-    if (has0) w[gl] = rw.w0;
-    if (has1) w[gl + gw] = rw.w1;
-    if (live && gl == 0 && p.lse != nullptr)
-      p.lse[seq.lse_index(m.b, h, row / m.G, p.heads_q)] = merged_lse(rw.mx, rw.sum);
-  }
+  merge_rows_weights(p, seq, m, s_w, tid, [&](int r, int s) { return s_w[r * kMaxDecodeSplits + s]; });
   __syncthreads();
 }
 
@@ -216,7 +237,7 @@ __device__ __forceinline__ void merge_sums(const KernelArgs& a, const numeric::S
   constexpr int kMergeAhead = decode_merge_ahead<D>;
   const FlashFwdParams& p = a.p;
   const Strides os = o_strides(p);
-  const int n_splits = m.n_splits, dim4 = m.dim4, G = m.G;
+  const int n_splits = m.n_splits, dim4 = m.dim4;
   const long long piece_stride4 = m.split_rows * (D / 4);
   for (int it = tid; it < m.rows * dim4; it += kDecodeThreads) {
     const int r = it / dim4, c4 = it % dim4;
@@ -232,11 +253,7 @@ __device__ __forceinline__ void merge_sums(const KernelArgs& a, const numeric::S
 #pragma unroll 8
     for (int s = first ? kMergeAhead : 0; s < n_splits; ++s)
       merge_add4(acc, s_w[r * kMaxDecodeSplits + s], __ldcg(po + s * piece_stride4));
-    uint2 out;
-    out.x = ElemOps<Elem>::pack(acc[0], acc[1]);
-    out.y = ElemOps<Elem>::pack(acc[2], acc[3]);
-    Elem* dst = static_cast<Elem*>(p.o) + seq.q_row(os, m.b, row / G) + (long long)(m.hk * G + row % G) * p.o_head_stride;
-    *reinterpret_cast<uint2*>(dst + c4 * 4) = out;
+    store_merged4<Elem>(p, seq, os, m, row, c4, acc);
   }
 }
 
@@ -250,22 +267,8 @@ __device__ __forceinline__ void merge_cluster_pieces(const KernelArgs& a, const 
                                                      const DecodeSplitMerge& m, uint32_t parts, float* s_w, int tid) {
   const FlashFwdParams& p = a.p;
   const uint32_t lses = parts + uint32_t(a.block_m * D * 4);
-  const int n_splits = m.n_splits, rows_here = m.rows, r0 = m.r0, dim4 = m.dim4, G = m.G;
-  const int gw = merge_row_lanes(n_splits), gl = tid & (gw - 1);
-  for (int rg = 0; rg < rows_here; rg += kDecodeThreads / gw) {  // the same trip count in every lane
-    const int r = rg + tid / gw;
-    const bool live = r < rows_here;
-    const int row = r0 + r, h = m.hk * G + row % G;
-    const float sink = live ? sink_log2_of(p, h) : -INFINITY;
-    const bool has0 = live && gl < n_splits, has1 = live && gl + gw < n_splits;
-    const float v0 = has0 ? ld_peer_f32(cluster_peer(lses + 4 * r, gl)) : -INFINITY;
-    const float v1 = has1 ? ld_peer_f32(cluster_peer(lses + 4 * r, gl + gw)) : -INFINITY;
-    const MergeRowWeights rw = merge_row_weights(gw, sink, v0, v1, has0, has1);
-    if (has0) s_w[r * kMaxDecodeSplits + gl] = rw.w0;
-    if (has1) s_w[r * kMaxDecodeSplits + gl + gw] = rw.w1;
-    if (live && gl == 0 && p.lse != nullptr)
-      p.lse[seq.lse_index(m.b, h, row / G, p.heads_q)] = merged_lse(rw.mx, rw.sum);
-  }
+  const int n_splits = m.n_splits, rows_here = m.rows, r0 = m.r0, dim4 = m.dim4;
+  merge_rows_weights(p, seq, m, s_w, tid, [&](int r, int s) { return ld_peer_f32(cluster_peer(lses + 4 * r, s)); });
   __syncthreads();
   const Strides os = o_strides(p);
   for (int it = tid; it < rows_here * dim4; it += kDecodeThreads) {
@@ -274,11 +277,7 @@ __device__ __forceinline__ void merge_cluster_pieces(const KernelArgs& a, const 
     const uint32_t src = parts + uint32_t((r * D + 4 * c4) * 4);
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     for (int s = 0; s < n_splits; ++s) merge_add4(acc, s_w[r * kMaxDecodeSplits + s], ld_peer_v4(cluster_peer(src, s)));
-    uint2 out;
-    out.x = ElemOps<Elem>::pack(acc[0], acc[1]);
-    out.y = ElemOps<Elem>::pack(acc[2], acc[3]);
-    Elem* dst = static_cast<Elem*>(p.o) + seq.q_row(os, m.b, row / G) + (long long)(m.hk * G + row % G) * p.o_head_stride;
-    *reinterpret_cast<uint2*>(dst + c4 * 4) = out;
+    store_merged4<Elem>(p, seq, os, m, row, c4, acc);
   }
 }
 
