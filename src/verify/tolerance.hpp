@@ -64,6 +64,20 @@ inline double kernel_floor(DType dt) {
 inline Bound kernel_bound(DType dt, double naive_max_abs_err) { return {2 * naive_max_abs_err + kernel_floor(dt), 0.0}; }
 
 
+/// The reference's fp32 logits on inputs with very large scores. reference_bound assumes moderate logits:
+/// the reference computes s = q·k in fp32, whose rounding error grows with |s| (about 2^-24 · sqrt(D) ·
+/// |s| for a D-term sum), and moves every weight p_j by that much relative to the others (twice: the
+/// key's logit and the row's max), so |o - ref| grows by up to
+///   2 · sqrt(D) · 2^-24 · max|s · scale| · max|V|.
+/// Negligible on random inputs (|s · scale| of a few units: ~1e-6), it is what a test of scores that grow
+/// to hundreds (ScoresGrowingAcrossKeyTiles, tests/gpu) adds to the reference's atol: there the Kokkos
+/// reference's error reached 1.008 times reference_bound(fp16) on an output of 0.0047 (GPU run 58a,
+/// H100; perf/dev/NOTES.md, fifty-eighth session). max_abs_logit: a bound on |s · scale| over the case
+/// (e.g. scale · max|q row|_2 · max|k row|_2).
+inline double reference_logit_atol(int head_dim, double max_abs_logit, double max_abs_v) {
+  return 2.0 * std::sqrt(double(head_dim)) * std::ldexp(1.0, -24) * max_abs_logit * max_abs_v;
+}
+
 /// Ring attention (context_parallel.hpp) against the same oracle: the bound of the backend that
 /// computed the partial attentions, plus one rounding of each partial output to the dtype before
 /// the fp32 merge. A partial output is a convex combination of V rows, so that rounding is at most
