@@ -65,15 +65,15 @@ inline Bound kernel_bound(DType dt, double naive_max_abs_err) { return {2 * naiv
 
 
 /// The reference's fp32 logits on inputs with very large scores. reference_bound assumes moderate logits:
-/// the reference computes s = q·k in fp32, whose rounding error grows with |s| (about 2^-24 · sqrt(D) ·
-/// |s| for a D-term sum), and moves every weight p_j by that much relative to the others (twice: the
-/// key's logit and the row's max), so |o - ref| grows by up to
-///   2 · sqrt(D) · 2^-24 · max|s · scale| · max|V|.
-/// Negligible on random inputs (|s · scale| of a few units: ~1e-6), it is what a test of scores that grow
-/// to hundreds (ScoresGrowingAcrossKeyTiles, tests/gpu) adds to the reference's atol: there the Kokkos
-/// reference's error reached 1.008 times reference_bound(fp16) on an output of 0.0047 (GPU run 58a,
-/// H100; perf/dev/NOTES.md, fifty-eighth session). max_abs_logit: a bound on |s · scale| over the case
-/// (e.g. scale · max|q row|_2 · max|k row|_2).
+/// the reference computes s = q·k in fp32, whose rounding error grows with the terms' magnitude (typically
+/// 2^-24 · sqrt(D) · |s| for a D-term sum whose terms share a sign: a random walk of roundings, not a
+/// worst case), and a logit error δ_j moves the output by Σ_j p_j δ_j (v_j - o), |v_j - o| <= 2 max|V|:
+///   |o - ref| grows by up to  2 · sqrt(D) · 2^-24 · max|s · scale| · max|V|,
+/// where only the logits that carry weight count (p_j = exp(s_j·scale - lse) is small unless s_j·scale is
+/// within a few units of the row's LSE), so max|s · scale| may be taken as the largest |LSE| of a row.
+/// Negligible on moderate scores; ScoresGrowingAcrossKeyTiles (tests/gpu), whose scores climb to ~75
+/// (natural log), adds it to the Kokkos tiers' atol: there the Kokkos reference's error reached 1.008 times
+/// reference_bound(fp16) on an output of 0.0047 (GPU run 58a, H100; perf/dev/NOTES.md, fifty-eighth session).
 inline double reference_logit_atol(int head_dim, double max_abs_logit, double max_abs_v) {
   return 2.0 * std::sqrt(double(head_dim)) * std::ldexp(1.0, -24) * max_abs_logit * max_abs_v;
 }
