@@ -162,8 +162,9 @@ __device__ __forceinline__ void merge_add4(float (&acc)[4], float w, const float
 }
 
 // Per row of the merge, a group of gw lanes (merge_row_lanes) turns the pieces' LSEs into weights: lane gl of the
-// group takes pieces gl and gl + gw, lse_of(r, s) giving piece s's log2-domain LSE of row r (shared memory, or a
-// cluster peer's); merge_row_weights, the sink and the row's final LSE (stored). The weights go to s_w
+// group takes pieces gl and gl + gw, lse_of(r, s) giving piece s's log2-domain LSE of local row r (0 .. m.rows - 1,
+// packed row m.r0 + r; from shared memory or a cluster peer); merge_row_weights, the sink and the row's final LSE
+// (stored). The weights go to s_w
 // ([block_m][kMaxDecodeSplits] floats). Written once for the ticket merge (merge_weights) and the cluster's
 // (merge_cluster_pieces). Every thread of the block calls it, with the same trip count in every lane.
 template <class LseOf>
