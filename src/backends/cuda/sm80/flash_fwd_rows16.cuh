@@ -101,14 +101,20 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
   auto tile_key0 = [&](int g, int i) { return (t_begin + g + G * i) * kBlockN; };
   const int t_end = t_begin + n_iter;
   // Fill ring slot `slot` for step i: for every group, V of its tile i and K of its tile i+1.
-  auto fill_slot = [&](int i, int slot, int first, int nthr) {
+  // copy(dst, is_k, key0) copies the 64 keys from key0 of K or V into the tile at dst: load_tile_async by
+  // all threads (all-warps), KVTileCopy by the producer warp (warp-specialized).
+  auto fill_slot = [&](int i, int slot, const auto& copy) {
     for (int g = 0; g < G; ++g) {
       const int t = t_begin + g + G * i;  // group g's tile at step i
-      if (t < t_end)
-        load_tile_async<D>(slot_v(slot, g), gV, p.v_seq_stride, t * kBlockN, kBlockN, mask.seq.len_k(), p.head_dim, first, nthr);
-      if (t + G < t_end)
-        load_tile_async<D>(slot_k(slot, g), gK, p.k_seq_stride, (t + G) * kBlockN, kBlockN, mask.seq.len_k(), p.head_dim, first, nthr);
+      if (t < t_end) copy(slot_v(slot, g), std::false_type{}, t * kBlockN);
+      if (t + G < t_end) copy(slot_k(slot, g), std::true_type{}, (t + G) * kBlockN);
     }
+  };
+  const auto block_copy = [&](Elem* dst, auto is_k, int key0) {
+    if constexpr (decltype(is_k)::value)
+      load_tile_async<D>(dst, gK, p.k_seq_stride, key0, kBlockN, mask.seq.len_k(), p.head_dim, tid, n_threads);
+    else
+      load_tile_async<D>(dst, gV, p.v_seq_stride, key0, kBlockN, mask.seq.len_k(), p.head_dim, tid, n_threads);
   };
 
   // ---- Q tile and every group's first K -> smem (all threads), one commit group
@@ -178,7 +184,7 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
     // ================= all warps load and compute; one __syncthreads per step =================
     // Prologue: slots of steps 0..stages-2 in flight (one commit group each; empty groups keep the count).
     for (int i = 0; i < stages - 1; ++i) {
-      fill_slot(i, i, tid, n_threads);
+      fill_slot(i, i, block_copy);
       cp_async_commit();
     }
     cp_async_wait_dyn(stages - 1);  // the Q + first-K group has landed (this thread's copies)...
@@ -189,7 +195,7 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
     for (int i = 0; i < n_steps; ++i) {
       cp_async_wait_dyn(stages - 2);  // slot of step i landed (this thread's copies)...
       __syncthreads();                // ...and everyone's; everyone is also done with step i-1
-      fill_slot(i + stages - 1, slot == 0 ? stages - 1 : slot - 1, tid, n_threads);  // slot of step i-1
+      fill_slot(i + stages - 1, slot == 0 ? stages - 1 : slot - 1, block_copy);  // slot of step i-1
       cp_async_commit();
       compute_step(i, slot);
       slot = (slot + 1 == stages) ? 0 : slot + 1;
@@ -203,10 +209,23 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
     if (warp == R * G) {
       // ---- producer: fills slot i%S for step i once the compute warps released it (step i-S, or for
       // slot S-1 its first use, the first K tiles), then lets the slot's mbarrier track its copies.
+      // Its copies are the wide kernel's (KVTileCopy, one warp a team): a compile-time count of cp.async a
+      // tile, no row test or pointer select a copy (load_tile_async). The one warp issues every copy of the
+      // block, on the consumers' path whenever the ring runs dry: H100, run 59a, the table's (1,8,1024,64)
+      // row 16.7 -> 14.4 us (0.86), other warp-specialized shapes 0.84-0.95 (perf/dev/NOTES.md, fifty-ninth
+      // session).
+      const KVTileCopy<D, 32, Elem> kv(lane, p.head_dim, gK, p.k_seq_stride, gV, p.v_seq_stride);
+      const int len_k = mask.seq.len_k();
+      const auto warp_copy = [&](Elem* dst, auto is_k, int key0) {
+        if constexpr (decltype(is_k)::value)
+          kv(smem_u32(dst), kv.k, p.k_seq_stride, key0, len_k);
+        else
+          kv(smem_u32(dst), kv.v, p.v_seq_stride, key0, len_k);
+      };
       for (int i = 0; i < n_steps; ++i) {
         const int slot = i % stages;
         if (i >= stages - 1) named_bar_sync(kBarEmpty + slot, n_threads);
-        fill_slot(i, slot, lane, 32);
+        fill_slot(i, slot, warp_copy);
         cp_async_mbar_arrive(smem_u32(&full_bar[slot]));
       }
       cp_async_wait<0>();

@@ -49,12 +49,14 @@ __device__ __forceinline__ void load_tile_async(Elem* s, const Elem* g, long lon
   }
 }
 
-// One thread's share of the wide kernel's K/V tile copies (kNThr threads, 64-row tiles). tid must be
-// threadIdx.x: the copies re-derive the thread's row and chunk from it rather than hold them (registers).
-// The thread copies one column chunk of rows r0, r0 + kRowStep, ...: kRowStep is a multiple of 8, so the
-// swizzle's r & 7 is r0's and every shared address is one offset plus an immediate. Its first source
-// element of K and of V is computed once; a tile is then a compile-time count of pointer steps and cp.async
-// (load_tile_async: a run-time loop, with a row test and a pointer select a copy).
+// One thread's share of the K/V tile copies of a team of kNThr threads (64-row tiles): the wide kernel's
+// block (128 threads) or the warp-specialized 16-row kernel's producer warp (32, the block's last warp).
+// The copies re-derive the thread's row and chunk from threadIdx.x (team_tid) rather than hold them
+// (registers). The thread copies one column chunk of rows r0, r0 + kRowStep, ...: the swizzle's r & 7 then
+// takes kPhases values (one where kRowStep is a multiple of 8; 8 / kRowStep for a warp's 2 or 4 rows a
+// pass), each held as one shared-memory offset, so every address is one of them plus an immediate. Its
+// first source element of K and of V is computed once; a tile is then a compile-time count of pointer
+// steps and cp.async (load_tile_async: a run-time loop, with a row test and a pointer select a copy).
 // - The tile that holds the sequence's end (a block-uniform test) clamps its rows instead: rows at or past
 //   len_k copy the last key's row, not zeros. Their scores are masked (-inf, so P = 0 exactly) wherever
 //   such a tile is computed (common/mask.cuh: a tile past len_k is never an unmasked one), as were
@@ -66,12 +68,17 @@ struct KVTileCopy {
   static constexpr int kRowChunks = Cfg::kRow / 8;
   static constexpr int kRowStep = kNThr / kRowChunks;
   static constexpr int kCopies = kBlockN / kRowStep;  // per thread and tile
-  static_assert(kNThr % kRowChunks == 0 && kRowStep % 8 == 0 && kBlockN % kRowStep == 0, "tile copy shape");
-  const Elem* k;   // K and V at this thread's first row and column (column 0 where zero-filled)
+  static constexpr int kPhases = kRowStep % 8 == 0 ? 1 : 8 / kRowStep;  // values of the swizzle's r & 7
+  static_assert(kNThr % kRowChunks == 0 && (kRowStep % 8 == 0 || 8 % kRowStep == 0) && kBlockN % kRowStep == 0,
+                "tile copy shape");
+  const Elem* k;            // K and V at this thread's first row and column (column 0 where zero-filled)
   const Elem* v;
-  uint32_t s_off;  // bytes into a tile: this thread's first row and chunk, swizzled
-  bool col_ok;     // false: the chunk lies past head_dim (zero-filled)
+  uint32_t s_off[kPhases];  // bytes into a tile: row r0, this thread's chunk swizzled as in row r0 + p·kRowStep
+  bool col_ok;              // false: the chunk lies past head_dim (zero-filled)
+  // The thread's index in its team: the whole block, or one warp.
+  __device__ __forceinline__ static unsigned team_tid() { return kNThr == 32 ? threadIdx.x & 31u : threadIdx.x; }
   __device__ __forceinline__ static int first_row(int tid) { return tid / kRowChunks; }
+  // tid: team_tid().
   __device__ __forceinline__ KVTileCopy(int tid, int head_dim, const Elem* gk, long long k_stride, const Elem* gv,
                                         long long v_stride) {
     const int r0 = first_row(tid), chunk = tid % kRowChunks;
@@ -79,13 +86,15 @@ struct KVTileCopy {
     const int col = col_ok ? chunk * 8 : 0;
     k = gk + r0 * k_stride + col;
     v = gv + r0 * v_stride + col;
-    s_off = r0 * Cfg::kRowBytes + ((chunk ^ (r0 & 7)) << 4);
+#pragma unroll
+    for (int ph = 0; ph < kPhases; ++ph)
+      s_off[ph] = r0 * Cfg::kRowBytes + ((chunk ^ ((r0 + ph * kRowStep) & 7)) << 4);
   }
   // Rows [row0, row0 + 64) of one matrix into the tile at s_tile: g is this thread's first element (k or
   // v), `stride` the matrix's row stride, len_k the sequence's keys.
   __device__ __forceinline__ void operator()(uint32_t s_tile, const Elem* g, long long stride, int row0,
                                              int len_k) const {
-    if (Cfg::kChunks < kRowChunks && threadIdx.x % kRowChunks >= Cfg::kChunks) return;  // row padding (D = 96)
+    if (Cfg::kChunks < kRowChunks && team_tid() % kRowChunks >= unsigned(Cfg::kChunks)) return;  // row padding (D = 96)
     // The addresses are computed here, after the step's barrier: hoisted above it by ptxas, they spilled
     // (live across the step's Q·Kᵀ and P·V).
     asm volatile("" : "+l"(g));
@@ -94,13 +103,13 @@ struct KVTileCopy {
       g += row0 * stride;
 #pragma unroll
       for (int j = 0; j < kCopies; ++j, g += step)
-        cp_async_16(s_tile + s_off + j * kRowStep * Cfg::kRowBytes, g, col_ok);
+        cp_async_16(s_tile + s_off[j % kPhases] + j * kRowStep * Cfg::kRowBytes, g, col_ok);
     } else {
-      const int last = len_k - 1 - first_row(threadIdx.x);
+      const int last = len_k - 1 - first_row(team_tid());
 #pragma unroll
       for (int j = 0; j < kCopies; ++j)
-        cp_async_16(s_tile + s_off + j * kRowStep * Cfg::kRowBytes, g + min(row0 + j * kRowStep, last) * stride,
-                    col_ok);
+        cp_async_16(s_tile + s_off[j % kPhases] + j * kRowStep * Cfg::kRowBytes,
+                    g + min(row0 + j * kRowStep, last) * stride, col_ok);
     }
   }
 };
