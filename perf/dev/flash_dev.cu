@@ -8,6 +8,8 @@
 //   flash_dev headdims  every head dim class (8..256): correctness, then (4,16,2048,D) timing per launch shape
 //   flash_dev sweep     launch-config sweep (block_m, stages, split) on the small shapes
 //   flash_dev sweep-mid launch-config sweep of D=64 problems between the main job and the large ones
+//   flash_dev sweep-short launch-config sweep of the short D = 64 rows of issue 19 (forced mma.sync path)
+//   flash_dev wide-ab   the forced all-warps path on the wide kernel's rows: one round of a two-build A/B
 //   flash_dev sanitize  a few small cases once each (for compute-sanitizer)
 //   flash_dev decline   prints the decline reasons for some unsupported problems
 #include <cuda_bf16.h>
@@ -503,6 +505,41 @@ int main(int argc, char** argv) {
           snprintf(name, sizeof name, "%s bm%d g%d s%d", variant_name(c.v), c.ov.block_m, c.ov.key_split_warps, c.ov.stages);
           time_case(s, causal, false, RunCfg{c.v, c.ov, name}, rng, "SWEEP");
         }
+  } else if (mode == "sweep-short") {
+    // Issue 19: the forced mma.sync path's short D = 64 rows, furthest from 1.15x FlashAttention-2 (run 58a:
+    // (1,8,1024,64) 0.96-0.98x, (16,16,512,64) 0.99-1.01x, (4,16,1024,64) 1.02-1.07x), over launch shapes
+    // the table has not been swept on since the kernels changed (the sweep-mid table is from v5). fp16.
+    // tps -1: no split-KV; 0: the plan's split rule; > 0: that many tiles a split.
+    const FlashVariant AW = FlashVariant::AllWarps, WS = FlashVariant::WarpSpecialized;
+    const Shape shapes[] = {{1, 8, 1024, 64}, {16, 16, 512, 64}, {4, 16, 1024, 64}};
+    const struct { FlashVariant v; FlashFwdLaunchOverride ov; } cfgs[] = {
+        {WS, {32, 2, 2, 0}},  {WS, {32, 2, 3, 0}},  {WS, {32, 2, 4, 0}},  {WS, {32, 1, 3, 0}},
+        {WS, {32, 1, 4, 0}},  {WS, {64, 1, 2, 0}},  {WS, {64, 1, 3, 0}},  {WS, {64, 1, 4, 0}},
+        {WS, {16, 4, 2, 0}},  {WS, {16, 4, 3, 0}},  {WS, {16, 2, 3, 0}},  {WS, {64, 1, 3, 8}},
+        {AW, {32, 2, 2, 0}},  {AW, {32, 2, 3, 0}},  {AW, {32, 4, 2, 0}},  {AW, {32, 4, 3, 0}},
+        {AW, {64, 1, 3, 0}},  {AW, {64, 1, 4, 0}},  {AW, {64, 2, 2, 0}},  {AW, {64, 2, 3, 0}},
+        {AW, {128, 1, 2, 0}}, {AW, {128, 1, 3, 0}}, {AW, {128, 1, 4, 0}}, {AW, {128, 1, 3, 8}},
+        {AW, {64, 1, 3, 8}},  {AW, {128, 1, 2, 4}},
+    };
+    for (const Shape& s : shapes)
+      for (int causal = 0; causal < 2; ++causal) {
+        time_case(s, causal, false, RunCfg{AW, {}, "allwarps table"}, rng, "SHORT");
+        time_case(s, causal, false, RunCfg{WS, {}, "warpspec table"}, rng, "SHORT");
+        for (const auto& c : cfgs) {
+          char name[96];
+          snprintf(name, sizeof name, "%s bm%d g%d s%d tps%d", variant_name(c.v), c.ov.block_m, c.ov.key_split_warps,
+                   c.ov.stages, c.ov.kv_tiles_per_split);
+          time_case(s, causal, false, RunCfg{c.v, c.ov, name}, rng, "SHORT");
+        }
+      }
+  } else if (mode == "wide-ab") {
+    // The forced all-warps path (the launch table's rows, the wide kernel on all but the smallest) on run 56c's
+    // rows, fp16: one round of an A/B between two builds of this harness (flashcore_bench's --quick rows).
+    const Shape shapes[] = {{2, 16, 4096, 128}, {1, 16, 16384, 128}, {8, 32, 2048, 128}, {4, 16, 1024, 64},
+                            {16, 16, 512, 64},  {2, 16, 4096, 64},   {4, 16, 2048, 96},  {4, 16, 2048, 32}};
+    for (const Shape& s : shapes)
+      for (int causal = 0; causal < 2; ++causal)
+        time_case(s, causal, false, RunCfg{FlashVariant::AllWarps, {}, "allwarps"}, rng, "WIDEAB");
   } else if (mode == "probe") {
     // Where does the main job's time go? Vary the key length (tiles per block) and the head count
     // (blocks) around (1, 8, 512, 64), default launch table.

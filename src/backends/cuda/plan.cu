@@ -51,7 +51,7 @@ constexpr LaunchRow kLaunchTable[] = {
     {32, 1ll << 14, 64, 1, 3, true, FlashVariant::AllWarps, true},    // (1,8,2048,32) H100: Hopper 24.0-24.4 us, this row's 16-row kernel 38.1-38.6 (run 62k)
     {32, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // the wide kernel runs 4 stages (its two-tile steps: the plan raises it, wide_min_stages). H100, persistent Hopper-64 (run 63i, one call) vs this row's wide kernel: (4,16,2048,32) 161 vs 179 us, causal 97 vs 120; (2,16,4096,32) 306-314 vs 345-349; (4,16,1024,32) 47.1-49.3 vs 47.5-50.5 (62k, before the persistent grid: wide ahead at 1024). Hopper-32 (3 warpgroups; hopper_instance) since run 26b: (4,16,2048,32) 140.0, (2,16,4096,32) 254.0
     {64, 1ll << 12, 32, 4, 2, true, FlashVariant::AllWarps, false},         // (1,8,512,64): 8.9 us, H200
-    {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, true},   // (1,8,1024,64) H100: Hopper 14.8 us, WS 17.1 (run 62c)
+    {64, 1ll << 13, 32, 2, 2, true, FlashVariant::WarpSpecialized, true},   // (1,8,1024,64) H100: Hopper 14.8 us, WS 17.1 (run 62c); WS 14.4 with the producer's KVTileCopy (run 59a: stages 3 14.4, 4 23.2; AW bm64 g2 17.2)
     {64, 1ll << 14, 64, 1, 3, true, FlashVariant::WarpSpecialized, true},   // (1,8,2048,64): Hopper 24.3 us (62c), WS 43.4
     {64, kAnyRows, 128, 1, 3, true, FlashVariant::AllWarps, true},    // Hopper (4,16,1024,64) 55.0 us (62c); wide 64.1 us
     {96, 1ll << 14, 64, 2, 2, true, FlashVariant::AllWarps, true},    // small problems: not measured (as D=128)
