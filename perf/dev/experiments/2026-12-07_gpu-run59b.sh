@@ -24,10 +24,10 @@ echo "tests rc=$? at $(el)"; grep -E '^\[  (PASSED|FAILED) |^\[==========\]|FAIL
 SAN='Gpu/DeviceCases.MatchesFp64Oracle/cuda_flash_warpspec*Lq77*:Gpu/DeviceCases.MatchesFp64Oracle/cuda_flash_warpspec*Lq113*'
 timeout 45 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 $S/bin/flashcore_gpu_tests --gtest_filter="$SAN" --gtest_brief=1 > $R/memcheck.txt 2>&1
 echo "memcheck rc=$? at $(el)"; tail -n 3 $R/memcheck.txt; pack
-OUT=$R/fwd NAME=forced-mma BACKENDS=cuda-flash-allwarps,cuda-flash-warpspec QUICK=1 timeout $((400 - $(date +%s) + t0)) perf/run_forward.sh $S/bin > $R/fwd.console 2>&1
+OUT=$R/fwd NAME=forced-mma BACKENDS=cuda-flash-allwarps,cuda-flash-warpspec QUICK=1 timeout $((340 - $(date +%s) + t0)) perf/run_forward.sh $S/bin > $R/fwd.console 2>&1
 echo "run_forward rc=$? at $(el)"; grep -E "^\| [0-9]" $R/fwd/*.md | cut -d"|" -f2-5,7,11 | head -34; pack
-[ $(( $(date +%s) - t0 )) -lt 400 ] && timeout 45 compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 $S/bin/flashcore_gpu_tests --gtest_filter="$SAN" --gtest_brief=1 > $R/racecheck.txt 2>&1
+[ $(( $(date +%s) - t0 )) -lt 300 ] && timeout 30 compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 $S/bin/flashcore_gpu_tests --gtest_filter="$SAN" --gtest_brief=1 > $R/racecheck.txt 2>&1
 echo "racecheck rc=$? at $(el)"; tail -n 3 $R/racecheck.txt 2>/dev/null; pack
-[ $(( $(date +%s) - t0 )) -lt 420 ] && timeout $((480 - $(date +%s) + t0)) $S/bin/flash_dev sweep > $R/sweep.txt 2>&1
+[ $(( $(date +%s) - t0 )) -lt 300 ] && timeout $((340 - $(date +%s) + t0)) $S/bin/flash_dev sweep > $R/sweep.txt 2>&1
 echo "sweep rc=$? at $(el)"; grep -E 'B1 H 8 L  512' $R/sweep.txt | head -20; pack
 echo "done at $(el)"
