@@ -212,7 +212,7 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
       // Its copies are the wide kernel's (KVTileCopy, one warp a team): a compile-time count of cp.async a
       // tile, no row test or pointer select a copy (load_tile_async). The one warp issues every copy of the
       // block, on the consumers' path whenever the ring runs dry: H100, run 59a, the table's (1,8,1024,64)
-      // row 16.7 -> 14.4 us (0.86), other warp-specialized shapes 0.84-0.95 (perf/dev/NOTES.md, fifty-ninth
+      // row 16.7 -> 14.4 us (0.86), other warp-specialized shapes 0.76-0.95 (perf/dev/NOTES.md, fifty-ninth
       // session).
       const KVTileCopy<D, 32, Elem> kv(lane, p.head_dim, gK, p.k_seq_stride, gV, p.v_seq_stride);
       const int len_k = mask.seq.len_k();
