@@ -212,6 +212,12 @@ static const char* variant_name(FlashVariant v) {
   return v == FlashVariant::Auto ? "auto" : v == FlashVariant::AllWarps ? "allwarps"
          : v == FlashVariant::Hopper ? "hopper" : "warpspec";
 }
+// A launch configuration's name in the sweeps' output: "<variant> bm<block_m> g<G> s<stages>[ tps<tiles a split>]".
+static std::string config_name(FlashVariant v, const FlashFwdLaunchOverride& ov, bool with_tps) {
+  char name[96];
+  snprintf(name, sizeof name, "%s bm%d g%d s%d", variant_name(v), ov.block_m, ov.key_split_warps, ov.stages);
+  return with_tps ? std::string(name) + " tps" + std::to_string(ov.kv_tiles_per_split) : std::string(name);
+}
 
 static int g_fail = 0;
 static bool has_override(const FlashFwdLaunchOverride& o) {
@@ -420,9 +426,7 @@ int main(int argc, char** argv) {
         for (const auto& c : cfgs) {
           if (!sweep) break;  // headdims-time: the table's choice only
           if (D > 128 && c.v == WS) continue;  // built up to 128
-          char name[96];
-          snprintf(name, sizeof name, "%s bm%d g%d s%d", variant_name(c.v), c.ov.block_m, c.ov.key_split_warps, c.ov.stages);
-          time_case(s, causal, false, RunCfg{c.v, c.ov, name}, rng, "HD");
+          time_case(s, causal, false, RunCfg{c.v, c.ov, config_name(c.v, c.ov, false).c_str()}, rng, "HD");
         }
       }
   } else if (mode == "time") {
@@ -456,9 +460,7 @@ int main(int argc, char** argv) {
     };
     for (const auto& c : cfgs)
       for (int causal = 0; causal < 2; ++causal) {
-        char name[96];
-        snprintf(name, sizeof name, "allwarps bm%d g%d s%d tps%d", c.ov.block_m, c.ov.key_split_warps, c.ov.stages, c.ov.kv_tiles_per_split);
-        time_case(c.s, causal, false, RunCfg{AW, c.ov, name}, rng, "BIGCFG");
+        time_case(c.s, causal, false, RunCfg{AW, c.ov, config_name(AW, c.ov, true).c_str()}, rng, "BIGCFG");
       }
   } else if (mode == "hopper-mid") {
     // Where does the Hopper kernel (no split-KV, 128-row blocks) overtake the launch table's mma.sync rows?
@@ -485,10 +487,7 @@ int main(int argc, char** argv) {
     };
     for (const SweepCfg& c : cfgs)
       for (int causal = 0; causal < 2; ++causal) {
-        char name[96];
-        snprintf(name, sizeof name, "%s bm%d g%d s%d tps%d", variant_name(c.v), c.ov.block_m, c.ov.key_split_warps,
-                 c.ov.stages, c.ov.kv_tiles_per_split);
-        time_case(c.s, causal, false, RunCfg{c.v, c.ov, name}, rng, "SWEEP");
+        time_case(c.s, causal, false, RunCfg{c.v, c.ov, config_name(c.v, c.ov, true).c_str()}, rng, "SWEEP");
       }
   } else if (mode == "sweep-mid") {
     // D=64 between the main job and the large problems: 8k-130k rows (the launch table's middle rows).
@@ -501,9 +500,7 @@ int main(int argc, char** argv) {
     for (const Shape& s : shapes)
       for (const auto& c : cfgs)
         for (int causal = 0; causal < 2; ++causal) {
-          char name[96];
-          snprintf(name, sizeof name, "%s bm%d g%d s%d", variant_name(c.v), c.ov.block_m, c.ov.key_split_warps, c.ov.stages);
-          time_case(s, causal, false, RunCfg{c.v, c.ov, name}, rng, "SWEEP");
+          time_case(s, causal, false, RunCfg{c.v, c.ov, config_name(c.v, c.ov, false).c_str()}, rng, "SWEEP");
         }
   } else if (mode == "sweep-short") {
     // Issue 19: the forced mma.sync path's short D = 64 rows, furthest from 1.15x FlashAttention-2 (run 58a:
@@ -526,10 +523,7 @@ int main(int argc, char** argv) {
         time_case(s, causal, false, RunCfg{AW, {}, "allwarps table"}, rng, "SHORT");
         time_case(s, causal, false, RunCfg{WS, {}, "warpspec table"}, rng, "SHORT");
         for (const auto& c : cfgs) {
-          char name[96];
-          snprintf(name, sizeof name, "%s bm%d g%d s%d tps%d", variant_name(c.v), c.ov.block_m, c.ov.key_split_warps,
-                   c.ov.stages, c.ov.kv_tiles_per_split);
-          time_case(s, causal, false, RunCfg{c.v, c.ov, name}, rng, "SHORT");
+          time_case(s, causal, false, RunCfg{c.v, c.ov, config_name(c.v, c.ov, true).c_str()}, rng, "SHORT");
         }
       }
   } else if (mode == "wide-ab") {
