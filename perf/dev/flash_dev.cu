@@ -10,6 +10,7 @@
 //   flash_dev sweep-mid launch-config sweep of D=64 problems between the main job and the large ones
 //   flash_dev sweep-short launch-config sweep of the short D = 64 rows of issue 19 (forced mma.sync path)
 //   flash_dev wide-ab   the forced all-warps path on the wide kernel's rows: one round of a two-build A/B
+//   flash_dev d64-ab    the wide kernel's D = 64 rows at ring depths 2-4: one round of a two-build A/B
 //   flash_dev sanitize  a few small cases once each (for compute-sanitizer)
 //   flash_dev decline   prints the decline reasons for some unsupported problems
 #include <cuda_bf16.h>
@@ -534,6 +535,17 @@ int main(int argc, char** argv) {
     for (const Shape& s : shapes)
       for (int causal = 0; causal < 2; ++causal)
         time_case(s, causal, false, RunCfg{FlashVariant::AllWarps, {}, "allwarps"}, rng, "WIDEAB");
+  } else if (mode == "d64-ab") {
+    // The forced all-warps path on the wide kernel's D = 64 rows (the table's ring depth, then 2, 3 and 4), fp16:
+    // one round of an A/B between two builds (the ping-pong experiment: perf/dev/NOTES.md, sixtieth session).
+    const Shape shapes[] = {{16, 16, 512, 64}, {4, 16, 1024, 64}, {2, 16, 4096, 64}, {1, 16, 16384, 64}, {8, 16, 2048, 64}};
+    const FlashVariant AW = FlashVariant::AllWarps;
+    const FlashFwdLaunchOverride ovs[] = {{}, {128, 1, 2, -1}, {128, 1, 3, -1}, {128, 1, 4, -1}};
+    for (const Shape& s : shapes)
+      for (int causal = 0; causal < 2; ++causal)
+        for (const FlashFwdLaunchOverride& ov : ovs)
+          time_case(s, causal, false, RunCfg{AW, ov, has_override(ov) ? config_name(AW, ov, true).c_str() : "allwarps table"},
+                    rng, "D64AB");
   } else if (mode == "probe") {
     // Where does the main job's time go? Vary the key length (tiles per block) and the head count
     // (blocks) around (1, 8, 512, 64), default launch table.
