@@ -110,11 +110,28 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
       if (t + G < t_end) copy(slot_k(slot, g), std::true_type{}, (t + G) * kBlockN);
     }
   };
+  // Where the block has 128 or 256 threads (the launch table's all-warps rows up to D = 96; the attention
+  // variants' rows), the whole block copies a tile with KVTileCopy (made at each copy from threadIdx.x, so that
+  // it holds no registers across the step), else with load_tile_async. H100, run 60a, D = 64: bm32 g2, bm64 g1,
+  // bm64 g2 and bm16 g8 0.91-0.97 of the time before, the main job's bm32 g4 0.995-0.998 (perf/dev/NOTES.md,
+  // sixtieth session). D = 128 keeps load_tile_async: 20-48 bytes of spills on sm_90 (ptxas, nvcc 13.0).
   const auto block_copy = [&](Elem* dst, auto is_k, int key0) {
-    if constexpr (decltype(is_k)::value)
-      load_tile_async<D>(dst, gK, p.k_seq_stride, key0, kBlockN, mask.seq.len_k(), p.head_dim, tid, n_threads);
-    else
-      load_tile_async<D>(dst, gV, p.v_seq_stride, key0, kBlockN, mask.seq.len_k(), p.head_dim, tid, n_threads);
+    constexpr bool k = decltype(is_k)::value;
+    const Elem* g = k ? gK : gV;
+    const long long stride = k ? p.k_seq_stride : p.v_seq_stride;
+    if constexpr (D <= 96 && !kWarpSpecialized) {
+      if (n_threads == 256) {
+        const KVTileCopy<D, 256, Elem> kv(tid, p.head_dim, g, stride, g, stride);
+        kv(smem_u32(dst), kv.k, stride, key0, mask.seq.len_k());
+        return;
+      }
+      if (n_threads == 128) {
+        const KVTileCopy<D, 128, Elem> kv(tid, p.head_dim, g, stride, g, stride);
+        kv(smem_u32(dst), kv.k, stride, key0, mask.seq.len_k());
+        return;
+      }
+    }
+    load_tile_async<D>(dst, g, stride, key0, kBlockN, mask.seq.len_k(), p.head_dim, tid, n_threads);
   };
 
   // ---- Q tile and every group's first K -> smem (all threads), one commit group
