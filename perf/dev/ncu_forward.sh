@@ -7,7 +7,9 @@
 #
 # Writes $OUT/ncu/{ours,torch}_*.ncu-rep and their raw pages as CSV (*.csv); perf/dev/ncu_summary.py
 # turns the CSVs into a table. Environment: SHAPES (default the suite's), DTYPES (fp16), FP8_SHAPES
-# (fp8_e4m3 rows of ours, non-causal and causal; torch has none), CAUSAL (both), TORCH=0 skips torch.
+# (fp8_e4m3 rows of ours, non-causal and causal; torch has none), CAUSAL (both), TORCH=0 skips torch,
+# BACKEND (cuda-flash; e.g. cuda-flash-allwarps for the forced mma.sync path), SOURCE=1 adds the per-instruction
+# stall samples of ours (SourceCounters; *.sass.csv for perf/dev/ncu_sass_stalls.py).
 # Clocks are left alone (--clock-control none), as the GPU machine's METHOD.md asks.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
@@ -19,11 +21,12 @@ NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -
 [[ -n $NCU ]] || { echo "no ncu"; exit 2; }
 [[ -d $BIN/lib ]] && export LD_LIBRARY_PATH="$(cd "$BIN/lib" && pwd -P)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 SHAPES=${SHAPES:-"1,8,512,64;1,8,1024,64;4,16,1024,64;16,16,512,64;2,16,4096,64;2,16,4096,128;1,16,16384,128;8,32,2048,128"}
-FP8_SHAPES=${FP8_SHAPES:-"2,16,4096,128;1,16,16384,128"}
+FP8_SHAPES=${FP8_SHAPES-"2,16,4096,128;1,16,16384,128"}  # FP8_SHAPES= (empty): none
 DTYPES=${DTYPES:-fp16}
 CAUSAL=${CAUSAL:-both}
 sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy
           --section LaunchStats --section SchedulerStats --section MemoryWorkloadAnalysis --section InstructionStats)
+[[ ${SOURCE:-0} == 1 ]] && sections+=(--section SourceCounters)
 causals=(0 1)
 [[ $CAUSAL == 0 || $CAUSAL == 1 ]] && causals=("$CAUSAL")
 export_csv() { "$NCU" --import "$1.ncu-rep" --page raw --csv > "$1.csv" 2> "$1.err"; }
@@ -31,10 +34,11 @@ export_csv() { "$NCU" --import "$1.ncu-rep" --page raw --csv > "$1.csv" 2> "$1.e
 ours() {  # dtype shape causal
   local tag="ours_$1_$([[ $3 == 1 ]] && echo causal || echo full)_B${2//,/_}"
   timeout 120 "$NCU" --clock-control none -k regex:flash_fwd -c 1 "${sections[@]}" -f -o "$R/$tag" \
-    "$BIN/flashcore_bench" --device-only --no-check --quick --reps=1 --backends=cuda-flash --dtypes="$1" \
+    "$BIN/flashcore_bench" --device-only --no-check --quick --reps=1 --backends="${BACKEND:-cuda-flash}" --dtypes="$1" \
     --causal="$3" --shapes="$2" --benchmark_color=false > "$R/$tag.log" 2>&1
   echo "$tag rc=$?"
   export_csv "$R/$tag"
+  [[ ${SOURCE:-0} == 1 ]] && "$NCU" --import "$R/$tag.ncu-rep" --page source --csv --print-source sass > "$R/$tag.sass.csv" 2>> "$R/$tag.err"
 }
 
 IFS=';' read -r -a shapes <<< "$SHAPES"
