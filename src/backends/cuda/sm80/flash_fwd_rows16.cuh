@@ -120,16 +120,12 @@ flash_fwd_kernel(const __grid_constant__ KernelArgs a) {
     const Elem* g = k ? gK : gV;
     const long long stride = k ? p.k_seq_stride : p.v_seq_stride;
     if constexpr (D <= 96 && !kWarpSpecialized) {
-      if (n_threads == 256) {
-        const KVTileCopy<D, 256, Elem> kv(tid, p.head_dim, g, stride, g, stride);
+      const auto team_copy = [&](auto team) {  // KVTileCopy's team size is a compile-time constant
+        const KVTileCopy<D, decltype(team)::value, Elem> kv(tid, p.head_dim, g, stride, g, stride);
         kv(smem_u32(dst), kv.k, stride, key0, mask.seq.len_k());
-        return;
-      }
-      if (n_threads == 128) {
-        const KVTileCopy<D, 128, Elem> kv(tid, p.head_dim, g, stride, g, stride);
-        kv(smem_u32(dst), kv.k, stride, key0, mask.seq.len_k());
-        return;
-      }
+      };
+      if (n_threads == 256) return team_copy(std::integral_constant<int, 256>{});
+      if (n_threads == 128) return team_copy(std::integral_constant<int, 128>{});
     }
     load_tile_async<D>(dst, g, stride, key0, kBlockN, mask.seq.len_k(), p.head_dim, tid, n_threads);
   };
