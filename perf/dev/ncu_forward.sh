@@ -9,7 +9,8 @@
 # turns the CSVs into a table. Environment: SHAPES (default the suite's), DTYPES (fp16), FP8_SHAPES
 # (fp8_e4m3 rows of ours, non-causal and causal; torch has none), CAUSAL (both), TORCH=0 skips torch,
 # BACKEND (cuda-flash; e.g. cuda-flash-allwarps for the forced mma.sync path), SOURCE=1 adds the per-instruction
-# stall samples of ours (SourceCounters; *.sass.csv for perf/dev/ncu_sass_stalls.py).
+# stall samples of ours (SourceCounters; *.sass.csv for perf/dev/ncu_sass_stalls.py), TORCH_PATH (cudnn; flash:
+# torch's FlashAttention-2 kernel, the issue-19 comparison; with SOURCE=1 its stall samples too).
 # Clocks are left alone (--clock-control none), as the GPU machine's METHOD.md asks.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
@@ -56,11 +57,13 @@ if [[ -n $FP8_SHAPES ]]; then
 fi
 if [[ ${TORCH:-1} == 1 ]]; then
   for dt in "${dtypes[@]}"; do
-    tag="torch_cudnn_$dt"
+    tag="torch_${TORCH_PATH:-cudnn}_$dt"
     timeout 300 "$NCU" --clock-control none --nvtx --nvtx-include 'sdpa/' "${sections[@]}" -f -o "$R/$tag" \
-      python3 perf/dev/ncu_sdpa_once.py --shapes="$SHAPES" --dtype="$dt" --causal="$CAUSAL" > "$R/$tag.log" 2>&1
+      python3 perf/dev/ncu_sdpa_once.py --shapes="$SHAPES" --dtype="$dt" --causal="$CAUSAL" \
+      --path="${TORCH_PATH:-cudnn}" > "$R/$tag.log" 2>&1
     echo "$tag rc=$?"
     export_csv "$R/$tag"
+    [[ ${SOURCE:-0} == 1 ]] && "$NCU" --import "$R/$tag.ncu-rep" --page source --csv --print-source sass > "$R/$tag.sass.csv" 2>> "$R/$tag.err"
   done
 fi
 ls "$R" | wc -l

@@ -12,19 +12,14 @@ import csv
 import sys
 
 
-def main():
-    path = sys.argv[1]
-    top = int(next((a.split("=")[1] for a in sys.argv[2:] if a.startswith("--top=")), "14"))
-    rows = list(csv.reader(open(path)))
-    hi = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
-    head = rows[hi]
+def summarize(label, head, rows, top):
     col = {h: i for i, h in enumerate(head)}
     reasons = [h for h in head if h.startswith("stall_") and "(" not in h and h not in ("stall_selected", "stall_not_selected")]
     per_op = collections.defaultdict(lambda: collections.Counter())
     per_reason = collections.Counter()
     total = 0.0
     n_inst = collections.Counter()
-    for r in rows[hi + 1:]:
+    for r in rows:
         if len(r) < len(head):
             continue
         src = r[col["Source"]].strip()
@@ -32,7 +27,10 @@ def main():
         if op.startswith("@"):
             op = src.split()[1] if len(src.split()) > 1 else op
         op = op.split(".")[0]
-        samples = float(r[col["Warp Stall Sampling (All Samples)"]] or 0)
+        try:
+            samples = float(r[col["Warp Stall Sampling (All Samples)"]] or 0)
+        except ValueError:
+            continue
         total += samples
         per_op[op]["all"] += samples
         try:
@@ -43,7 +41,9 @@ def main():
             v = float(r[col[rs]] or 0)
             per_op[op][rs] += v
             per_reason[rs] += v
-    print(f"{path}: {total:.0f} warp samples")
+    print(f"{label}: {total:.0f} warp samples")
+    if total == 0:
+        return
     print("| reason | share |\n|---|--:|")
     for rs, v in per_reason.most_common(8):
         print(f"| {rs[6:]} | {100 * v / total:.1f} % |")
@@ -52,6 +52,20 @@ def main():
         rs = sorted(((v, k) for k, v in c.items() if k != "all"), reverse=True)[:3]
         print(f"| {op} | {n_inst[op]:.0f} | {100 * c['all'] / total:.1f} % | "
               + ", ".join(f"{k[6:]} {100 * v / total:.1f} %" for v, k in rs if v > 0) + " |")
+
+
+def main():
+    path = sys.argv[1]
+    top = int(next((a.split("=")[1] for a in sys.argv[2:] if a.startswith("--top=")), "14"))
+    rows = list(csv.reader(open(path)))
+    # One section per profiled kernel (a report of several kernels prints each one's page after its own
+    # "Address" header row).
+    heads = [i for i, r in enumerate(rows) if r and r[0] == "Address"]
+    for n, hi in enumerate(heads):
+        end = heads[n + 1] if n + 1 < len(heads) else len(rows)
+        label = path if len(heads) == 1 else f"{path} (kernel {n + 1} of {len(heads)})"
+        summarize(label, rows[hi], rows[hi + 1:end], top)
+        print()
 
 
 if __name__ == "__main__":

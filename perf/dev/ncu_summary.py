@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tables of the Nsight Compute raw pages that perf/dev/ncu_forward.sh wrote: one row per case, ours
-(ours_*.csv) beside torch's cuDNN kernel on the same case (torch_cudnn_<dtype>.csv, paired through
-the CASE lines of its log), and the metrics that say what bounds each kernel.
+(ours_*.csv) beside torch's kernel on the same case (torch_cudnn_<dtype>.csv, or torch_flash_<dtype>.csv:
+FlashAttention-2, from TORCH_PATH=flash; paired through the CASE lines of its log), and the metrics that say
+what bounds each kernel.
 
   python3 perf/dev/ncu_summary.py NCU_DIR [--device=NAME] > table.md
 
@@ -78,13 +79,13 @@ def case_of_ours(path):
     return dt, mode, (int(b), int(h), int(l), int(dd))
 
 
-def torch_cases(ncu_dir, dtype):
-    """The kernels of torch_cudnn_<dtype>.csv, each with its case (from the log's PROF/CASE lines)."""
-    path = os.path.join(ncu_dir, f"torch_cudnn_{dtype}.csv")
+def torch_cases(ncu_dir, dtype, path_name):
+    """The kernels of torch_<path_name>_<dtype>.csv, each with its case (from the log's PROF/CASE lines)."""
+    path = os.path.join(ncu_dir, f"torch_{path_name}_{dtype}.csv")
     if not os.path.exists(path):
         return {}
     kernels = read_csv(path)
-    log = open(os.path.join(ncu_dir, f"torch_cudnn_{dtype}.log")).read().splitlines()
+    log = open(os.path.join(ncu_dir, f"torch_{path_name}_{dtype}.log")).read().splitlines()
     out, pending, k = {}, [], 0
     for line in log:
         if line.startswith("==PROF== Profiling"):
@@ -137,9 +138,10 @@ def main():
     cases = [case_of_ours(p) + (p,) for p in glob.glob(os.path.join(ncu_dir, "ours_*.csv"))]
     order = {"fp16": 0, "bf16": 1, "fp8_e4m3": 2}
     cases.sort(key=lambda c: (order.get(c[0], 9), c[2][3], c[2][0] * c[2][1] * c[2][2] ** 2, c[1] == "causal"))
-    torch = {dt: torch_cases(ncu_dir, dt) for dt in {c[0] for c in cases}}
+    paths = {"cudnn": "cuDNN", "flash": "FA2"}
+    torch = {(pn, dt): torch_cases(ncu_dir, dt, pn) for pn in paths for dt in {c[0] for c in cases}}
     print(f"Nsight Compute, {device}: one profiled launch per case (`ncu --clock-control none`), "
-          "ours and torch's cuDNN kernel on the same case.\n")
+          "ours and torch's kernels (cuDNN, FlashAttention-2: those profiled) on the same case.\n")
     print("| case | who | kernel | us | TF/s | GHz | peak% | tensor% | SM busy% | issue% | xu / fma / alu % | "
           "warps | grid x block, regs, smem | top stalls (warps per issue) |")
     print("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--|--:|---|---|")
@@ -151,10 +153,11 @@ def main():
         name = f"{','.join(map(str, shape))} {dt} {mode}"
         m = metrics(ds[0], shape, causal, dt.startswith("fp8"))
         print(f"| {name} | ours | {m['kernel']} | {fmt(m)} |")
-        t = torch.get(dt, {}).get((mode, shape))
-        if t is not None:
-            tm = metrics(t, shape, causal, False)
-            print(f"| {name} | cuDNN | {tm['kernel'][:32]} | {fmt(tm)} |")
+        for pn, who in paths.items():
+            t = torch.get((pn, dt), {}).get((mode, shape))
+            if t is not None:
+                tm = metrics(t, shape, causal, False)
+                print(f"| {name} | {who} | {tm['kernel'][:32]} | {fmt(tm)} |")
 
 
 if __name__ == "__main__":
