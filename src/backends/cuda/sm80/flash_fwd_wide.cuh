@@ -47,24 +47,19 @@ constexpr float kWideSlack = D >= 96 ? 8.f : 0.f;
 template <int D>
 constexpr int kWideQKUnroll = D == 128 ? 2 : TileConfig<D>::kQKSteps;
 
-// One step (one 64-key tile; two at D = 32) for a 32-row warp: S = Q·Kᵀ (both m tiles share each K
-// fragment), mask, online softmax, O += P·V (both m tiles share each V fragment). One softmax update and
-// one O rescale a step, so where Q is not in registers (D = 32, 96, 128) each Q fragment is read from
-// shared memory once a step: 40 KB of ldmatrix per 256 MMAs at D = 128, where two 32-key halves (before
-// run 35a) read 48 KB. kT tiles a step (kWideTilesPerStep): S over 64·kT keys, P·V over the step's tiles'
-// V (sK, sV: its ring slots). The Q·Kᵀ k-loop's unroll: kWideQKUnroll.
-template <int D, typename Elem, int kT, bool kMask, class Mask>
-__device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, const uint32_t (&sK)[kT],
-                                          const uint32_t (&sV)[kT], const LaneBases& lo, const Mask& mask, float sl2,
-                                          int row_lo, int key0, int lane) {
+// S = Q·Kᵀ of one step (one 64-key tile; two at D = 32) for a 32-row warp: both m tiles share each K fragment.
+// Where Q is not in registers (D = 32, 96, 128) each Q fragment is read from shared memory
+// once a step: 40 KB of ldmatrix per 256 MMAs at D = 128, where two 32-key halves (before run 35a) read 48 KB.
+// kT tiles a step (kWideTilesPerStep): S over 64·kT keys (sK: the step's ring slots). The k-loop's unroll:
+// kWideQKUnroll.
+template <int D, typename Elem, int kT>
+__device__ __forceinline__ void wide_scores(const WideState<D>& st, float (&s)[2][TileConfig<D>::kSTiles * kT][4],
+                                            uint32_t sQw, const uint32_t (&sK)[kT], const LaneBases& lo) {
   using Cfg = TileConfig<D>;
   using Ops = ElemOps<Elem>;
   constexpr bool kQRegs = WideState<D>::kQRegs;
-  constexpr float kSlack = kWideSlack<D>;
   constexpr int kQKUnroll = kWideQKUnroll<D>;
   constexpr int kST = Cfg::kSTiles * kT;  // n8 score tiles of the step's 64·kT keys
-  const int g = lane >> 2;
-  float s[2][kST][4];
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -96,6 +91,19 @@ __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, const 
       }
     }
   }
+}
+
+// The rest of a step: mask, online softmax (one update and one O rescale a step), O += P·V (P C-fragments are
+// the A-fragments: pack_p_fragment; each V fragment feeds both m tiles; sV: the step's ring slots).
+template <int D, typename Elem, int kT, bool kMask, class Mask>
+__device__ __forceinline__ void wide_softmax_pv(WideState<D>& st, float (&s)[2][TileConfig<D>::kSTiles * kT][4],
+                                                const uint32_t (&sV)[kT], const LaneBases& lo, const Mask& mask,
+                                                float sl2, int row_lo, int key0, int lane) {
+  using Cfg = TileConfig<D>;
+  using Ops = ElemOps<Elem>;
+  constexpr float kSlack = kWideSlack<D>;
+  constexpr int kST = Cfg::kSTiles * kT;
+  const int g = lane >> 2;
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) {
     if constexpr (kMask) mask.apply(s[mt], row_lo + 16 * mt + g, key0, lane);
@@ -103,7 +111,6 @@ __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, const 
     softmax_update<kST, 0, true>(s[mt], st.row_max[mt], st.row_sum[mt], sl2, alpha, kSlack);
     rescale_rows(st.o[mt], alpha, kSlack);
   }
-  // O += P·V: P C-fragments are the A-fragments (pack_p_fragment); each V fragment feeds both m tiles.
 #pragma unroll
   for (int kk = 0; kk < kST / 2; ++kk) {
     uint32_t pa[2][4];
@@ -121,6 +128,16 @@ __device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, const 
       }
     }
   }
+}
+
+// One step: S = Q·Kᵀ, then the rest.
+template <int D, typename Elem, int kT, bool kMask, class Mask>
+__device__ __forceinline__ void wide_tile(WideState<D>& st, uint32_t sQw, const uint32_t (&sK)[kT],
+                                          const uint32_t (&sV)[kT], const LaneBases& lo, const Mask& mask, float sl2,
+                                          int row_lo, int key0, int lane) {
+  float s[2][TileConfig<D>::kSTiles * kT][4];
+  wide_scores<D, Elem, kT>(st, s, sQw, sK, lo);
+  wide_softmax_pv<D, Elem, kT, kMask>(st, s, sV, lo, mask, sl2, row_lo, key0, lane);
 }
 
 template <int D, typename Elem, class Mask>
