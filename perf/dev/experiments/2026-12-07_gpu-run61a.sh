@@ -11,6 +11,7 @@
 # Each stage re-packs $OUT/r61a.tgz, so a cut-off call keeps what ran.
 set -u
 t0=$(date +%s)
+LIM=${LIM:-560}  # the call's limit, seconds: later stages shrink to fit
 R=/tmp/r61a; mkdir -p $R
 pack() { (cd /tmp && tar czf $OUT/r61a.tgz --exclude="*.ncu-rep" r61a); }
 el() { echo "$(( $(date +%s) - t0 ))"; }
@@ -30,13 +31,13 @@ for r in 1 2; do for v in base L1 L2; do
 done; done
 python3 perf/dev/flash_dev_ab.py $R d64 base L1 L2 > $R/d64_ab.md; cat $R/d64_ab.md
 OUT=$R BACKEND=cuda-flash-allwarps SHAPES="2,16,4096,64;16,16,512,64" DTYPES=fp16 CAUSAL=0 TORCH=1 \
-  TORCH_PATH=flash FP8_SHAPES= SOURCE=1 timeout 220 perf/dev/ncu_forward.sh $S/bin > $R/ncu.console 2>&1
+  TORCH_PATH=flash FP8_SHAPES= SOURCE=1 timeout $(( LIM - 20 - $(el) < 220 ? LIM - 20 - $(el) : 220 )) perf/dev/ncu_forward.sh $S/bin > $R/ncu.console 2>&1
 echo "ncu rc=$? at $(el) s"; tail -n 4 $R/ncu.console
 python3 perf/dev/ncu_summary.py $R/ncu --device="$dev" > $R/ncu_summary.md 2>&1
 for f in $R/ncu/*.sass.csv; do echo "== $f"; python3 perf/dev/ncu_sass_stalls.py "$f" --top=16; done > $R/stalls.txt 2>&1
 cat $R/ncu_summary.md; pack
 for v in L1 L2; do
-  [ $(el) -lt 500 ] && timeout 40 compute-sanitizer --tool racecheck $S/bin/flash_dev_$v sanitize > $R/racecheck_$v.txt 2>&1
+  [ $(el) -lt $((LIM - 60)) ] && timeout 40 compute-sanitizer --tool racecheck $S/bin/flash_dev_$v sanitize > $R/racecheck_$v.txt 2>&1
   echo "racecheck $v rc=$? $(tail -1 $R/racecheck_$v.txt) at $(el) s"; pack
 done
 if [ $(el) -lt 370 ]; then  # (5)
