@@ -48,10 +48,9 @@ template <int D>
 constexpr int kWideQKUnroll = D == 128 ? 2 : TileConfig<D>::kQKSteps;
 
 // S = Q·Kᵀ of one step (one 64-key tile; two at D = 32) for a 32-row warp: both m tiles share each K fragment.
-// Where Q is not in registers (D = 32, 96, 128) each Q fragment is read from shared memory
-// once a step: 40 KB of ldmatrix per 256 MMAs at D = 128, where two 32-key halves (before run 35a) read 48 KB.
-// kT tiles a step (kWideTilesPerStep): S over 64·kT keys (sK: the step's ring slots). The k-loop's unroll:
-// kWideQKUnroll.
+// Where Q is not in registers (D = 32, 96, 128) each Q fragment is read from shared memory once a step: 40 KB
+// of ldmatrix per 256 MMAs at D = 128, where two 32-key halves (before run 35a) read 48 KB. kT tiles a step
+// (kWideTilesPerStep): S over 64·kT keys (sK: the step's ring slots). The k-loop's unroll: kWideQKUnroll.
 template <int D, typename Elem, int kT>
 __device__ __forceinline__ void wide_scores(const WideState<D>& st, float (&s)[2][TileConfig<D>::kSTiles * kT][4],
                                             uint32_t sQw, const uint32_t (&sK)[kT], const LaneBases& lo) {
