@@ -30,7 +30,12 @@ sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section War
 [[ ${SOURCE:-0} == 1 ]] && sections+=(--section SourceCounters)
 causals=(0 1)
 [[ $CAUSAL == 0 || $CAUSAL == 1 ]] && causals=("$CAUSAL")
-export_csv() { "$NCU" --import "$1.ncu-rep" --page raw --csv > "$1.csv" 2> "$1.err"; }
+# A report's raw page as CSV; with SOURCE=1 also its SASS source page (per-instruction stall samples).
+export_csv() {
+  "$NCU" --import "$1.ncu-rep" --page raw --csv > "$1.csv" 2> "$1.err"
+  [[ ${SOURCE:-0} == 1 ]] && "$NCU" --import "$1.ncu-rep" --page source --csv --print-source sass > "$1.sass.csv" 2>> "$1.err"
+  return 0
+}
 
 ours() {  # dtype shape causal
   local tag="ours_$1_$([[ $3 == 1 ]] && echo causal || echo full)_B${2//,/_}"
@@ -39,7 +44,6 @@ ours() {  # dtype shape causal
     --causal="$3" --shapes="$2" --benchmark_color=false > "$R/$tag.log" 2>&1
   echo "$tag rc=$?"
   export_csv "$R/$tag"
-  [[ ${SOURCE:-0} == 1 ]] && "$NCU" --import "$R/$tag.ncu-rep" --page source --csv --print-source sass > "$R/$tag.sass.csv" 2>> "$R/$tag.err"
 }
 
 IFS=';' read -r -a shapes <<< "$SHAPES"
@@ -63,7 +67,6 @@ if [[ ${TORCH:-1} == 1 ]]; then
       --path="${TORCH_PATH:-cudnn}" > "$R/$tag.log" 2>&1
     echo "$tag rc=$?"
     export_csv "$R/$tag"
-    [[ ${SOURCE:-0} == 1 ]] && "$NCU" --import "$R/$tag.ncu-rep" --page source --csv --print-source sass > "$R/$tag.sass.csv" 2>> "$R/$tag.err"
   done
 fi
 ls "$R" | wc -l
