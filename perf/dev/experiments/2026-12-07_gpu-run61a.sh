@@ -41,8 +41,8 @@ for v in L1 L2; do
   [ $(el) -lt $((LIM - 60)) ] && timeout 40 compute-sanitizer --tool racecheck $S/bin/flash_dev_$v sanitize > $R/racecheck_$v.txt 2>&1
   echo "racecheck $v rc=$? $(tail -1 $R/racecheck_$v.txt) at $(el) s"; pack
 done
-if [ $(el) -lt 370 ]; then  # (5)
-  OUT=$R/fwd NAME=forced-mma BACKENDS=cuda-flash-allwarps,cuda-flash-warpspec QUICK=1 timeout $((570 - $(el))) perf/run_forward.sh $S/bin > $R/fwd.console 2>&1
+if [ $(el) -lt $((LIM - 200)) ]; then  # (5)
+  OUT=$R/fwd NAME=forced-mma BACKENDS=cuda-flash-allwarps,cuda-flash-warpspec QUICK=1 timeout $((LIM - 10 - $(el))) perf/run_forward.sh $S/bin > $R/fwd.console 2>&1
   echo "run_forward rc=$? at $(el) s"; grep -E "^\| [0-9]" $R/fwd/*.md | cut -d"|" -f2-5,7,11 | head -34; pack
 fi
 echo "done at $(el) s"
