@@ -135,7 +135,8 @@ def fmt(m):
 def main():
     ncu_dir = sys.argv[1]
     device = next((a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--device=")), "")
-    cases = [case_of_ours(p) + (p,) for p in glob.glob(os.path.join(ncu_dir, "ours_*.csv"))]
+    cases = [case_of_ours(p) + (p,) for p in glob.glob(os.path.join(ncu_dir, "ours_*.csv"))
+             if not p.endswith(".sass.csv")]  # the SASS source pages (SOURCE=1) are not kernel rows
     order = {"fp16": 0, "bf16": 1, "fp8_e4m3": 2}
     cases.sort(key=lambda c: (order.get(c[0], 9), c[2][3], c[2][0] * c[2][1] * c[2][2] ** 2, c[1] == "causal"))
     paths = {"cudnn": "cuDNN", "flash": "FA2"}
