@@ -11,6 +11,7 @@
 
 #include "backends/cuda/flash_bwd.h"
 #include "backends/cuda/flash_fwd.h"
+#include "backends/cuda/limits.h"
 #include "backends/cuda/common/tail_split.cuh"
 #include "backends/cuda/common/work_list.h"
 #include "backends/cuda/sm80/config.cuh"
@@ -253,7 +254,66 @@ TEST(CudaConfig, PlanFollowsTheDevice) {
     d64.launch_override = ov;
     ASSERT_EQ(flashcore::cuda::flash_fwd_plan(d64, l4, FlashVariant::Auto, &plan), "");
     EXPECT_EQ(plan.kernel, FlashKernel::Wide);
-    EXPECT_EQ(plan.stages, ov ? 2 : 3);
+    EXPECT_EQ(plan.stages, 2);  // asked for (ov), or the ring that lets an L4's SM hold two blocks (below)
+  }
+  // Residency (register_cap_blocks_per_sm): a 128-thread block of 255-register threads leaves room for two an
+  // SM, and the wide kernel is built for two. D = 64's row asks for 3 stages (64 KB a block): an H100 (228 KB an
+  // SM) and an A100 (164 KB) hold two such blocks and keep them; an L4's SM (100 KB) holds one, so its plan
+  // takes 2 stages (48 KB, two blocks). An explicit override keeps its stages. D = 128 (Q alone is 32 KB) holds
+  // one block at any depth on an L4, so the row's ring stays. The 16-row kernel the same way: its D = 64
+  // 64-row blocks (4 warps, 56 KB at the row's 3 stages) get 2 stages on an L4; its warp-specialized blocks
+  // (5 warps: one an SM by registers at the cap) keep the row's.
+  {
+    using flashcore::cuda::detail::register_cap_blocks_per_sm;
+    using flashcore::cuda::detail::smem_blocks_per_sm;
+    EXPECT_EQ(register_cap_blocks_per_sm(128), 2);
+    EXPECT_EQ(register_cap_blocks_per_sm(160), 1);
+    EXPECT_EQ(register_cap_blocks_per_sm(256), 1);
+    DeviceLimits h100 = l4, a100 = l4;
+    h100.cc_major = 9, h100.cc_minor = 0, h100.sm_count = 132, h100.smem_optin_per_block = 227 * 1024;
+    a100.cc_major = 8, a100.cc_minor = 0, a100.sm_count = 108, a100.smem_optin_per_block = 163 * 1024;
+    const FlashFwdParams d64 = params(4, 16, 16, 4096, 4096, 64, true, false);
+    for (const DeviceLimits* dev : {&h100, &a100}) {
+      ASSERT_EQ(flashcore::cuda::flash_fwd_plan(d64, *dev, FlashVariant::AllWarps, &plan), "");
+      EXPECT_EQ(plan.kernel, FlashKernel::Wide);
+      EXPECT_EQ(plan.stages, 3) << dev->smem_optin_per_block;
+      EXPECT_GE(smem_blocks_per_sm(*dev, plan.smem), 2);
+    }
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(d64, l4, FlashVariant::AllWarps, &plan), "");
+    EXPECT_EQ(plan.kernel, FlashKernel::Wide);
+    EXPECT_EQ(plan.stages, 2);
+    EXPECT_EQ(plan.smem, flashcore::cuda::detail::TileConfig<64>::smem_bytes(128, 1, 2));
+    EXPECT_EQ(smem_blocks_per_sm(l4, plan.smem), 2);
+    EXPECT_EQ(smem_blocks_per_sm(l4, flashcore::cuda::detail::TileConfig<64>::smem_bytes(128, 1, 3)), 1);
+    FlashFwdLaunchOverride three_stages;
+    three_stages.stages = 3;
+    FlashFwdParams d64_three = d64;
+    d64_three.launch_override = &three_stages;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(d64_three, l4, FlashVariant::AllWarps, &plan), "");
+    EXPECT_EQ(plan.kernel, FlashKernel::Wide);
+    EXPECT_EQ(plan.stages, 3);
+    FlashFwdParams d128 = params(2, 16, 16, 4096, 4096, 128, false, false);
+    FlashFwdPlan on_h100;
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(d128, h100, FlashVariant::AllWarps, &on_h100), "");
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(d128, l4, FlashVariant::AllWarps, &plan), "");
+    EXPECT_EQ(plan.kernel, FlashKernel::Wide);
+    EXPECT_EQ(plan.stages, on_h100.stages);
+    EXPECT_EQ(smem_blocks_per_sm(l4, plan.smem), 1);
+    // (1,8,2048,64): the 16-row kernel's 64-row blocks, 3 stages in the table.
+    const FlashFwdParams mid = params(1, 8, 8, 2048, 2048, 64, false, false);
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(mid, h100, FlashVariant::AllWarps, &on_h100), "");
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(mid, l4, FlashVariant::AllWarps, &plan), "");
+    EXPECT_EQ(on_h100.kernel, FlashKernel::Rows16);
+    EXPECT_EQ(on_h100.threads, 128);
+    EXPECT_EQ(on_h100.stages, 3);
+    EXPECT_EQ(plan.kernel, FlashKernel::Rows16);
+    EXPECT_EQ(plan.stages, 2);
+    EXPECT_EQ(smem_blocks_per_sm(l4, plan.smem), 2);
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(mid, h100, FlashVariant::WarpSpecialized, &on_h100), "");
+    ASSERT_EQ(flashcore::cuda::flash_fwd_plan(mid, l4, FlashVariant::WarpSpecialized, &plan), "");
+    EXPECT_EQ(plan.kernel, FlashKernel::Rows16WarpSpecialized);
+    EXPECT_EQ(plan.threads, 160);
+    EXPECT_EQ(plan.stages, on_h100.stages);
   }
   // One head, one short query block against many keys: too few blocks for the GPU, so the key range
   // is split, with a workspace for the partials and tickets (the 16-row kernel, forced: Auto runs such

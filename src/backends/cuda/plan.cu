@@ -156,6 +156,27 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
   plan->kernel = wide ? FlashKernel::Wide : ws ? FlashKernel::Rows16WarpSpecialized : FlashKernel::Rows16;
   plan->threads = wide ? 32 * detail::kWideWarps
                        : 32 * ((plan->block_m / detail::kWarpRows) * plan->key_split_warps + (ws ? 1 : 0));
+  // Residency: the launch table's rings were measured on Hopper, whose SM (228 KB) holds as many blocks as
+  // the registers allow. A 100 KB SM (sm_86/89) often holds one: the D = 64 wide kernel at 3 stages (64 KB),
+  // four warps an SM where it is built for eight (two blocks, __launch_bounds__). So where the SM's shared
+  // memory holds fewer blocks than 255-register threads would (register_cap_blocks_per_sm), take the
+  // deepest shallower ring (no shallower than the kernel needs) that holds more: e.g. an L4 runs D = 64's
+  // wide rows at 2 stages (48 KB, two blocks). Hopper and sm_80 plans keep the table's rings (they fit).
+  // On an H100, ring depths 2-4 of the wide kernel at D = 64 are within 1 % of each other at two blocks an
+  // SM (run 61a, d64-ab). A launch override's stages stay as asked.
+  if (!(ov && ov->stages)) {
+    const int want = detail::register_cap_blocks_per_sm(plan->threads);
+    const int min_stages = wide ? detail::wide_min_stages(native_d) : 2;
+    auto blocks = [&](int stages) {
+      return detail::smem_blocks_per_sm(dev, smem_bytes(p.head_dim, plan->block_m, plan->key_split_warps, stages));
+    };
+    int stages = plan->stages;
+    while (stages > min_stages && blocks(stages) < want) --stages;
+    if (blocks(stages) > blocks(plan->stages)) {
+      plan->stages = stages;
+      plan->smem = smem();
+    }
+  }
   if (plan->max_splits > 1) {
     const size_t rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
     plan->split_lse_offset = detail::scratch_align_up(rows * plan->max_splits * native_d * sizeof(float));  // D-float rows

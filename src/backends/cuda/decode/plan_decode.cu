@@ -8,6 +8,7 @@
 #include "backends/cuda/common/sequences.cuh"
 #include "backends/cuda/decode/config.cuh"
 #include "backends/cuda/launch_scratch.h"
+#include "backends/cuda/limits.h"
 #include "backends/cuda/plan_internal.h"
 
 namespace flashcore::cuda::detail {
@@ -139,10 +140,10 @@ void plan_decode(const FlashFwdParams& p, const DeviceLimits& dev, const DecodeL
     --plan->stages;
   plan->smem = decode_smem(p.head_dim, plan->block_m, plan->stages);
   // Splits: fill one wave. Blocks resident per SM: what the registers (__launch_bounds__) and shared
-  // memory allow (an SM has the opt-in per-block size plus 1 KB, and every block reserves 1 KB).
+  // memory (limits.h, smem_blocks_per_sm) allow.
   const int per_sm = std::max<int>(1, std::min<long long>({(long long)kDecodeWaveBlocksPerSm,
                                                            (long long)decode_blocks_per_sm_regs(p.head_dim),
-                                                           (long long)((dev.smem_optin_per_block + 1024) / (plan->smem + 1024))}));
+                                                           (long long)smem_blocks_per_sm(dev, plan->smem)}));
   const long long slots = (long long)per_sm * dev.sm_count;
   const long long base = (long long)p.batch * p.heads_kv * plan->n_mblocks;
   const int tiles = (p.seqlen_k + detail::kDecodeBlockN - 1) / detail::kDecodeBlockN;
