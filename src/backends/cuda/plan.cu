@@ -161,9 +161,9 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
   // four warps an SM where it is built for eight (two blocks, __launch_bounds__). So where the SM's shared
   // memory holds fewer blocks than 255-register threads would (register_cap_blocks_per_sm), take the
   // deepest shallower ring (no shallower than the kernel needs) that holds more: e.g. an L4 runs D = 64's
-  // wide rows at 2 stages (48 KB, two blocks). Hopper and sm_80 plans keep the table's rings (they fit).
-  // On an H100, ring depths 2-4 of the wide kernel at D = 64 are within 1 % of each other at two blocks an
-  // SM (run 61a, d64-ab). A launch override's stages stay as asked.
+  // wide rows at 2 stages (48 KB, two blocks). An H100 (228 KB) keeps the table's rings on every suite shape.
+  // What the shallower ring costs: on an H100 at two blocks an SM the wide kernel's D = 64 rows take 2, 3 or 4
+  // stages within 1.3 % of each other (run 61a, d64-ab). A launch override's stages stay as asked.
   if (!(ov && ov->stages)) {
     const int want = detail::register_cap_blocks_per_sm(plan->threads);
     const int min_stages = wide ? detail::wide_min_stages(native_d) : 2;
