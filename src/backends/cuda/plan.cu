@@ -162,8 +162,10 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
   // memory holds fewer blocks than 255-register threads would (register_cap_blocks_per_sm), take the
   // deepest shallower ring (no shallower than the kernel needs) that holds more: e.g. an L4 runs D = 64's
   // wide rows at 2 stages (48 KB, two blocks). An H100 (228 KB) keeps the table's rings on every suite shape.
-  // What the shallower ring costs: on an H100 at two blocks an SM the wide kernel's D = 64 rows take 2, 3 or 4
-  // stages within 1.3 % of each other (run 61a, d64-ab). A launch override's stages stay as asked.
+  // On an H100 whose SM's shared memory is cut to an L4's 100 KB (run 62c, d64-ab, a driver carveout): the D = 64
+  // wide rows at 3 stages (one block) 1.18-1.37x the time of 2 stages (two blocks), which match full residency
+  // (0.99-1.00x). At two blocks an SM the depths 2, 3 and 4 are within 1.3 % (run 61a). A launch override's
+  // stages stay as asked.
   if (!(ov && ov->stages)) {
     const int want = detail::register_cap_blocks_per_sm(plan->threads);
     const int min_stages = wide ? detail::wide_min_stages(native_d) : 2;
