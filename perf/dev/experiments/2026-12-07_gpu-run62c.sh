@@ -1,9 +1,11 @@
 #!/bin/bash
 # GPU run 62c (sixty-second session; carry build/gpu-s62a.txz: flash_dev of main 76e27cf (base), flash_dev_O3u4 and
-# flash_dev_O3u1 (experiment O3, see run 62b's script), flash_dev_cv43 (main's D = 32/64/96/128 mma.sync instances
-# built with -DFLASHCORE_DEV_SMEM_CARVEOUT=43: the SM's shared memory cut to 100 KB, an sm_86/89 SM's),
-# flashcore_bench of main 76e27cf (whose device code compiles to the same cubins as main's now), libbenchmark and
-# libgomp in lib/). One call, stages in order of need, each fitted to the call's limit LIM:
+# flash_dev_O3u1 (experiment O3: the D = 64 wide instance built with -DFLASHCORE_DEV_WIDE_OCC3=4 or =1, Q read from
+# shared memory and __launch_bounds__(128, 3); perf/dev/experiments/2026-12-07_wide-three-blocks.patch),
+# flash_dev_cv43 (main's D = 32/64/96/128 mma.sync instances built with -DFLASHCORE_DEV_SMEM_CARVEOUT=43: the SM's
+# shared memory cut to 100 KB, an sm_86/89 SM's; 2026-12-07_smem-carveout.patch), flashcore_bench of main 76e27cf
+# (whose device code compiles to the same cubins as main's now), libbenchmark and libgomp in lib/). One call,
+# stages in order of need, each fitted to the call's limit LIM:
 # (1) O3's correctness (flash_dev check); (2) flash_dev d64-ab, base and O3u4, round 1;
 # (3) flash_dev_cv43 d64-ab: the wide kernel's D = 64 ring depths 2-4 at the residency an L4 gives them;
 # (4) flash_dev wide-ab, base and cv43: the forced all-warps rows at full and at an L4's shared memory an SM;
