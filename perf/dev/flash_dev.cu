@@ -11,6 +11,8 @@
 //   flash_dev sweep-short launch-config sweep of the short D = 64 rows of issue 19 (forced mma.sync path)
 //   flash_dev wide-ab   the forced all-warps path on the wide kernel's rows: one round of a two-build A/B
 //   flash_dev d64-ab    the wide kernel's D = 64 rows at ring depths 2-4: one round of a two-build A/B
+//   flash_dev d32-l4    D = 32 rows: the table's wide kernel against the 16-row kernel's 64-row blocks at 2 and 3
+//                       stages (for a build whose SM holds an L4's shared memory: the carveout knob)
 //   flash_dev sanitize  a few small cases once each (for compute-sanitizer)
 //   flash_dev decline   prints the decline reasons for some unsupported problems
 #include <cuda_bf16.h>
@@ -546,6 +548,20 @@ int main(int argc, char** argv) {
         for (const FlashFwdLaunchOverride& ov : ovs)
           time_case(s, causal, false, RunCfg{AW, ov, has_override(ov) ? config_name(AW, ov, true).c_str() : "allwarps table"},
                     rng, "D64AB");
+  } else if (mode == "d32-l4") {
+    // D = 32, forced all-warps, fp16: the table's row (the wide kernel's two-tile steps, 4 stages, 80 KB: one block
+    // an SM on a 100 KB SM) against the 16-row kernel's 64-row blocks (2 stages 40 KB: two blocks there; 3 stages
+    // 56 KB: one), and the wide kernel forced at 4 stages. Run it in a build with -DFLASHCORE_DEV_SMEM_CARVEOUT=43
+    // (an L4's shared memory an SM on an H100) and in main's, one round each (perf/dev/NOTES.md, sixty-second
+    // session, Next).
+    const Shape shapes[] = {{4, 16, 2048, 32}, {2, 16, 4096, 32}, {4, 16, 1024, 32}, {1, 8, 2048, 32}};
+    const FlashVariant AW = FlashVariant::AllWarps;
+    const FlashFwdLaunchOverride ovs[] = {{}, {128, 1, 4, -1}, {64, 1, 2, -1}, {64, 1, 3, -1}};
+    for (const Shape& s : shapes)
+      for (int causal = 0; causal < 2; ++causal)
+        for (const FlashFwdLaunchOverride& ov : ovs)
+          time_case(s, causal, false, RunCfg{AW, ov, has_override(ov) ? config_name(AW, ov, true).c_str() : "allwarps table"},
+                    rng, "D32L4");
   } else if (mode == "probe") {
     // Where does the main job's time go? Vary the key length (tiles per block) and the head count
     // (blocks) around (1, 8, 512, 64), default launch table.
