@@ -376,6 +376,19 @@ static void time_case(const Shape& s, bool causal, bool bf16, const RunCfg& rc, 
   P.free_all();
 }
 
+// Forced all-warps, fp16, causal and not: each shape at each launch override ({} = the launch table's row), for the
+// A/B modes that compare ring depths or kernels between builds.
+template <size_t NS, size_t NO>
+static void time_overrides(const Shape (&shapes)[NS], const FlashFwdLaunchOverride (&ovs)[NO], std::mt19937& rng,
+                           const char* tag) {
+  const FlashVariant AW = FlashVariant::AllWarps;
+  for (const Shape& s : shapes)
+    for (int causal = 0; causal < 2; ++causal)
+      for (const FlashFwdLaunchOverride& ov : ovs)
+        time_case(s, causal, false, RunCfg{AW, ov, has_override(ov) ? config_name(AW, ov, true).c_str() : "allwarps table"},
+                  rng, tag);
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "check";
   cudaDeviceProp prop;
@@ -541,13 +554,8 @@ int main(int argc, char** argv) {
     // The forced all-warps path on the wide kernel's D = 64 rows (the table's ring depth, then 2, 3 and 4), fp16:
     // one round of an A/B between two builds (the ping-pong experiment: perf/dev/NOTES.md, sixtieth session).
     const Shape shapes[] = {{16, 16, 512, 64}, {4, 16, 1024, 64}, {2, 16, 4096, 64}, {1, 16, 16384, 64}, {8, 16, 2048, 64}};
-    const FlashVariant AW = FlashVariant::AllWarps;
     const FlashFwdLaunchOverride ovs[] = {{}, {128, 1, 2, -1}, {128, 1, 3, -1}, {128, 1, 4, -1}};
-    for (const Shape& s : shapes)
-      for (int causal = 0; causal < 2; ++causal)
-        for (const FlashFwdLaunchOverride& ov : ovs)
-          time_case(s, causal, false, RunCfg{AW, ov, has_override(ov) ? config_name(AW, ov, true).c_str() : "allwarps table"},
-                    rng, "D64AB");
+    time_overrides(shapes, ovs, rng, "D64AB");
   } else if (mode == "d32-l4") {
     // D = 32, forced all-warps, fp16: the table's row (the wide kernel's two-tile steps, 4 stages, 80 KB: one block
     // an SM on a 100 KB SM) against the 16-row kernel's 64-row blocks (2 stages 40 KB: two blocks there; 3 stages
@@ -555,13 +563,8 @@ int main(int argc, char** argv) {
     // (an L4's shared memory an SM on an H100) and in main's, one round each (perf/dev/NOTES.md, sixty-second
     // session, Next).
     const Shape shapes[] = {{4, 16, 2048, 32}, {2, 16, 4096, 32}, {4, 16, 1024, 32}, {1, 8, 2048, 32}};
-    const FlashVariant AW = FlashVariant::AllWarps;
     const FlashFwdLaunchOverride ovs[] = {{}, {128, 1, 4, -1}, {64, 1, 2, -1}, {64, 1, 3, -1}};
-    for (const Shape& s : shapes)
-      for (int causal = 0; causal < 2; ++causal)
-        for (const FlashFwdLaunchOverride& ov : ovs)
-          time_case(s, causal, false, RunCfg{AW, ov, has_override(ov) ? config_name(AW, ov, true).c_str() : "allwarps table"},
-                    rng, "D32L4");
+    time_overrides(shapes, ovs, rng, "D32L4");
   } else if (mode == "probe") {
     // Where does the main job's time go? Vary the key length (tiles per block) and the head count
     // (blocks) around (1, 8, 512, 64), default launch table.
