@@ -1,6 +1,6 @@
 #!/bin/bash
 # GPU run 63a (staged in the sixty-second session for the next; carry build/gpu-s63a.txz, made on the CPU machine:
-# flashcore_bench and flash_dev of main aa64f97's code (`commit`), flash_dev_cv43 (the same harness with main's
+# flashcore_bench and flash_dev of main 7e28586's code (`commit`), flash_dev_cv43 (the same harness with main's
 # D = 32/64/96/128 mma.sync instances built with -DFLASHCORE_DEV_SMEM_CARVEOUT=43: each launch asks for a 100 KB
 # shared-memory carveout, an sm_86/89 SM's; perf/dev/experiments/2026-12-07_smem-carveout.patch), libbenchmark
 # and libgomp in lib/). Rebuild the bundle if build/ is gone: flash_dev with perf/dev/build_decode_dev.sh
