@@ -105,7 +105,8 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
     if (plan->key_split_warps > 1) plan->key_split_warps /= 2; else plan->block_m /= 2;
   }
   // Fit the device's shared memory: fewer stages first, then fewer KV groups, then fewer rows.
-  auto smem = [&] { return smem_bytes(p.head_dim, plan->block_m, plan->key_split_warps, plan->stages); };
+  auto smem_at = [&](int stages) { return smem_bytes(p.head_dim, plan->block_m, plan->key_split_warps, stages); };
+  auto smem = [&] { return smem_at(plan->stages); };
   while (plan->stages > 2 && smem() > dev.smem_optin_per_block) --plan->stages;
   while (plan->key_split_warps > 1 && smem() > dev.smem_optin_per_block) plan->key_split_warps /= 2;
   while (plan->block_m > 16 && smem() > dev.smem_optin_per_block) plan->block_m /= 2;
@@ -169,9 +170,7 @@ void plan_sm80(const FlashFwdParams& p, const DeviceLimits& dev, const LaunchRow
   if (!(ov && ov->stages)) {
     const int want = detail::register_cap_blocks_per_sm(plan->threads);
     const int min_stages = wide ? detail::wide_min_stages(native_d) : 2;
-    auto blocks = [&](int stages) {
-      return detail::smem_blocks_per_sm(dev, smem_bytes(p.head_dim, plan->block_m, plan->key_split_warps, stages));
-    };
+    auto blocks = [&](int stages) { return detail::smem_blocks_per_sm(dev, smem_at(stages)); };
     int stages = plan->stages;
     while (stages > min_stages && blocks(stages) < want) --stages;
     if (blocks(stages) > blocks(plan->stages)) {
