@@ -95,16 +95,19 @@ TEST(CudaConfig, DeclinesWithReasons) {
 
 // The Hopper kernel's compiled head dims: every multiple of 8 up to 256 runs on the next one; 8..32 on
 // the D = 32 instance, whose rows are 64 bytes (TMA boxes of 32 columns, the 64-byte swizzle), 72..96 on
-// the D = 96 instance (three 32-column panels in the 64-byte swizzle), the rest on 128-byte rows. Its O
+// the D = 96 instance (three 32-column panels in the 64-byte swizzle), 136..160 on the D = 160 instance
+// (five), the rest on 128-byte rows. Its O
 // staging holds rows of 64 elements (common/swizzle.cuh), and every instance fits an H100's 227 KB.
 TEST(CudaConfig, HopperHeadDimsAndSwizzleRows) {
   using namespace flashcore::cuda::detail;
   for (int d = 8; d <= 256; d += 8) {
     const int compiled = hopper_head_dim(d);
     EXPECT_GE(compiled, d);
-    EXPECT_EQ(sm90_row_bytes(d), compiled == 32 || compiled == 96 ? 64 : 128) << d;
+    EXPECT_EQ(sm90_row_bytes(d), compiled == 32 || compiled == 96 || compiled == 160 ? 64 : 128) << d;
     EXPECT_EQ(compiled == 32, d <= 32) << d;
     EXPECT_EQ(compiled == 96, d > 64 && d <= 96) << d;
+    EXPECT_EQ(compiled == 160, d > 128 && d <= 160) << d;
+    EXPECT_EQ(compiled == 192, d > 160 && d <= 192) << d;
     EXPECT_LE(sm90_smem_bytes(d), size_t(227 * 1024)) << d;
   }
   using C32 = HopperConfig<32>;
@@ -120,6 +123,14 @@ TEST(CudaConfig, HopperHeadDimsAndSwizzleRows) {
   EXPECT_EQ(C96::kTileBytes, uint32_t(C96::kBlockN * 96 * 2));
   EXPECT_EQ(C96::kStages, 2);
   EXPECT_TRUE(C96::kOwnOStage);
+  using C160 = HopperConfig<160>;
+  EXPECT_EQ(C160::kPanels, 5);   // five 32-column panels of 64 bytes
+  EXPECT_EQ(C160::kKSteps, 10);  // S = Q·Kᵀ in ten k16 steps (D = 192's instance took 12)
+  EXPECT_EQ(C160::kOAcc, 80);    // P·V is m64n160
+  EXPECT_EQ(C160::kBlockN, 96);  // D = 192's key tiles (registers: sm90/config.h)
+  EXPECT_EQ(C160::kTileBytes, uint32_t(C160::kBlockN * 160 * 2));
+  EXPECT_EQ(C160::kStages, 2);
+  EXPECT_TRUE(C160::kOwnOStage);
   EXPECT_EQ(sm90_row_bytes(128, /*fp8=*/true), 128);
   // The instance a plan takes (compiled head dim, consumer warpgroups). D = 32: Auto keeps the D = 32
   // instance's 192-row blocks for problems of at least as many items as SMs, else D = 64's 128-row

@@ -123,6 +123,7 @@ for ty, tname in (("f16", "__half"), ("bf16", "__nv_bfloat16")):
     out.append(ss0(128, ty, tname))
     out.append(ss(128, ty, tname))
     out.append(rs(96, ty, tname))  # P·V of the D = 96 kernel
+    out.append(rs(160, ty, tname))  # P·V of the D = 160 kernel
     out.append(rs(192, ty, tname))  # P·V of the D = 192 and 256 kernels (sm90/config.h)
     out.append(rs(256, ty, tname))
     for n in (96,):  # S of the D = 192 kernel (96-key tiles)

@@ -127,7 +127,7 @@ bool accepts(const std::string& backend, const fctest::HostData& h, const Device
 }
 
 // The tuned kernels promise fp16/bf16 with every head_dim that is a multiple of 8 up to 256, on any
-// shape, mask and GQA: the Hopper kernel too (compiled for 32, 64, 96, 128, 192, 256; the rest zero-padded
+// shape, mask and GQA: the Hopper kernel too (compiled for 32, 64, 96, 128, 160, 192, 256; the rest zero-padded
 // by TMA), the warp-specialized one up to 128
 // and without the attention variants (window, softcap, ALiBi, sinks), which every other one runs.
 // Above 128 the smallest mma.sync tile (16 query rows, two stages of 64-key K and V tiles, rows of
@@ -301,14 +301,15 @@ std::vector<Case> gpu_cases() {
     for (int d : {32, 80, 96, 256}) out.push_back(make_case(1, 2, 1, 33, 45, d, DType::F16, causal));
     out.push_back(make_case(1, 2, 1, 33, 45, 36, DType::F16, causal));  // not a multiple of 8: declined
     // every native head dim of the mma.sync kernels and ones that run zero-padded on the next
-    // (8 -> 32, 40 -> 64, 80 -> 96, 112 -> 128, 160 -> 192), GQA, odd lengths, all layouts
+    // (8 -> 32, 40 -> 64, 80 -> 96, 112 -> 128, 144 and 160 -> 192; on the Hopper kernel 144 -> 160 and
+    // 160 its own), GQA, odd lengths, all layouts
     const int hd_lens[][2] = {{17, 17}, {113, 203}, {203, 113}, {1, 333}, {1000, 1000}};
     auto hd_cases = [&](int d, DType dt) {
       for (auto& l : hd_lens)
         out.push_back(make_case(l[0] == 1000 ? 1 : 2, 6, 2, l[0], l[1], d, dt, causal,
                                 l[0] == 113 ? Layout::BHSD : l[0] == 203 ? Layout::Padded : Layout::BSHD));
     };
-    for (int d : {8, 32, 40, 80, 96, 112, 160, 192, 256})
+    for (int d : {8, 32, 40, 80, 96, 112, 144, 160, 192, 256})
       for (DType dt : {DType::F16, DType::BF16}) hd_cases(d, dt);
     out.push_back(make_case(2, 4, 4, 31, 29, 48, DType::BF16, causal, Layout::Padded));
     // The Hopper schedule's tail split (common/tail_split.cuh), every row checked: on 132 SMs, non-causal,
@@ -342,7 +343,7 @@ std::vector<Case> variant_cases() {
   };
   int n = 0;
   for (bool causal : {false, true})
-    for (int d : {64, 128, 40, 96, 192, 256, 32}) {
+    for (int d : {64, 128, 40, 96, 192, 256, 32, 160}) {
       const DType dt = (n++ % 2) ? DType::BF16 : DType::F16;
       const Case sq = make_case(2, 6, 2, 300, 300, d, dt, causal);
       const Case lq = make_case(1, 4, 1, 203, 113, d, dt, causal, Layout::BHSD);  // rows above the diagonal
@@ -437,8 +438,9 @@ std::vector<Case> sequence_cases() {
   }
   // Paged prefill in pages of 16 rows, where the Hopper kernel gathers the V tiles with cp.async (zero-filled past a
   // sequence's keys and past head_dim): D = 256 and head dims between the compiled ones (40 on the 64 instance, 72
-  // on the 96 one, 136 on the 192 one), varlen Q with an empty sequence; a sequence with queries and no keys.
-  for (int d : {256, 40, 72, 136})
+  // on the 96 one, 136 on the 160 one, 168 on the 192 one), varlen Q with an empty sequence; a sequence with
+  // queries and no keys.
+  for (int d : {256, 40, 72, 136, 168})
     out.push_back(sequence_case(4, 2, d, d == 72 || d == 256 ? DType::BF16 : DType::F16, d != 40, {200, 1, 129, 0},
                                 {700, 1000, 333, 7}, KvStore::Paged, 16));
   out.push_back(sequence_case(4, 2, 128, DType::F16, false, {100, 70}, {0, 300}, KvStore::Paged, 16));
@@ -471,7 +473,7 @@ std::vector<Case> sequence_cases() {
   Case v = sequence_case(8, 2, 128, DType::F16, true, {}, {1, 900, 2000}, KvStore::Paged, 64, 2);
   v.window_left = 300, v.alibi = true, v.sinks = true, v.softcap = 20;
   out.push_back(v);
-  for (int d : {128, 256}) {  // paged prefill with every variant (pages of 128: TMA boxes; of 16: V gathered)
+  for (int d : {128, 160, 256}) {  // paged prefill with every variant (pages of 128: TMA boxes; of 16: V gathered)
     for (int page : {128, 16}) {
       Case pv = sequence_case(8, 2, d, DType::BF16, true, {300, 77}, {900, 2000}, KvStore::Paged, page);
       pv.window_left = 300, pv.alibi = true, pv.sinks = true, pv.softcap = 20;

@@ -65,7 +65,7 @@ constexpr LaunchRow kLaunchTable[] = {
 // AllWarps with block_m 128, one KV group and no split-KV runs the wide-warp kernel (4 warps x 32 query
 // rows, sm80/flash_fwd_wide.cuh) where it is built (D <= 128); every other mma.sync configuration runs
 // the 16-row kernel. A Hopper row runs on the Hopper kernel compiled for the head dim or the next one
-// (sm90/config.h, hopper_head_dim: 80 -> 96, 112 -> 128, 160 -> 192), padded with zeros by TMA.
+// (sm90/config.h, hopper_head_dim: 80 -> 96, 112 -> 128, 144 -> 160, 176 -> 192), padded with zeros by TMA.
 // Numbers: perf/results/2026-11-25_h100_headdims-hopper.md (and _h200_).
 
 size_t smem_bytes(int head_dim, int block_m, int key_split_warps, int stages) {

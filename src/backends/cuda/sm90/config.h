@@ -13,12 +13,12 @@
 
 namespace flashcore::cuda::detail {
 
-// Compiled head dims (multiples of the 64-column swizzle panel; 32 and 96: rows of one and of three
-// 32-column panels in the 64-byte swizzle). Any other head dim up to 256 runs on the next one: its
+// Compiled head dims (multiples of the 64-column swizzle panel; 32, 96 and 160: rows of one, three and
+// five 32-column panels in the 64-byte swizzle). Any other head dim up to 256 runs on the next one: its
 // tensor maps have head_dim columns and TMA zero-fills the box past them (Q, K and V), so the padding
 // adds zeros to S and gives O columns the epilogue does not store (8..24 -> 32; 40..56 -> 64; 72..88 ->
-// 96; 104..120 -> 128; 136..184 -> 192; 200..248 -> 256).
-constexpr int kHopperHeadDims[] = {32, 64, 96, 128, 192, 256};
+// 96; 104..120 -> 128; 136..152 -> 160; 168..184 -> 192; 200..248 -> 256).
+constexpr int kHopperHeadDims[] = {32, 64, 96, 128, 160, 192, 256};
 constexpr int hopper_head_dim(int head_dim) {
   for (int d : kHopperHeadDims)
     if (head_dim <= d) return d;
@@ -30,6 +30,8 @@ constexpr int hopper_head_dim(int head_dim) {
 // O (96 or 128 registers) + S + P must stay within the consumers' 240: 96-key tiles at 192 (S 48,
 // P 24; two stages, 193 KB; H100 (4,16,2048,192) 398 us against 433 with three stages of 64 keys),
 // 64-key tiles at 256 (two stages, 197.7 KB). 112 keys at 192 and 80 at 256 spill in every consumer.
+// D = 160 takes D = 192's 96-key tiles (O 80 + S 48 + P 24 registers, where 128 keys would need 176 beside
+// O, near the 180 that spilled at 192; two stages 160 KB with its own O staging, 209 KB in all).
 //
 // kInBytes = 1: FP8 e4m3 inputs (D = 128 only). A 128-byte swizzle row then holds 128 elements, so Q,
 // K and the transposed V (Vᵀ: D rows of kBlockN keys, sm90/fp8_transpose_v.cuh) are one panel each;
@@ -52,8 +54,12 @@ constexpr int hopper_head_dim(int head_dim) {
 // last panel). H200, run 38a (forced Hopper, 32 rows of (B,H,L) x fp16/bf16 x causal): 0.87-0.96 of the
 // time on the D = 128 instance ((4,16,2048,96) fp16 212.1 -> 197.6 µs); two stages (152 KB) with the
 // lazy max 0.913 on the geometric mean, three stages 0.919 with it and 0.925 without.
+//
+// D = 160 (16-bit), the same way: a 320-byte row is five 32-column panels in the 64-byte swizzle, S = Q·Kᵀ
+// takes 10 k16 steps and P·V is m64n160, 5/6 of the D = 192 kernel's tensor work, where 136..160 ran before
+// (its last 64-column panel half or more zeros).
 // Shared by the host (tensor maps) and the kernel: the swizzle row of a compiled head dim (128 bytes
-// where the row is whole 128-byte panels, else 64: D = 32 and 96).
+// where the row is whole 128-byte panels, else 64: D = 32, 96 and 160).
 constexpr int swizzle_row_bytes(int d, int in_bytes) { return d * in_bytes % 128 == 0 ? 128 : 64; }
 //
 // Consumer warpgroups (kWGs, 64 query rows each): an instance's own number, 3 at D = 32 and 2 elsewhere
@@ -64,13 +70,13 @@ constexpr int swizzle_row_bytes(int d, int in_bytes) { return d * in_bytes % 128
 constexpr int hopper_default_wgs(int d) { return d == 32 ? 3 : 2; }
 template <int D, int kInBytes = 2, int kWGs = hopper_default_wgs(D)>
 struct HopperConfig {
-  static_assert((D % 64 == 0 && D >= 64 && D <= 256) || ((D == 32 || D == 96) && kInBytes == 2), "compiled head dims: kHopperHeadDims");
+  static_assert((D % 64 == 0 && D >= 64 && D <= 256) || ((D == 32 || D == 96 || D == 160) && kInBytes == 2), "compiled head dims: kHopperHeadDims");
   static_assert(kInBytes == 2 || (kInBytes == 1 && D == 128), "FP8 inputs: D = 128 only");
   static_assert(kWGs == 2 || (kWGs == 3 && D <= 64 && kInBytes == 2), "three consumer warpgroups (160 registers) at D <= 64 only");
   static constexpr bool kFp8 = kInBytes == 1;
   static constexpr int kConsumerWGs = kWGs;
   static constexpr int kBlockM = 64 * kConsumerWGs;        // query rows per block
-  static constexpr int kBlockN = D <= 128 ? 128 : D == 192 ? 96 : 64;  // keys per K/V tile
+  static constexpr int kBlockN = D <= 128 ? 128 : D <= 192 ? 96 : 64;  // keys per K/V tile
   static constexpr int kStages = kFp8 || D == 32 ? 4 : D == 64 ? 3 : 2;  // K/V ring depth
   static constexpr int kThreads = 128 * (kConsumerWGs + 1);
   // setmaxnreg moves registers inside the block's launch allocation (the 64K register file over
@@ -89,7 +95,7 @@ struct HopperConfig {
   static_assert(producer_regs(false) >= 24 && producer_regs(true) >= 24, "setmaxnreg takes 24 registers at least");
   static_assert(producer_regs(true) * 128 + consumer_regs(true) * 128 * kConsumerWGs <= kLaunchRegs * kThreads,
                 "setmaxnreg budget exceeds the launch allocation");
-  static constexpr int kRowBytes = swizzle_row_bytes(D, kInBytes);  // a panel row: 128 bytes (64 at D = 32 and 96)
+  static constexpr int kRowBytes = swizzle_row_bytes(D, kInBytes);  // a panel row: 128 bytes (64 at D = 32, 96, 160)
   static constexpr int kPanelCols = kRowBytes / kInBytes;  // elements of a swizzle row
   static constexpr int kPanels = D / kPanelCols;           // swizzle panels of a Q or K row
   static constexpr int kStepsPerPanel = kRowBytes / 32;    // k16 (k32) steps of S in one panel row
@@ -159,6 +165,7 @@ decltype(auto) with_hopper_head_dim(int head_dim, F&& f) {
     case 64: return f(std::integral_constant<int, 64>{});
     case 96: return f(std::integral_constant<int, 96>{});
     case 128: return f(std::integral_constant<int, 128>{});
+    case 160: return f(std::integral_constant<int, 160>{});
     case 192: return f(std::integral_constant<int, 192>{});
     default: return f(std::integral_constant<int, 256>{});
   }
@@ -204,7 +211,7 @@ __host__ __device__ constexpr int paged_box_rows(int page_size, int block_n) {
 // pages of 64 and 256 1.16-1.43x.
 constexpr int kHopperGatherPageRows = 32;
 inline int sm90_paged_box_rows(int head_dim, int page_size) { return paged_box_rows(page_size, sm90_block_n(head_dim)); }
-// Bytes of a swizzle row (TMA box width and swizzle mode; 128, or 64 on the D = 32 and 96 instances).
+// Bytes of a swizzle row (TMA box width and swizzle mode; 128, or 64 on the D = 32, 96 and 160 instances).
 inline int sm90_row_bytes(int head_dim, bool fp8 = false) {
   if (fp8) return HopperFp8Config::kRowBytes;
   return with_hopper_head_dim(head_dim, [](auto d) { return HopperConfig<decltype(d)::value>::kRowBytes; });

@@ -69,6 +69,8 @@ __device__ __forceinline__ void wgmma_pv(float (&o)[48], const uint32_t* a, uint
 template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[64], const uint32_t* a, uint64_t db) { wgmma_rs_m64n128k16(o, a, db, Elem{}); }
 template <typename Elem>
+__device__ __forceinline__ void wgmma_pv(float (&o)[80], const uint32_t* a, uint64_t db) { wgmma_rs_m64n160k16(o, a, db, Elem{}); }
+template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[96], const uint32_t* a, uint64_t db) { wgmma_rs_m64n192k16(o, a, db, Elem{}); }
 template <typename Elem>
 __device__ __forceinline__ void wgmma_pv(float (&o)[128], const uint32_t* a, uint64_t db) { wgmma_rs_m64n256k16(o, a, db, Elem{}); }

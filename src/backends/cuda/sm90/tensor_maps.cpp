@@ -1,6 +1,6 @@
 // The Hopper kernel's TMA descriptors (host side): Q, K and V as 4-D tensor maps (head_dim, seqlen,
 // heads, batch) with 64-column x kBlockM/kBlockN-row boxes and the 128-byte swizzle the kernel reads
-// (32-column boxes and the 64-byte swizzle for the D = 32 and 96 instances; the plan says which instance)
+// (32-column boxes and the 64-byte swizzle for the D = 32, 96 and 160 instances; the plan says which instance)
 // (a box past head_dim is zero-filled: the kernel compiled for the next head dim reads zeros); packed
 // (varlen) Q or K/V as one batch entry of total rows. The
 // plan encodes them once per call (flash_fwd_plan); layouts TMA cannot describe are declined here,
@@ -45,7 +45,7 @@ int elem_bytes(TmaElem e) { return e == TmaElem::U8 ? 1 : 2; }
 
 // A [batch][heads][seqlen][D] view (element strides; the D stride is 1) as TMA sees it: dims innermost
 // first and byte strides of dims 1..3; boxes of one swizzle row of row_bytes (128: 64 16-bit or 128 FP8
-// columns; 64 at D = 32 and 96, in the 64-byte swizzle) by box_rows.
+// columns; 64 at D = 32, 96 and 160, in the 64-byte swizzle) by box_rows.
 struct TmaView {
   const char* name;
   const void* ptr;
