@@ -23,7 +23,7 @@ namespace {
 
 FlashFwdParams params(int b, int hq, int hkv, int lq, int lk, int d, bool bf16, bool causal) {
   FlashFwdParams p{};
-  alignas(16) static unsigned char dummy[16];
+  alignas(128) static unsigned char dummy[64];
   p.q = p.k = p.v = dummy;
   p.o = dummy;
   p.batch = b, p.heads_q = hq, p.heads_kv = hkv, p.seqlen_q = lq, p.seqlen_k = lk, p.head_dim = d;
@@ -156,6 +156,24 @@ TEST(CudaConfig, HopperHeadDimsAndSwizzleRows) {
   EXPECT_EQ(inst(params(1, 8, 8, 64, 64, 104, false, false)), Inst(128, 2));
   EXPECT_EQ(inst(params(4, 16, 16, 2048, 2048, 96, true, false)), Inst(96, 2));  // no three-warpgroup D = 96
   EXPECT_EQ(inst(params(2, 16, 16, 4096, 4096, 128, false, false)), Inst(128, 2));
+  // D = 136..160: the D = 160 instance where every row of Q, K and V starts on a 32-byte boundary, else D = 192's
+  // (sm90/plan_sm90.cu: a 64-byte box row 16 bytes off a boundary reads three sectors for two).
+  EXPECT_EQ(inst(params(4, 16, 16, 2048, 2048, 160, false, false)), Inst(160, 2));
+  EXPECT_EQ(inst(params(4, 16, 16, 2048, 2048, 144, true, true)), Inst(160, 2));
+  EXPECT_EQ(inst(params(4, 16, 16, 2048, 2048, 136, false, false)), Inst(192, 2));  // 272-byte rows
+  EXPECT_EQ(inst(params(4, 16, 16, 2048, 2048, 152, false, true)), Inst(192, 2));   // 304-byte rows
+  EXPECT_EQ(inst(params(4, 16, 16, 2048, 2048, 168, false, false)), Inst(192, 2));
+  {
+    FlashFwdParams p = params(4, 16, 16, 2048, 2048, 160, false, false);
+    p.k_seq_stride = 16 * 160 + 8;  // K's rows 16 bytes off
+    EXPECT_EQ(inst(p), Inst(192, 2));
+    p = params(4, 16, 16, 2048, 2048, 160, false, false);
+    alignas(128) static unsigned char shifted[64];
+    p.v = shifted + 16;  // V 16 bytes past a 32-byte boundary
+    EXPECT_EQ(inst(p), Inst(192, 2));
+    p.v = shifted + 32;
+    EXPECT_EQ(inst(p), Inst(160, 2));
+  }
   // D = 64 (and 40..56): three warpgroups where 192-row items fill the SMs, non-causal, or causal from 2048
   // query rows, and 192-row blocks pad the queries by at most 1/8 more than 128-row ones; forced too (the
   // same kernel's tile shape). Not with pages or variants (not built).

@@ -2,6 +2,7 @@
 // its own limits and TMA descriptors, its persistent schedule (tickets, pair groups, the tail split),
 // and FP8 inputs. The choice between kernels is plan.cu's (flash_fwd_plan); the kernel is flash_fwd_sm90.cuh.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "backends/cuda/common/sequences.cuh"
@@ -16,7 +17,8 @@ namespace flashcore::cuda {
 namespace {
 
 // Which Hopper instance runs p (sm90/config.h): the compiled head dim next up from head_dim, with its
-// consumer warpgroups. Two exceptions by shape, both about 192-row blocks (three warpgroups):
+// consumer warpgroups. Two exceptions by shape, both about 192-row blocks (three warpgroups), and one by
+// the rows' alignment:
 // - D = 32 (Auto only): its 192-row blocks leave SMs idle on problems of fewer items than SMs, where the
 //   D = 64 instance's 128-row blocks (columns 32..63 zero-filled) make more items. Forced
 //   (cuda-flash-hopper) runs the D = 32 instance whatever the size. H100, run 26b, µs: (1,8,2048,32), 88
@@ -35,6 +37,22 @@ namespace {
 //   0.90x; 1024 rows (4,16,1024,64) 36.4 -> 39.7, (8,16,1024,64) 1.11x and (16,16,512,64) 1.11-1.12x
 //   slower (not taken: the diagonal is a larger share of a 192-row item, and 192 does not divide them).
 constexpr int kHopperWg3MinCausalRows = 2048;
+// - D = 136..160: the D = 160 instance (64-byte rows of 32 columns) where every row of Q, K and V starts on a
+//   32-byte boundary (pointers and element strides multiples of 32 bytes: head dims 144 and 160 in packed
+//   layouts), else the D = 192 instance. A 64-byte box row that starts 16 bytes past a boundary touches
+//   three 32-byte sectors for two; the 192 instance's 128-byte ones five for four. H100, run 64b
+//   (cuda-flash, two rounds, min of medians, µs, 160 instance against 192): (4,16,2048,160) 278 against
+//   309, (2,16,4096,160) 497-517 against 551-565, (8,16,1024,160) 155-162 against 177-181, (4,16,2048,144)
+//   181-290 against 182-309 (0.92-0.99x); (4,16,2048,136) (272-byte rows) 263-456 against 218-357 (1.20-1.29x
+//   slower: so 136 and 152 stay on 192).
+bool rows_32_byte_aligned(const FlashFwdParams& p) {
+  for (const void* ptr : {p.q, p.k, p.v})
+    if (reinterpret_cast<uintptr_t>(ptr) % 32 != 0) return false;
+  for (long long s : {p.q_batch_stride, p.q_seq_stride, p.q_head_stride, p.k_batch_stride, p.k_seq_stride,
+                      p.k_head_stride, p.v_batch_stride, p.v_seq_stride, p.v_head_stride})
+    if (s % 16 != 0) return false;  // 16-bit elements
+  return true;
+}
 
 // The Hopper kernel's persistent schedule (common/work_list.h): one block per SM, or one per item when
 // there are fewer; with more items than blocks, the blocks draw them from a ticket counter (flash_fwd_run).
@@ -76,6 +94,8 @@ HopperInstance hopper_instance(const FlashFwdParams& p, const DeviceLimits& dev,
     if (forced == 3 || (forced == 0 && fill && (!p.causal || p.seqlen_q >= kHopperWg3MinCausalRows) &&
                         padded(kRows3) * 8 <= padded(kRows2) * 9))
       return {64, 3};
+  } else if (d == 160 && !rows_32_byte_aligned(p)) {
+    return {192, detail::hopper_default_wgs(192)};
   }
   return {d, detail::hopper_default_wgs(d)};
 }
