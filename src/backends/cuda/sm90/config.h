@@ -17,7 +17,8 @@ namespace flashcore::cuda::detail {
 // five 32-column panels in the 64-byte swizzle). Any other head dim up to 256 runs on the next one: its
 // tensor maps have head_dim columns and TMA zero-fills the box past them (Q, K and V), so the padding
 // adds zeros to S and gives O columns the epilogue does not store (8..24 -> 32; 40..56 -> 64; 72..88 ->
-// 96; 104..120 -> 128; 136..152 -> 160; 168..184 -> 192; 200..248 -> 256).
+// 96; 104..120 -> 128; 136..152 -> 160; 168..184 -> 192; 200..248 -> 256). The plan sends a problem whose
+// rows are not all 32-byte aligned from the D = 160 instance to the D = 192 one (sm90/plan_sm90.cu, hopper_instance).
 constexpr int kHopperHeadDims[] = {32, 64, 96, 128, 160, 192, 256};
 constexpr int hopper_head_dim(int head_dim) {
   for (int d : kHopperHeadDims)
