@@ -7,21 +7,10 @@
 # (1) the GPU tests of head dims 72 and 136-168 on the Hopper kernel; (2) flashcore_bench cuda-flash at D = 72, 80,
 # 88, 136, 144, 152, 160, base and new alternated twice (expected: 136 and 152 as base, 144 and 160 0.86-0.99x; 72
 # and 88 faster on the 128 instance if their misaligned 64-byte boxes cost what 136's did, 80 unchanged).
-set -u
-t0=$(date +%s)
 LIM=${LIM:-240}
-R=/tmp/r64d; mkdir -p $R
-pack() { (cd /tmp && tar czf $OUT/r64d.tgz r64d); }
-el() { echo "$(( $(date +%s) - t0 ))"; }
-left() { echo "$(( LIM - $(el) ))"; }
-cap() { local r=$(( $(left) - 5 )); [ $r -lt $1 ] && echo $r || echo $1; }
-tar xJf build/gpu-s64d.txz -C build
-S=build/s64d; export LD_LIBRARY_PATH=$PWD/$S/lib
-cp $S/commit $R/
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $R/device.txt
+. perf/dev/experiments/run_common.sh r64d s64d
 D16='*cuda_flash_hopper*_D160_*:*cuda_flash_hopper*_D144_*:*cuda_flash_hopper*_D136_*:*cuda_flash_hopper*_D168_*:*cuda_flash_B*_D160_*:*cuda_flash_B*_D144_*:*cuda_flash_hopper*_D72_*:*cuda_flash_hopper*_D88_*'
-timeout $(cap 60) $S/bin/flashcore_gpu_tests --gtest_filter="$D16" --gtest_brief=1 > $R/tests_d160.txt 2>&1
-echo "tests rc=$? at $(el) s"; grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]|FAILED  \]' $R/tests_d160.txt | head -8; pack
+gpu_tests d160 "$D16" 60
 SH="4,16,2048,72;4,16,2048,80;4,16,2048,88;4,16,2048,136;4,16,2048,144;4,16,2048,152;4,16,2048,160"
 for round in 1 2; do
   for v in bin_base bin; do
