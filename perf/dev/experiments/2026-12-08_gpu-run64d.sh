@@ -12,12 +12,5 @@ LIM=${LIM:-240}
 D16='*cuda_flash_hopper*_D160_*:*cuda_flash_hopper*_D144_*:*cuda_flash_hopper*_D136_*:*cuda_flash_hopper*_D168_*:*cuda_flash_B*_D160_*:*cuda_flash_B*_D144_*:*cuda_flash_hopper*_D72_*:*cuda_flash_hopper*_D88_*'
 gpu_tests d160 "$D16" 60
 SH="4,16,2048,72;4,16,2048,80;4,16,2048,88;4,16,2048,136;4,16,2048,144;4,16,2048,152;4,16,2048,160"
-for round in 1 2; do
-  for v in bin_base bin; do
-    [ $(left) -lt 30 ] && break
-    timeout $(cap 40) $S/$v/flashcore_bench --device-only --backends=cuda-flash --dtypes=fp16,bf16 --shapes="$SH" \
-      --max-seconds=35 --quick > $R/ab_${v}_$round.txt 2>&1
-    echo "ab $v round $round rc=$? at $(el) s"; pack
-  done
-done
+ab_rounds 30 40 --device-only --backends=cuda-flash --dtypes=fp16,bf16 --shapes="$SH" --max-seconds=35 --quick
 echo "done at $(el) s"

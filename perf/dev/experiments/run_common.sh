@@ -7,7 +7,9 @@
 #   t0, LIM (seconds the call may use; default 560), R=/tmp/<run> (results), S=build/<bundle>, h200 (1 on an H200),
 #   pack (R -> $OUT/<run>.tgz: call it after each stage, so a cut-off call keeps what ran), el (seconds since the
 #   start), left (seconds of LIM left), cap N (N, or what is left less 5 s), gpu_tests NAME FILTER LIMIT
-#   (S/bin/flashcore_gpu_tests on a gtest filter, its summary printed).
+#   (S/bin/flashcore_gpu_tests on a gtest filter, its summary printed), ab_rounds NEED LIMIT ARGS... (the bundle's
+#   bin_base/ and bin/ flashcore_bench with ARGS, alternated twice, each call cut to LIMIT s, into R/ab_<bin>_<round>.txt;
+#   stops when fewer than NEED s are left).
 RUN_NAME=$1
 RUN_BUNDLE=$2
 set -u
@@ -32,4 +34,16 @@ gpu_tests() {  # name, gtest filter, limit (s)
   echo "tests $1 rc=$? at $(el) s"
   grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]|FAILED  \]' "$R/tests_$1.txt" | head -8
   pack
+}
+ab_rounds() {  # need (s), limit (s), flashcore_bench arguments
+  local need=$1 lim=$2 round v
+  shift 2
+  for round in 1 2; do
+    for v in bin_base bin; do
+      [ "$(left)" -lt "$need" ] && return
+      timeout "$(cap "$lim")" "$S/$v/flashcore_bench" "$@" > "$R/ab_${v}_$round.txt" 2>&1
+      echo "ab $v round $round rc=$? at $(el) s"
+      pack
+    done
+  done
 }
